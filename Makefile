@@ -1,0 +1,39 @@
+# ecstore — see README.md.
+GO      ?= go
+BIN     ?= bin/ecstore
+GOBIN   := $(shell $(GO) env GOPATH)/bin
+DATA    ?= ./ecstore-data
+
+.PHONY: build run test test-fast test-slow lint deps bench clean
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/ecstore
+
+# run: the main job on the embedded default cluster (local directories in $(DATA)).
+run: build
+	bash scripts/demo.sh $(BIN) $(DATA)
+
+deps:
+	bash scripts/install-deps.sh
+
+# test: everything CI runs — lint, unit tests with -race, the interop suites
+# against real XRootD tools (build tag "interop"), and the slow cross-process
+# suites (build tag "slow").
+test: deps lint
+	CI=$${CI:-true} $(GO) test -race -count=1 -timeout 20m -tags interop ./...
+	CI=$${CI:-true} $(GO) test -count=1 -timeout 40m -tags slow ./test/...
+
+# test-fast: the unit tests only (what `go test ./...` runs).
+test-fast:
+	$(GO) test -count=1 ./...
+
+lint:
+	@fmt=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$fmt" ]; then echo "gofmt needed:"; echo "$$fmt"; exit 1; fi
+	$(GO) vet -tags interop,slow ./...
+	$(GOBIN)/staticcheck -tags interop,slow ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
+
+clean:
+	rm -rf bin

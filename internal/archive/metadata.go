@@ -1,0 +1,160 @@
+package archive
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/layout"
+)
+
+// FormatVersion is the version of the archive format this package writes.
+// Readers refuse archives with a newer format version.
+const FormatVersion = 1
+
+// MetadataName is the name of the metadata entry inside an archive.
+const MetadataName = "ecstore.meta.json"
+
+// maxMetadataSize bounds the metadata entry a reader accepts.
+const maxMetadataSize = 1 << 20
+
+// Version identifies one write of an object: the commit time in
+// nanoseconds and 64 random bits, formatted so that string order is time
+// order ("0001763766000123456789-9f86d081884c7d65").
+type Version string
+
+// NewVersion returns a fresh version for a write committed at t.
+func NewVersion(t time.Time) Version {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("archive: crypto/rand failed: " + err.Error()) // never happens on Linux
+	}
+	return Version(fmt.Sprintf("%022d-%016x", t.UnixNano(), binary.BigEndian.Uint64(b[:])))
+}
+
+// Time returns the commit time encoded in v (zero if malformed).
+func (v Version) Time() time.Time {
+	ns, _, ok := strings.Cut(string(v), "-")
+	if !ok {
+		return time.Time{}
+	}
+	n, err := strconv.ParseInt(ns, 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+// Valid reports whether v has the form NewVersion produces.
+func (v Version) Valid() bool {
+	a, b, ok := strings.Cut(string(v), "-")
+	if !ok || len(a) != 22 || len(b) != 16 {
+		return false
+	}
+	for _, c := range a {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	for _, c := range b {
+		if !strings.ContainsRune("0123456789abcdef", c) {
+			return false
+		}
+	}
+	return true
+}
+
+// Metadata describes the whole object and this archive's place in it. The
+// same metadata, except Slot, is stored in every archive of an object
+// version. It is encoded as JSON (see docs/FORMAT.md).
+type Metadata struct {
+	Format    int       `json:"format"`
+	Path      string    `json:"path"` // object path when written
+	Version   Version   `json:"version"`
+	Size      int64     `json:"size"`
+	K         int       `json:"k"`
+	M         int       `json:"m"`
+	ChunkSize int64     `json:"chunk_size"`
+	Placement []string  `json:"placement"` // node ids, one per slot
+	Slot      int       `json:"slot"`      // this archive's index in Placement
+	MTime     time.Time `json:"mtime"`
+	Adler32   string    `json:"adler32"` // whole object, 8 hex digits
+	CRC32C    string    `json:"crc32c"`  // whole object, 8 hex digits
+	// User holds user metadata (content type, S3 x-amz-meta-*), if any.
+	User map[string]string `json:"user,omitempty"`
+}
+
+// Geometry returns the object's geometry.
+func (m *Metadata) Geometry() layout.Geometry {
+	return layout.Geometry{K: m.K, M: m.M, ChunkSize: m.ChunkSize}
+}
+
+// Layout returns the object's layout.
+func (m *Metadata) Layout() layout.Layout {
+	return layout.Layout{Geometry: m.Geometry(), Size: m.Size}
+}
+
+// Validate checks the metadata for internal consistency; every field of
+// an archive read from a node is untrusted.
+func (m *Metadata) Validate() error {
+	switch {
+	case m.Format < 1:
+		return fmt.Errorf("%w: metadata format %d", ErrFormat, m.Format)
+	case m.Format > FormatVersion:
+		return fmt.Errorf("%w: format version %d is newer than %d; upgrade ecstore", ErrVersion, m.Format, FormatVersion)
+	case !m.Version.Valid():
+		return fmt.Errorf("%w: bad version %q", ErrFormat, m.Version)
+	case m.Size < 0:
+		return fmt.Errorf("%w: negative size", ErrFormat)
+	case len(m.Placement) != m.K+m.M:
+		return fmt.Errorf("%w: placement has %d nodes, geometry %d+%d", ErrFormat, len(m.Placement), m.K, m.M)
+	case m.Slot < 0 || m.Slot >= len(m.Placement):
+		return fmt.Errorf("%w: slot %d out of range", ErrFormat, m.Slot)
+	case len(m.Adler32) != 8 || len(m.CRC32C) != 8:
+		return fmt.Errorf("%w: bad object checksums", ErrFormat)
+	}
+	// JSON decoding accepts times that JSON encoding refuses (a zone
+	// offset of 24:00); metadata that cannot be written back is invalid.
+	if _, err := m.MTime.MarshalJSON(); err != nil {
+		return fmt.Errorf("%w: mtime: %v", ErrFormat, err)
+	}
+	if err := m.Geometry().Validate(); err != nil {
+		return fmt.Errorf("%w: %v", ErrFormat, err)
+	}
+	return nil
+}
+
+// SameObject reports whether two archives' metadata describe the same
+// object version (everything but the slot agrees).
+func (m *Metadata) SameObject(o *Metadata) bool {
+	if m.Version != o.Version || m.Size != o.Size || m.K != o.K || m.M != o.M ||
+		m.ChunkSize != o.ChunkSize || m.Adler32 != o.Adler32 || m.CRC32C != o.CRC32C ||
+		len(m.Placement) != len(o.Placement) {
+		return false
+	}
+	for i := range m.Placement {
+		if m.Placement[i] != o.Placement[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *Metadata) encode() ([]byte, error) {
+	return json.MarshalIndent(m, "", " ")
+}
+
+func decodeMetadata(p []byte) (*Metadata, error) {
+	var m Metadata
+	if err := json.Unmarshal(p, &m); err != nil {
+		return nil, fmt.Errorf("%w: metadata: %v", ErrFormat, err)
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}

@@ -1,0 +1,340 @@
+package archive
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/erasure"
+	"github.com/ecstore/ecstore/internal/layout"
+)
+
+// testGeometries are the geometries of the round-trip sweeps: degenerate
+// ones (1+0, chunks of one byte), odd chunk sizes, the widest geometry
+// and the usual shapes scaled down.
+var testGeometries = []layout.Geometry{
+	{K: 1, M: 0, ChunkSize: 1},
+	{K: 1, M: 0, ChunkSize: 7},
+	{K: 1, M: 1, ChunkSize: 5},
+	{K: 2, M: 1, ChunkSize: 3},
+	{K: 3, M: 2, ChunkSize: 10},
+	{K: 4, M: 2, ChunkSize: 100},
+	{K: 8, M: 2, ChunkSize: 64},
+	{K: 10, M: 4, ChunkSize: 33},
+	{K: 5, M: 0, ChunkSize: 2},
+	{K: layout.MaxData, M: layout.MaxParity, ChunkSize: 1},
+}
+
+// testSizes returns the object sizes worth testing for g: empty, one
+// byte, around a chunk, around a block and several blocks with a full or
+// short last block.
+func testSizes(g layout.Geometry) []int64 {
+	c, bs := g.ChunkSize, g.BlockSize()
+	cand := []int64{0, 1, c - 1, c, c + 1, bs - 1, bs, bs + 1, 2*bs + c + 1, 3 * bs, 3*bs - 1}
+	var out []int64
+	seen := map[int64]bool{}
+	for _, n := range cand {
+		if n >= 0 && !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// TestRoundTrip writes the archive of every slot for many geometries and
+// sizes, parses it back and checks every byte the format promises.
+func TestRoundTrip(t *testing.T) {
+	t.Logf("seed %d", *seedFlag)
+	for _, g := range testGeometries {
+		if testing.Short() && g.Width() > 16 {
+			continue
+		}
+		for _, size := range testSizes(g) {
+			t.Run(fmt.Sprintf("geom=%d+%d/%d/size=%d", g.K, g.M, g.ChunkSize, size), func(t *testing.T) {
+				l := layout.Layout{Geometry: g, Size: size}
+				stripesOfBlock := make([]map[int]bool, l.Blocks())
+				for b := range stripesOfBlock {
+					stripesOfBlock[b] = map[int]bool{}
+				}
+				for slot := range g.Width() {
+					data, meta := buildArchive(t, g, size, slot)
+					checkArchive(t, l, slot, data, meta)
+					idx := mustParse(t, data)
+					for _, c := range idx.Chunks {
+						stripesOfBlock[c.Block][c.Stripe] = true
+					}
+				}
+				// Every block's chunks are spread over the slots, one
+				// stripe index each.
+				for b, set := range stripesOfBlock {
+					if len(set) != g.Width() {
+						t.Errorf("block %d: slots hold %d distinct stripes, want %d", b, len(set), g.Width())
+					}
+				}
+			})
+		}
+	}
+}
+
+// checkArchive checks one written archive against the format.
+func checkArchive(t *testing.T, l layout.Layout, slot int, data []byte, meta *Metadata) {
+	t.Helper()
+	ctx := context.Background()
+	idx, err := parseBytes(data)
+	if err != nil {
+		t.Fatalf("slot %d: %v", slot, err)
+	}
+	if !metaEqual(idx.Meta, meta) || idx.Meta.Format != FormatVersion {
+		t.Fatalf("slot %d: metadata %+v, want %+v", slot, idx.Meta, meta)
+	}
+	if idx.Size != int64(len(data)) || int64(len(idx.Chunks)) != l.Blocks() {
+		t.Fatalf("slot %d: index size %d with %d chunks, want %d and %d", slot, idx.Size, len(idx.Chunks), len(data), l.Blocks())
+	}
+	w := int64(l.Width())
+	off := int64(0)
+	for b, c := range idx.Chunks {
+		b := int64(b)
+		// Rotation: slot = (stripe + block) mod (K+M).
+		wantStripe := int(((int64(slot)-b)%w + w) % w)
+		// Last block: chunks of ceil(r/K) bytes.
+		wantLen := l.ChunkSize
+		if r := min(l.Size-b*l.BlockSize(), l.BlockSize()); r < l.BlockSize() {
+			wantLen = (r + int64(l.K) - 1) / int64(l.K)
+		}
+		if c.Block != b || c.Stripe != wantStripe || (int64(c.Stripe)+b)%w != int64(slot) ||
+			c.Name != fmt.Sprintf("obj.%d.%d", b, wantStripe) || c.Size != wantLen {
+			t.Fatalf("slot %d block %d: chunk %+v, want stripe %d, %d bytes", slot, b, c, wantStripe, wantLen)
+		}
+		// Entries are contiguous from offset 0, in block order, with
+		// 30-byte local headers and no extra field.
+		if c.Offset != off {
+			t.Fatalf("slot %d block %d: offset %d, want %d", slot, b, c.Offset, off)
+		}
+		off += c.Span()
+		want := chunkData(l, b, c.Stripe)
+		got, err := ReadChunk(ctx, memFile(data), &c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) || c.CRC32 != erasure.ChunkChecksum(want) {
+			t.Fatalf("slot %d: chunk %s: wrong bytes or CRC", slot, c.Name)
+		}
+		// A caller's buffer is used when big enough.
+		buf := make([]byte, 0, c.Span())
+		if got, err := ReadChunk(ctx, memFile(data), &c, buf); err != nil || &got[0] != &buf[:c.Span()][c.Span()-c.Size] {
+			t.Fatalf("ReadChunk with buffer: %v", err)
+		}
+		// Any corrupted data byte is caught by the CRC.
+		for _, i := range []int64{0, c.Size / 2, c.Size - 1} {
+			bad := bytes.Clone(data)
+			bad[c.Offset+c.Span()-c.Size+i] ^= 0x40
+			_, err := ReadChunk(ctx, memFile(bad), &c, nil)
+			var ce *ChecksumError
+			if !errors.As(err, &ce) || !errors.Is(err, ErrChecksum) || ce.Block != b || ce.Stripe != c.Stripe || ce.Want != c.CRC32 {
+				t.Fatalf("corrupt byte %d of chunk %s: err %v", i, c.Name, err)
+			}
+		}
+	}
+	// The metadata entry follows the last chunk.
+	if got := bytes.Index(data, []byte(MetadataName)); int64(got) != off+localHeaderLen {
+		t.Fatalf("slot %d: metadata entry at %d, want its name at %d", slot, got, off+localHeaderLen)
+	}
+	// archive/zip sees the same entries and verifies every CRC.
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatalf("archive/zip rejects archive: %v", err)
+	}
+	if len(zr.File) != len(idx.Chunks)+1 || zr.File[len(zr.File)-1].Name != MetadataName {
+		t.Fatalf("archive/zip sees %d entries", len(zr.File))
+	}
+	for i, f := range zr.File {
+		wantName := MetadataName
+		if i < len(idx.Chunks) {
+			wantName = idx.Chunks[i].Name
+		}
+		wantDate, wantTime := dosTime(testTime)
+		if f.Name != wantName || f.Method != zip.Store || f.Flags != 0 || f.ReaderVersion != 20 ||
+			f.CreatorVersion != 3<<8|20 || f.ModifiedDate != wantDate || f.ModifiedTime != wantTime ||
+			f.CompressedSize64 != f.UncompressedSize64 || len(f.Extra) != 0 || f.Mode() != 0o644 {
+			t.Fatalf("archive/zip entry %d: %+v", i, f.FileHeader)
+		}
+		got := readZipEntry(t, f)
+		if i < len(idx.Chunks) {
+			c := idx.Chunks[i]
+			if f.CRC32 != c.CRC32 || !bytes.Equal(got, chunkData(l, c.Block, c.Stripe)) {
+				t.Fatalf("archive/zip: entry %s differs", f.Name)
+			}
+		} else if m, err := decodeMetadata(got); err != nil || !metaEqual(m, meta) {
+			t.Fatalf("archive/zip: metadata entry: %v", err)
+		}
+	}
+}
+
+func readZipEntry(t testing.TB, f *zip.File) []byte {
+	t.Helper()
+	rc, err := f.Open()
+	if err != nil {
+		t.Fatalf("archive/zip open %s: %v", f.Name, err)
+	}
+	defer rc.Close()
+	p, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatalf("archive/zip read %s: %v", f.Name, err)
+	}
+	return p
+}
+
+// TestZipChecksum shows that archive/zip, with no ecstore code, rejects a
+// chunk whose bytes do not match the CRC-32 in its headers.
+func TestZipChecksum(t *testing.T) {
+	g := layout.Geometry{K: 3, M: 2, ChunkSize: 10}
+	data, _ := buildArchive(t, g, 75, 2)
+	idx := mustParse(t, data)
+	for i, c := range idx.Chunks {
+		bad := bytes.Clone(data)
+		bad[c.Offset+c.Span()-1] ^= 1
+		zr, err := zip.NewReader(bytes.NewReader(bad), int64(len(bad)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := zr.File[i].Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = io.ReadAll(rc)
+		rc.Close()
+		if !errors.Is(err, zip.ErrChecksum) {
+			t.Errorf("chunk %s: archive/zip read error %v, want zip.ErrChecksum", c.Name, err)
+		}
+	}
+}
+
+// TestParseTail checks that ParseTail agrees with Parse for every tail
+// length, reading the rest through r, and never reads beyond the tail
+// when r is nil.
+func TestParseTail(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 2, M: 1, ChunkSize: 16}
+	data, meta := buildArchive(t, g, 100, 1)
+	size := int64(len(data))
+	want := mustParse(t, data)
+	for n := 0; n <= len(data); n++ {
+		tail := data[len(data)-n:]
+		idx, err := ParseTail(ctx, memFile(data), size, tail)
+		switch {
+		case n < endLen:
+			if !errors.Is(err, ErrFormat) {
+				t.Fatalf("tail %d: err %v, want ErrFormat (the end record must be in the tail)", n, err)
+			}
+		case err != nil:
+			t.Fatalf("tail %d: %v", n, err)
+		case !metaEqual(idx.Meta, meta) || !sameChunks(idx.Chunks, want.Chunks):
+			t.Fatalf("tail %d: different index", n)
+		}
+		idx, err = ParseTail(ctx, nil, size, tail)
+		if err != nil && !errors.Is(err, ErrFormat) {
+			t.Fatalf("tail %d, no reader: %v", n, err)
+		}
+		if err == nil && !sameChunks(idx.Chunks, want.Chunks) {
+			t.Fatalf("tail %d, no reader: different index", n)
+		}
+		if n == len(data) && err != nil {
+			t.Fatalf("whole archive as tail, no reader: %v", err)
+		}
+	}
+	// A tail longer than the archive is a caller error, not a panic.
+	long := append(bytes.Repeat([]byte{0}, 100), data...)
+	if _, err := ParseTail(ctx, nil, size, long); !errors.Is(err, ErrFormat) {
+		t.Fatalf("tail longer than archive: %v", err)
+	}
+	for _, n := range []int64{endLen, 10, size - 100} {
+		if _, err := ParseTail(ctx, nil, n, data); !errors.Is(err, ErrFormat) {
+			t.Fatalf("tail longer than size %d: %v", n, err)
+		}
+	}
+}
+
+// TestWriterErrors checks the writer's refusals.
+func TestWriterErrors(t *testing.T) {
+	g := layout.Geometry{K: 2, M: 1, ChunkSize: 4}
+	l := layout.Layout{Geometry: g, Size: 20}
+	var buf bytes.Buffer
+	w := NewWriter(&buf, testTime)
+	if err := w.WriteChunk(1, 0, []byte{1}, 0); err == nil {
+		t.Error("block 1 accepted before block 0")
+	}
+	for b := range l.Blocks() {
+		d := chunkData(l, b, g.Stripe(b, 0))
+		if err := w.WriteChunk(b, g.Stripe(b, 0), d, erasure.ChunkChecksum(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w.Blocks() != l.Blocks() {
+		t.Errorf("Blocks() = %d, want %d", w.Blocks(), l.Blocks())
+	}
+	short := testMeta(layout.Layout{Geometry: g, Size: 8}, 0)
+	if err := w.Close(short); err == nil {
+		t.Error("Close accepted metadata with fewer blocks than written")
+	}
+	bad := testMeta(l, 0)
+	bad.Slot = 7
+	if err := w.Close(bad); !errors.Is(err, ErrFormat) {
+		t.Errorf("Close with bad slot: %v", err)
+	}
+	for _, mt := range []time.Time{
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		testTime.In(time.FixedZone("", 24*3600)),
+	} {
+		bad := testMeta(l, 0)
+		bad.MTime = mt
+		if err := w.Close(bad); !errors.Is(err, ErrFormat) {
+			t.Errorf("Close with mtime %v: %v", mt, err)
+		}
+	}
+	m := testMeta(l, 0)
+	m.Format = 99 // Close sets the format it writes
+	if err := w.Close(m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Format != FormatVersion {
+		t.Errorf("Close left Format %d", m.Format)
+	}
+	if err := w.Close(m); err == nil {
+		t.Error("second Close accepted")
+	}
+	if err := w.WriteChunk(l.Blocks(), 0, []byte{1}, 0); err == nil {
+		t.Error("WriteChunk after Close accepted")
+	}
+	if _, err := parseBytes(buf.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDosTime checks the MS-DOS timestamps written for unzip -l.
+func TestDosTime(t *testing.T) {
+	for _, tc := range []struct {
+		in         string
+		date, time uint16
+	}{
+		{"1970-01-01T00:00:00Z", 1<<5 | 1, 0}, // before 1980: 1980-01-01
+		{"1980-01-01T00:00:00Z", 1<<5 | 1, 0},
+		{"2025-11-21T22:20:00Z", 45<<9 | 11<<5 | 21, 22<<11 | 20<<5},
+		{"2025-11-21T22:20:59+01:00", 45<<9 | 11<<5 | 21, 21<<11 | 20<<5 | 29}, // UTC, 2-second steps
+		{"2107-12-31T23:59:58Z", 127<<9 | 12<<5 | 31, 23<<11 | 59<<5 | 29},
+		{"2200-06-01T00:00:00Z", 127<<9 | 6<<5 | 1, 0}, // clamped year
+	} {
+		tm, err := time.Parse(time.RFC3339, tc.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, h := dosTime(tm); d != tc.date || h != tc.time {
+			t.Errorf("dosTime(%s) = %#x %#x, want %#x %#x", tc.in, d, h, tc.date, tc.time)
+		}
+	}
+}

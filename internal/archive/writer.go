@@ -1,0 +1,139 @@
+package archive
+
+import (
+	"archive/zip"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/erasure"
+)
+
+// localHeaderLen is the fixed part of a ZIP local file header (APPNOTE
+// 4.3.7). Writer puts no extra field in local headers, so a chunk's data
+// starts localHeaderLen+len(name) bytes after its header.
+const localHeaderLen = 30
+
+const (
+	zipVersion20 = 20 // 2.0: stored entries
+	zipVersion45 = 45 // 4.5: ZIP64
+	uint32max    = 1<<32 - 1
+)
+
+// Writer writes one archive: the chunks of one placement slot, in block
+// order, then the metadata entry and the central directory. It streams:
+// only the central directory entries (about 100 bytes a block) are kept
+// in memory. It is not safe for concurrent use.
+type Writer struct {
+	zw      *zip.Writer
+	off     int64 // bytes written so far
+	next    int64 // next block expected
+	dosDate uint16
+	dosTime uint16
+	closed  bool
+}
+
+// NewWriter returns a Writer that writes an archive to w. modTime is put in
+// every entry's (MS-DOS) timestamp, for the benefit of unzip -l.
+func NewWriter(w io.Writer, modTime time.Time) *Writer {
+	d, t := dosTime(modTime)
+	return &Writer{zw: zip.NewWriter(w), dosDate: d, dosTime: t}
+}
+
+// ChunkName is the name of the entry holding chunk (block, stripe). The
+// "obj.<block>.<stripe>" form follows XRootD's XrdEc.
+func ChunkName(block int64, stripe int) string {
+	return fmt.Sprintf("obj.%d.%d", block, stripe)
+}
+
+// WriteChunk appends chunk (block, stripe) with its IEEE CRC-32 (computed by
+// the caller, typically while the chunk was hot in cache). Blocks must come
+// in order 0, 1, 2, ... with one chunk each.
+func (w *Writer) WriteChunk(block int64, stripe int, data []byte, crc uint32) error {
+	if w.closed {
+		return fmt.Errorf("archive: write chunk after close")
+	}
+	if block != w.next {
+		return fmt.Errorf("archive: chunk of block %d written, want block %d", block, w.next)
+	}
+	if err := w.entry(ChunkName(block, stripe), data, crc); err != nil {
+		return fmt.Errorf("archive: write chunk %d.%d: %w", block, stripe, err)
+	}
+	w.next++
+	return nil
+}
+
+// Blocks is the number of chunks written so far.
+func (w *Writer) Blocks() int64 { return w.next }
+
+// Close writes the metadata entry and the central directory and flushes.
+// It does not close the underlying writer. meta.Format is set to
+// FormatVersion.
+func (w *Writer) Close(meta *Metadata) error {
+	if w.closed {
+		return fmt.Errorf("archive: close twice")
+	}
+	meta.Format = FormatVersion
+	if err := meta.Validate(); err != nil {
+		return err
+	}
+	if n := meta.Layout().Blocks(); n != w.next {
+		return fmt.Errorf("archive: %d chunks written, object has %d blocks", w.next, n)
+	}
+	p, err := meta.encode()
+	if err != nil {
+		return fmt.Errorf("archive: encode metadata: %w", err)
+	}
+	if err := w.entry(MetadataName, p, erasure.ChunkChecksum(p)); err != nil {
+		return fmt.Errorf("archive: write metadata: %w", err)
+	}
+	w.closed = true
+	if err := w.zw.Close(); err != nil {
+		return fmt.Errorf("archive: write central directory: %w", err)
+	}
+	return nil
+}
+
+func (w *Writer) entry(name string, data []byte, crc uint32) error {
+	fh := &zip.FileHeader{
+		Name:               name,
+		Method:             zip.Store,
+		CRC32:              crc,
+		CompressedSize64:   uint64(len(data)),
+		UncompressedSize64: uint64(len(data)),
+		ReaderVersion:      zipVersion20,
+		CreatorVersion:     3<<8 | zipVersion20, // made by Unix
+		ExternalAttrs:      0o100644 << 16,
+	}
+	if w.off >= uint32max {
+		fh.ReaderVersion = zipVersion45
+		fh.CreatorVersion = 3<<8 | zipVersion45
+	}
+	//lint:ignore SA1019 the MS-DOS fields are what CreateRaw writes into the local header; Modified would add an extra field.
+	fh.ModifiedDate, fh.ModifiedTime = w.dosDate, w.dosTime
+	fw, err := w.zw.CreateRaw(fh)
+	if err != nil {
+		return err
+	}
+	if _, err := fw.Write(data); err != nil {
+		return err
+	}
+	w.off += int64(localHeaderLen + len(name) + len(data))
+	return nil
+}
+
+// dosTime converts t to MS-DOS date and time (APPNOTE 4.4.6), clamped to
+// the representable years 1980..2107.
+func dosTime(t time.Time) (date, tm uint16) {
+	t = t.UTC()
+	y := t.Year()
+	if y < 1980 {
+		return 1<<5 | 1, 0
+	}
+	if y > 2107 {
+		y = 2107
+	}
+	date = uint16((y-1980)<<9 | int(t.Month())<<5 | t.Day())
+	tm = uint16(t.Hour()<<11 | t.Minute()<<5 | t.Second()/2)
+	return date, tm
+}

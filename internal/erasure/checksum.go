@@ -1,0 +1,63 @@
+package erasure
+
+import (
+	"encoding/binary"
+	"hash"
+	"hash/adler32"
+	"hash/crc32"
+)
+
+// castagnoli is the CRC32C table (hardware accelerated on amd64 and arm64).
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ChunkChecksum is the checksum stored with every chunk: the IEEE CRC-32
+// that the ZIP format keeps in each entry's headers.
+func ChunkChecksum(p []byte) uint32 { return crc32.ChecksumIEEE(p) }
+
+// CRC32C returns the Castagnoli CRC of p.
+func CRC32C(p []byte) uint32 { return crc32.Checksum(p, castagnoli) }
+
+// UpdateCRC32C extends a Castagnoli CRC with p.
+func UpdateCRC32C(crc uint32, p []byte) uint32 { return crc32.Update(crc, castagnoli, p) }
+
+// ObjectSums computes the whole-object checksums (adler32 and CRC32C) of a
+// byte stream as it is written. The zero value is not ready: use
+// NewObjectSums. It is not safe for concurrent use.
+type ObjectSums struct {
+	adler hash.Hash32
+	crc   uint32
+	n     int64
+}
+
+// NewObjectSums returns checksums of the empty stream.
+func NewObjectSums() *ObjectSums { return &ObjectSums{adler: adler32.New()} }
+
+// Write adds p to the checksums; it never fails.
+func (s *ObjectSums) Write(p []byte) (int, error) {
+	s.adler.Write(p)
+	s.crc = crc32.Update(s.crc, castagnoli, p)
+	s.n += int64(len(p))
+	return len(p), nil
+}
+
+// Adler32 is the adler32 of the bytes written so far.
+func (s *ObjectSums) Adler32() uint32 { return s.adler.Sum32() }
+
+// CRC32C is the CRC32C of the bytes written so far.
+func (s *ObjectSums) CRC32C() uint32 { return s.crc }
+
+// Len is the number of bytes written so far.
+func (s *ObjectSums) Len() int64 { return s.n }
+
+// FormatSum formats a 32-bit checksum as 8 lowercase hex digits, the form
+// xrdcp and xrdadler32 print.
+func FormatSum(v uint32) string {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], v)
+	const hexd = "0123456789abcdef"
+	out := make([]byte, 8)
+	for i, c := range b {
+		out[2*i], out[2*i+1] = hexd[c>>4], hexd[c&15]
+	}
+	return string(out)
+}

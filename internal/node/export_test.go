@@ -1,0 +1,10 @@
+package node
+
+// Test hooks for the external tests of this package.
+
+// SetProcFD sets whether l reads the attributes of listed files through
+// /proc/self/fd (the default where /proc is mounted) or by opening them.
+func SetProcFD(l *Local, on bool) { l.procFD = on }
+
+// SetNoAttrs makes l behave as on a file system without user xattrs.
+func SetNoAttrs(l *Local) { l.noAttr.Store(true) }

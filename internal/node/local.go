@@ -1,0 +1,758 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// xattrPrefix is prepended to every attribute key stored by Local.
+const xattrPrefix = "user.ecstore."
+
+// uploadBufferSize is the write buffer of a Local upload. Chunk writes are
+// much larger and bypass it; it coalesces the small ZIP headers between
+// them.
+const uploadBufferSize = 128 << 10
+
+// LocalOptions configure a Local node.
+type LocalOptions struct {
+	// Fsync makes the node durable: Finish fsyncs the file, and Commit,
+	// Mkdir, Remove and Rename fsync the directories they change. Without
+	// it no fsync is issued at all, which suits scratch data and tests.
+	Fsync bool
+}
+
+// Local is a Node backed by a directory of the local file system, usually
+// one per disk. All access goes through an os.Root, so no path (including
+// one that meets a symbolic link) can reach outside the directory.
+//
+// Extended attributes (see Attributes) are stored as "user.ecstore.<key>"
+// xattrs. On a file system without user xattrs, SetAttrs silently does
+// nothing and Stat and List report no Attrs.
+//
+// Local's Upload.Abort ignores its context: it is local cleanup and must
+// work after the write's context was cancelled. Commit finishes an
+// upload that was not finished.
+type Local struct {
+	id     string
+	dir    string
+	root   *os.Root
+	fsync  bool
+	procFD bool        // /proc/self/fd can name a directory fd
+	noAttr atomic.Bool // the file system refused user xattrs
+}
+
+var _ Node = (*Local)(nil)
+
+// NewLocal returns a node named id that stores its files under dir, which
+// must be an existing directory. It is not created: a missing mount point
+// must not silently become a directory on the root file system. Call
+// Close to release the directory.
+func NewLocal(id, dir string, opts LocalOptions) (*Local, error) {
+	if id == "" {
+		return nil, errors.New("node: new local: empty node id")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: open dir %s: %w", id, dir, err)
+	}
+	root, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: open dir %s: %w", id, abs, mapErr(err))
+	}
+	_, perr := os.Stat("/proc/self/fd")
+	return &Local{
+		id:     id,
+		dir:    abs,
+		root:   root,
+		fsync:  opts.Fsync,
+		procFD: perr == nil,
+	}, nil
+}
+
+// ID returns the node's name.
+func (l *Local) ID() string { return l.id }
+
+// Dir returns the absolute directory the node stores its files in.
+func (l *Local) Dir() string { return l.dir }
+
+// Close releases the node's directory. Files already open stay
+// readable; every other later call fails, including the Commit of an
+// upload in progress.
+func (l *Local) Close() error {
+	if err := l.root.Close(); err != nil {
+		return fmt.Errorf("node %s: close: %w", l.id, err)
+	}
+	return nil
+}
+
+// Create implements Node.
+func (l *Local) Create(ctx context.Context, path string) (Upload, error) {
+	if err := l.check(ctx, "create", path); err != nil {
+		return nil, err
+	}
+	if path == "/" {
+		return nil, l.wrap("create", path, ErrIsDir)
+	}
+	// Fail early, before any byte is written, when path is a directory
+	// or its parent is a file.
+	if fi, err := l.root.Lstat(rel(path)); err == nil && fi.IsDir() {
+		return nil, l.wrap("create", path, ErrIsDir)
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, l.fail("create", path, err)
+	}
+	dir, base := Split(path)
+	var sfx [8]byte
+	_, _ = rand.Read(sfx[:]) // never fails (crypto/rand docs)
+	tmp := Join(dir, TempName(base, hex.EncodeToString(sfx[:])))
+	const flag = os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	f, err := l.root.OpenFile(rel(tmp), flag, 0o644)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := l.mkdirs(dir); err != nil {
+			return nil, l.fail("create", path, err)
+		}
+		f, err = l.root.OpenFile(rel(tmp), flag, 0o644)
+	}
+	if err != nil {
+		return nil, l.fail("create", path, err)
+	}
+	return &localUpload{
+		l:    l,
+		path: path,
+		tmp:  tmp,
+		f:    f,
+		w:    bufio.NewWriterSize(f, uploadBufferSize),
+	}, nil
+}
+
+// Open implements Node. Opening a directory fails with ErrIsDir.
+func (l *Local) Open(ctx context.Context, path string) (File, error) {
+	if err := l.check(ctx, "open", path); err != nil {
+		return nil, err
+	}
+	// O_NONBLOCK keeps a FIFO planted in the tree from blocking the open;
+	// it has no effect on regular files.
+	f, err := l.root.OpenFile(rel(path), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, l.fail("open", path, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, l.fail("open", path, err)
+	}
+	if fi.IsDir() {
+		f.Close()
+		return nil, l.wrap("open", path, ErrIsDir)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, l.wrap("open", path, fmt.Errorf("not a regular file (%v)", fi.Mode().Type()))
+	}
+	return &localFile{l: l, path: path, f: f, size: fi.Size()}, nil
+}
+
+// Stat implements Node. Symbolic links inside the directory are followed.
+func (l *Local) Stat(ctx context.Context, path string) (FileInfo, error) {
+	if err := l.check(ctx, "stat", path); err != nil {
+		return FileInfo{}, err
+	}
+	fi, err := l.root.Stat(rel(path))
+	if err != nil {
+		return FileInfo{}, l.fail("stat", path, err)
+	}
+	info := toInfo(fi)
+	if path == "/" {
+		info.Name = "/"
+	}
+	if fi.Mode().IsRegular() && !l.noAttr.Load() {
+		f, err := l.root.OpenFile(rel(path), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		if err == nil {
+			_ = control(f, func(fd int) {
+				info.Attrs = l.readAttrs(
+					func(b []byte) (int, error) { return unix.Flistxattr(fd, b) },
+					func(a string, b []byte) (int, error) { return unix.Fgetxattr(fd, a, b) })
+			})
+			f.Close()
+		}
+	}
+	return info, nil
+}
+
+// List implements Node. Entries are not followed if they are symbolic
+// links.
+func (l *Local) List(ctx context.Context, dir string) ([]FileInfo, error) {
+	if err := l.check(ctx, "list", dir); err != nil {
+		return nil, err
+	}
+	f, err := l.root.OpenFile(rel(dir), os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, l.fail("list", dir, err)
+	}
+	defer f.Close()
+	// A directory opened in a Root stats its entries with fstatat on the
+	// directory's descriptor, so they cannot escape either.
+	fis, err := f.Readdir(-1)
+	if err != nil {
+		return nil, l.fail("list", dir, err)
+	}
+	out := make([]FileInfo, 0, len(fis))
+	for _, fi := range fis {
+		out = append(out, toInfo(fi))
+	}
+	if l.noAttr.Load() {
+		return out, nil
+	}
+	err = control(f, func(dirfd int) {
+		for i := range out {
+			if !fis[i].Mode().IsRegular() || l.noAttr.Load() {
+				continue
+			}
+			out[i].Attrs = l.entryAttrs(dirfd, out[i].Name)
+		}
+	})
+	if err != nil {
+		return nil, l.fail("list", dir, err)
+	}
+	return out, nil
+}
+
+// entryAttrs reads the attributes of the entry name of the directory open
+// as dirfd. Through /proc/self/fd it costs one listxattr plus one getxattr
+// per attribute; without /proc it opens the entry.
+func (l *Local) entryAttrs(dirfd int, name string) map[string]string {
+	if l.procFD {
+		p := "/proc/self/fd/" + strconv.Itoa(dirfd) + "/" + name
+		return l.readAttrs(
+			func(b []byte) (int, error) { return unix.Llistxattr(p, b) },
+			func(a string, b []byte) (int, error) { return unix.Lgetxattr(p, a, b) })
+	}
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(fd)
+	return l.readAttrs(
+		func(b []byte) (int, error) { return unix.Flistxattr(fd, b) },
+		func(a string, b []byte) (int, error) { return unix.Fgetxattr(fd, a, b) })
+}
+
+// readAttrs returns the user.ecstore.* attributes through list and get, or
+// nil if there are none or they cannot be read. Attributes are best
+// effort (see FileInfo.Attrs), so errors are dropped; ENOTSUP marks the
+// node as having no attributes.
+func (l *Local) readAttrs(list func([]byte) (int, error), get func(string, []byte) (int, error)) map[string]string {
+	names, err := xattrCall(list, 512)
+	if err != nil {
+		if isNotSup(err) {
+			l.noAttr.Store(true)
+		}
+		return nil
+	}
+	var attrs map[string]string
+	for len(names) > 0 {
+		i := strings.IndexByte(string(names), 0)
+		if i < 0 {
+			i = len(names)
+		}
+		name := string(names[:i])
+		names = names[min(i+1, len(names)):]
+		key, ok := strings.CutPrefix(name, xattrPrefix)
+		if !ok || key == "" {
+			continue
+		}
+		val, err := xattrCall(func(b []byte) (int, error) { return get(name, b) }, 256)
+		if err != nil {
+			continue
+		}
+		if attrs == nil {
+			attrs = make(map[string]string)
+		}
+		attrs[key] = string(val)
+	}
+	return attrs
+}
+
+// xattrCall calls a listxattr or getxattr style function, growing the
+// buffer from size when the value does not fit.
+func xattrCall(call func([]byte) (int, error), size int) ([]byte, error) {
+	for range 4 {
+		b := make([]byte, size)
+		n, err := call(b)
+		if err == nil {
+			return b[:n], nil
+		}
+		if err != unix.ERANGE {
+			return nil, err
+		}
+		n, err = call(nil) // ask for the size
+		if err != nil {
+			return nil, err
+		}
+		size = n + 64 // room for an attribute added meanwhile
+	}
+	return nil, unix.ERANGE
+}
+
+// Remove implements Node. The root directory cannot be removed.
+func (l *Local) Remove(ctx context.Context, path string) error {
+	if err := l.check(ctx, "remove", path); err != nil {
+		return err
+	}
+	if path == "/" {
+		return l.wrap("remove", path, fmt.Errorf("%w: cannot remove the root", ErrPath))
+	}
+	if err := l.root.Remove(rel(path)); err != nil {
+		return l.fail("remove", path, err)
+	}
+	dir, _ := Split(path)
+	if err := l.syncDir(dir); err != nil {
+		return l.fail("remove", path, err)
+	}
+	return nil
+}
+
+// Rename implements Node. Renaming onto an existing directory fails with
+// ErrExist; the root directory cannot be renamed.
+func (l *Local) Rename(ctx context.Context, oldPath, newPath string) error {
+	if err := l.check(ctx, "rename", oldPath); err != nil {
+		return err
+	}
+	if err := CheckPath(newPath); err != nil {
+		return l.wrap("rename", newPath, err)
+	}
+	what := oldPath + " -> " + newPath
+	if oldPath == "/" || newPath == "/" {
+		return l.wrap("rename", what, fmt.Errorf("%w: cannot rename the root", ErrPath))
+	}
+	err := l.root.Rename(rel(oldPath), rel(newPath))
+	if errors.Is(err, fs.ErrNotExist) {
+		// Either oldPath is missing or newPath's parent is.
+		if _, serr := l.root.Lstat(rel(oldPath)); serr != nil {
+			return l.fail("rename", what, serr)
+		}
+		newDir, _ := Split(newPath)
+		if err := l.mkdirs(newDir); err != nil {
+			return l.fail("rename", what, err)
+		}
+		err = l.root.Rename(rel(oldPath), rel(newPath))
+	}
+	if err != nil {
+		return l.fail("rename", what, err)
+	}
+	oldDir, _ := Split(oldPath)
+	newDir, _ := Split(newPath)
+	if err := l.syncDir(newDir); err != nil {
+		return l.fail("rename", what, err)
+	}
+	if oldDir != newDir {
+		if err := l.syncDir(oldDir); err != nil {
+			return l.fail("rename", what, err)
+		}
+	}
+	return nil
+}
+
+// Mkdir implements Node. If path or one of its parents is a file, it
+// fails with ErrNotDir.
+func (l *Local) Mkdir(ctx context.Context, path string) error {
+	if err := l.check(ctx, "mkdir", path); err != nil {
+		return err
+	}
+	if err := l.mkdirs(path); err != nil {
+		return l.fail("mkdir", path, err)
+	}
+	return nil
+}
+
+// Space implements Node: Free is the space available to unprivileged
+// users.
+func (l *Local) Space(ctx context.Context) (Space, error) {
+	if err := ctx.Err(); err != nil {
+		return Space{}, fmt.Errorf("node %s: space: %w", l.id, err)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(l.dir, &st); err != nil {
+		return Space{}, fmt.Errorf("node %s: space: %w", l.id, err)
+	}
+	bs := int64(st.Bsize)
+	return Space{Total: int64(st.Blocks) * bs, Free: int64(st.Bavail) * bs}, nil
+}
+
+// mkdirs creates directory p and its missing parents, fsyncing the parent
+// of every directory it creates. It returns an unwrapped error.
+func (l *Local) mkdirs(p string) error {
+	if fi, err := l.root.Stat(rel(p)); err == nil {
+		if !fi.IsDir() {
+			return syscall.ENOTDIR
+		}
+		return nil
+	}
+	parent := "/"
+	existed := false
+	for _, el := range strings.Split(p[1:], "/") {
+		cur := Join(parent, el)
+		err := l.root.Mkdir(rel(cur), 0o755)
+		switch {
+		case err == nil:
+			existed = false
+			if err := l.syncDir(parent); err != nil {
+				return err
+			}
+		case errors.Is(err, fs.ErrExist):
+			existed = true
+		default:
+			return err
+		}
+		parent = cur
+	}
+	if existed {
+		fi, err := l.root.Stat(rel(p))
+		if err != nil {
+			return err
+		}
+		if !fi.IsDir() {
+			return syscall.ENOTDIR
+		}
+	}
+	return nil
+}
+
+// syncDir fsyncs directory dir if the node is durable. It returns an
+// unwrapped error.
+func (l *Local) syncDir(dir string) error {
+	if !l.fsync {
+		return nil
+	}
+	f, err := l.root.OpenFile(rel(dir), os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// check validates path and ctx for operation op.
+func (l *Local) check(ctx context.Context, op, path string) error {
+	if err := CheckPath(path); err != nil {
+		return l.wrap(op, path, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return l.wrap(op, path, err)
+	}
+	return nil
+}
+
+// wrap adds the node, operation and path to err.
+func (l *Local) wrap(op, path string, err error) error {
+	return fmt.Errorf("node %s: %s %s: %w", l.id, op, path, err)
+}
+
+// fail maps an OS error to the node sentinels and wraps it.
+func (l *Local) fail(op, path string, err error) error {
+	return l.wrap(op, path, mapErr(err))
+}
+
+// mapErr translates an OS error into the matching sentinel. Errors with
+// no sentinel are returned as they are.
+func mapErr(err error) error {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		switch errno {
+		case syscall.ENOENT:
+			return ErrNotExist
+		case syscall.EEXIST:
+			return ErrExist
+		case syscall.ENOTEMPTY:
+			return ErrNotEmpty
+		case syscall.EISDIR:
+			return ErrIsDir
+		case syscall.ENOTDIR:
+			return ErrNotDir
+		case syscall.ENOSPC, syscall.EDQUOT:
+			return ErrNoSpace
+		case syscall.ENAMETOOLONG:
+			return fmt.Errorf("%w: name too long", ErrPath)
+		}
+	}
+	if isEscape(err) {
+		return fmt.Errorf("%w: leads outside the node directory", ErrPath)
+	}
+	return err
+}
+
+// isEscape reports whether err is os.Root's refusal to follow a path out
+// of the root. The os package does not export that error, so its text is
+// matched; CheckPath has already rejected "..", so only symbolic links
+// get here.
+func isEscape(err error) bool {
+	for err != nil {
+		if err.Error() == "path escapes from parent" {
+			return true
+		}
+		err = errors.Unwrap(err)
+	}
+	return false
+}
+
+// isNotSup reports whether err says the file system has no user xattrs.
+func isNotSup(err error) bool {
+	return errors.Is(err, unix.ENOTSUP) || errors.Is(err, unix.EOPNOTSUPP)
+}
+
+// rel converts a node path to a path relative to the root.
+func rel(path string) string {
+	if path == "/" {
+		return "."
+	}
+	return path[1:]
+}
+
+// toInfo converts an fs.FileInfo.
+func toInfo(fi fs.FileInfo) FileInfo {
+	return FileInfo{Name: fi.Name(), Size: fi.Size(), ModTime: fi.ModTime(), IsDir: fi.IsDir()}
+}
+
+// control runs fn with the descriptor of f.
+func control(f *os.File, fn func(fd int)) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	return rc.Control(func(fd uintptr) { fn(int(fd)) })
+}
+
+// Upload states.
+const (
+	upWriting = iota
+	upFinished
+	upCommitted
+	upAborted
+)
+
+// localUpload is the Upload of a Local node. The temporary file stays open
+// until Commit or Abort so that attributes can still be set after Finish.
+type localUpload struct {
+	l     *Local
+	path  string // final node path
+	tmp   string // temporary node path
+	f     *os.File
+	w     *bufio.Writer
+	state int
+	err   error // sticky write or finish error
+}
+
+var (
+	_ Upload     = (*localUpload)(nil)
+	_ Attributes = (*localUpload)(nil)
+)
+
+func (u *localUpload) Write(ctx context.Context, p []byte) error {
+	switch {
+	case u.state != upWriting:
+		return u.l.wrap("write", u.path, errors.New("upload already finished"))
+	case u.err != nil:
+		return u.err
+	}
+	if err := ctx.Err(); err != nil {
+		return u.l.wrap("write", u.path, err)
+	}
+	if _, err := u.w.Write(p); err != nil {
+		u.err = u.l.fail("write", u.path, err)
+		return u.err
+	}
+	return nil
+}
+
+func (u *localUpload) Finish(ctx context.Context) error {
+	if u.state != upWriting {
+		if u.state == upFinished {
+			return u.err
+		}
+		return u.l.wrap("finish", u.path, errors.New("upload already committed or aborted"))
+	}
+	if u.err != nil {
+		return u.err
+	}
+	if err := ctx.Err(); err != nil {
+		return u.l.wrap("finish", u.path, err)
+	}
+	u.state = upFinished
+	if err := u.w.Flush(); err != nil {
+		u.err = u.l.fail("finish", u.path, err)
+		return u.err
+	}
+	if u.l.fsync {
+		if err := u.f.Sync(); err != nil {
+			u.err = u.l.fail("finish", u.path, err)
+			return u.err
+		}
+	}
+	return nil
+}
+
+func (u *localUpload) Commit(ctx context.Context) error {
+	switch u.state {
+	case upCommitted, upAborted:
+		return u.l.wrap("commit", u.path, errors.New("upload already committed or aborted"))
+	case upWriting:
+		if err := u.Finish(ctx); err != nil {
+			return err
+		}
+	}
+	if u.err != nil {
+		return u.err
+	}
+	if err := ctx.Err(); err != nil {
+		return u.l.wrap("commit", u.path, err)
+	}
+	if u.f != nil {
+		err := u.f.Close()
+		u.f = nil
+		if err != nil {
+			u.err = u.l.fail("commit", u.path, err)
+			return u.err
+		}
+	}
+	if err := u.l.root.Rename(rel(u.tmp), rel(u.path)); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			// os.Root refuses to rename onto a directory with EEXIST.
+			return u.l.wrap("commit", u.path, ErrIsDir)
+		}
+		return u.l.fail("commit", u.path, err)
+	}
+	u.state = upCommitted
+	dir, _ := Split(u.path)
+	if err := u.l.syncDir(dir); err != nil {
+		return u.l.fail("commit", u.path, err)
+	}
+	return nil
+}
+
+func (u *localUpload) Abort(context.Context) error {
+	if u.state == upCommitted || u.state == upAborted {
+		return nil
+	}
+	u.state = upAborted
+	if u.f != nil {
+		_ = u.f.Close() // the data is being discarded
+		u.f = nil
+	}
+	if err := u.l.root.Remove(rel(u.tmp)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return u.l.fail("abort", u.path, err)
+	}
+	return nil
+}
+
+// SetAttrs implements Attributes. Keys may hold ASCII letters, digits,
+// '.', '_' and '-'. It may be called until Commit.
+func (u *localUpload) SetAttrs(ctx context.Context, attrs map[string]string) error {
+	if (u.state != upWriting && u.state != upFinished) || u.f == nil {
+		return u.l.wrap("setattrs", u.path, errors.New("upload already committed or aborted"))
+	}
+	if err := ctx.Err(); err != nil {
+		return u.l.wrap("setattrs", u.path, err)
+	}
+	keys := make([]string, 0, len(attrs))
+	for k := range attrs {
+		if !validKey(k) {
+			return u.l.wrap("setattrs", u.path, fmt.Errorf("invalid attribute key %q", k))
+		}
+		keys = append(keys, k)
+	}
+	if u.l.noAttr.Load() {
+		return nil
+	}
+	sort.Strings(keys)
+	var serr error
+	err := control(u.f, func(fd int) {
+		for _, k := range keys {
+			if serr = unix.Fsetxattr(fd, xattrPrefix+k, []byte(attrs[k]), 0); serr != nil {
+				return
+			}
+		}
+	})
+	if err == nil {
+		err = serr
+	}
+	if isNotSup(err) {
+		u.l.noAttr.Store(true)
+		return nil
+	}
+	if err != nil {
+		return u.l.fail("setattrs", u.path, err)
+	}
+	if u.state == upFinished && u.l.fsync {
+		if err := u.f.Sync(); err != nil {
+			return u.l.fail("setattrs", u.path, err)
+		}
+	}
+	return nil
+}
+
+// validKey reports whether k is an acceptable attribute key.
+func validKey(k string) bool {
+	if k == "" || len(k) > 200 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// localFile is the File of a Local node.
+type localFile struct {
+	l    *Local
+	path string
+	f    *os.File
+	size int64
+}
+
+var _ File = (*localFile)(nil)
+
+func (f *localFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, f.l.wrap("read", f.path, err)
+	}
+	if off < 0 {
+		return 0, f.l.wrap("read", f.path, fmt.Errorf("negative offset %d", off))
+	}
+	n, err := f.f.ReadAt(p, off)
+	if err == io.EOF {
+		return n, io.EOF
+	}
+	if err != nil {
+		return n, f.l.fail("read", f.path, err)
+	}
+	return n, nil
+}
+
+func (f *localFile) Size() int64 { return f.size }
+
+func (f *localFile) Close() error {
+	if err := f.f.Close(); err != nil {
+		return f.l.wrap("close", f.path, err)
+	}
+	return nil
+}

@@ -1,0 +1,211 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/ecstore/ecstore/internal/node"
+	"github.com/ecstore/ecstore/internal/node/nodetest"
+	"golang.org/x/sys/unix"
+)
+
+// newLocal returns a Local node over a fresh temporary directory.
+func newLocal(t *testing.T, opts node.LocalOptions) *node.Local {
+	t.Helper()
+	l, err := node.NewLocal("n1", t.TempDir(), opts)
+	if err != nil {
+		t.Fatalf("NewLocal: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := l.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return l
+}
+
+func TestLocal(t *testing.T) {
+	for _, fsync := range []bool{true, false} {
+		t.Run(fmt.Sprintf("fsync=%v", fsync), func(t *testing.T) {
+			nodetest.Run(t, func(t *testing.T) node.Node {
+				return newLocal(t, node.LocalOptions{Fsync: fsync})
+			})
+		})
+	}
+}
+
+func TestNewLocal(t *testing.T) {
+	_, err := node.NewLocal("n1", filepath.Join(t.TempDir(), "missing"), node.LocalOptions{})
+	if !errors.Is(err, node.ErrNotExist) {
+		t.Errorf("NewLocal(missing dir): err = %v; want ErrNotExist", err)
+	}
+	if _, err := node.NewLocal("", t.TempDir(), node.LocalOptions{}); err == nil {
+		t.Error("NewLocal with an empty id succeeded")
+	}
+	dir := t.TempDir()
+	l, err := node.NewLocal("n7", dir, node.LocalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.ID() != "n7" || l.Dir() != dir {
+		t.Errorf("ID, Dir = %q, %q; want n7, %q", l.ID(), l.Dir(), dir)
+	}
+}
+
+// TestLocalOnDisk checks where an upload's bytes and attributes land.
+func TestLocalOnDisk(t *testing.T) {
+	ctx := context.Background()
+	l := newLocal(t, node.LocalOptions{Fsync: true})
+	u, err := l.Create(ctx, "/a/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Write(ctx, []byte("data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.(node.Attributes).SetAttrs(ctx, map[string]string{"size": "4"}); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(filepath.Join(l.Dir(), "a"))
+	if err != nil || len(ents) != 1 || !node.IsTemp(ents[0].Name()) {
+		t.Fatalf("directory holds %v, %v; want one temporary file", ents, err)
+	}
+	err = u.(node.Attributes).SetAttrs(ctx, map[string]string{"bad key": "x"})
+	if err == nil {
+		t.Error("SetAttrs with an invalid key succeeded")
+	}
+	if err := u.Commit(ctx); err != nil { // without Finish
+		t.Fatal(err)
+	}
+	p := filepath.Join(l.Dir(), "a", "f")
+	if got, err := os.ReadFile(p); err != nil || string(got) != "data" {
+		t.Errorf("file = %q, %v", got, err)
+	}
+	buf := make([]byte, 16)
+	n, err := unix.Getxattr(p, "user.ecstore.size", buf)
+	switch {
+	case errors.Is(err, unix.ENOTSUP):
+		t.Log("file system without user xattrs")
+	case err != nil || string(buf[:n]) != "4":
+		t.Errorf("xattr user.ecstore.size = %q, %v; want 4", buf[:n], err)
+	}
+}
+
+// TestLocalSymlinkEscape checks that symbolic links inside the directory
+// cannot be used to read, write, list or remove anything outside it.
+func TestLocalSymlinkEscape(t *testing.T) {
+	ctx := context.Background()
+	l := newLocal(t, node.LocalOptions{})
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "secret")
+	if err := os.WriteFile(secret, []byte("secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, target := range map[string]string{
+		"dirlink":  outside,
+		"filelink": secret,
+		"rellink":  "../../" + filepath.Base(outside),
+	} {
+		if err := os.Symlink(target, filepath.Join(l.Dir(), name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	outsideEntries := func() []string {
+		ents, err := os.ReadDir(outside)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+
+	for _, p := range []string{"/dirlink/secret", "/filelink", "/rellink/secret"} {
+		if f, err := l.Open(ctx, p); err == nil {
+			buf := make([]byte, 6)
+			n, _ := f.ReadAt(ctx, buf, 0)
+			f.Close()
+			t.Errorf("Open(%q) succeeded and read %q", p, buf[:n])
+		}
+		if fi, err := l.Stat(ctx, p); err == nil {
+			t.Errorf("Stat(%q) = %+v; want an error", p, fi)
+		}
+	}
+	for _, p := range []string{"/dirlink", "/rellink"} {
+		if ents, err := l.List(ctx, p); err == nil {
+			t.Errorf("List(%q) = %v; want an error", p, ents)
+		}
+	}
+	for _, p := range []string{"/dirlink/new", "/dirlink/secret", "/rellink/sub/new"} {
+		if u, err := l.Create(ctx, p); err == nil {
+			u.Write(ctx, []byte("pwned"))
+			err = u.Commit(ctx)
+			u.Abort(ctx)
+			t.Errorf("Create(%q) succeeded; Commit: %v", p, err)
+		} else if !errors.Is(err, node.ErrPath) {
+			t.Errorf("Create(%q): err = %v; want ErrPath", p, err)
+		}
+	}
+	if err := l.Mkdir(ctx, "/dirlink/newdir"); err == nil {
+		t.Error("Mkdir through a link succeeded")
+	}
+	if err := l.Remove(ctx, "/dirlink/secret"); err == nil {
+		t.Error("Remove through a link succeeded")
+	}
+	if err := l.Rename(ctx, "/dirlink/secret", "/stolen"); err == nil {
+		t.Error("Rename from outside succeeded")
+	}
+	if err := l.Rename(ctx, "/filelink", "/dirlink/moved"); err == nil {
+		t.Error("Rename to outside succeeded")
+	}
+
+	// Committing over a link replaces the link, not its target.
+	u, err := l.Create(ctx, "/filelink")
+	if err != nil {
+		t.Fatalf("Create(/filelink): %v", err)
+	}
+	if err := u.Write(ctx, []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Commit(ctx); err != nil {
+		t.Fatalf("Commit(/filelink): %v", err)
+	}
+	if fi, err := os.Lstat(filepath.Join(l.Dir(), "filelink")); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("filelink after Commit: %v, %v; want a regular file", fi, err)
+	}
+
+	if got, err := os.ReadFile(secret); err != nil || !bytes.Equal(got, []byte("secret")) {
+		t.Errorf("the outside file is now %q, %v", got, err)
+	}
+	if got := outsideEntries(); !slices.Equal(got, []string{"secret"}) {
+		t.Errorf("the outside directory now holds %v", got)
+	}
+}
+
+// TestLocalVariants runs the conformance suite on the code paths the
+// machine running the tests may not take by itself.
+func TestLocalVariants(t *testing.T) {
+	t.Run("no /proc", func(t *testing.T) {
+		nodetest.Run(t, func(t *testing.T) node.Node {
+			l := newLocal(t, node.LocalOptions{})
+			node.SetProcFD(l, false)
+			return l
+		})
+	})
+	t.Run("no xattrs", func(t *testing.T) {
+		nodetest.Run(t, func(t *testing.T) node.Node {
+			l := newLocal(t, node.LocalOptions{})
+			node.SetNoAttrs(l)
+			return l
+		})
+	})
+}

@@ -1,0 +1,188 @@
+// Package node defines the storage node contract — a vanilla store of
+// plain files that knows nothing about erasure coding — and its drivers:
+// a local directory (Local) and, in later packages, remote data servers.
+// Faulty wraps any Node to inject failures in tests.
+//
+// Paths are slash-separated, absolute and canonical ("/a/b"); see
+// CheckPath. A file becomes visible at its path only when its Upload is
+// committed; until then it lives under a temporary name in the same
+// directory (see IsTemp) that listings report but callers hide.
+//
+// Every method that does I/O takes a context; drivers must return promptly
+// once it is done, with an error wrapping ctx.Err().
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"time"
+)
+
+// Errors common to all drivers. Drivers wrap them with the operation, node
+// and path; test with errors.Is. ErrNotExist and ErrExist wrap the io/fs
+// sentinels, so errors.Is(err, fs.ErrNotExist) also holds.
+var (
+	ErrNotExist = fmt.Errorf("node: %w", fs.ErrNotExist)
+	ErrExist    = fmt.Errorf("node: %w", fs.ErrExist)
+	ErrNotEmpty = errors.New("node: directory not empty")
+	ErrIsDir    = errors.New("node: is a directory")
+	ErrNotDir   = errors.New("node: not a directory")
+	ErrPath     = errors.New("node: invalid path")
+	ErrNoSpace  = errors.New("node: no space left")
+)
+
+// Node is one storage node. Implementations are safe for concurrent use.
+type Node interface {
+	// ID is the node's stable name, recorded in object placements.
+	ID() string
+
+	// Create starts a new file for path under a temporary name in path's
+	// directory (creating parent directories). Nothing is visible at path
+	// until the Upload is committed. The caller must call Commit or Abort.
+	Create(ctx context.Context, path string) (Upload, error)
+	// Open opens the committed file at path for reading.
+	Open(ctx context.Context, path string) (File, error)
+	// Stat describes the file or directory at path.
+	Stat(ctx context.Context, path string) (FileInfo, error)
+	// List returns the entries of directory dir, in no particular order,
+	// including temporary files of uploads in progress or abandoned.
+	List(ctx context.Context, dir string) ([]FileInfo, error)
+	// Remove deletes a file or an empty directory.
+	Remove(ctx context.Context, path string) error
+	// Rename moves a file or directory, replacing an existing file at
+	// newPath and creating newPath's parent directories.
+	Rename(ctx context.Context, oldPath, newPath string) error
+	// Mkdir creates directory path and any missing parents; an existing
+	// directory is not an error.
+	Mkdir(ctx context.Context, path string) error
+	// Space reports the capacity of the node's storage.
+	Space(ctx context.Context) (Space, error)
+}
+
+// Upload is a file being written. Bytes are appended in order. Durability:
+// nothing is guaranteed durable until Finish returns nil, and nothing is
+// visible at the final path until Commit returns nil. Exactly one of
+// Commit or Abort must be called; Abort after a failed Finish or Commit
+// removes the temporary file. An Upload is not safe for concurrent use.
+type Upload interface {
+	// Write appends p. It honours ctx for remote drivers.
+	Write(ctx context.Context, p []byte) error
+	// Finish flushes and (when the node is configured to) fsyncs the
+	// temporary file. No Write may follow.
+	Finish(ctx context.Context) error
+	// Commit renames the finished file to its final path, replacing any
+	// file there, and makes the rename durable (directory fsync).
+	Commit(ctx context.Context) error
+	// Abort discards the upload. It is safe to call after Commit failed.
+	Abort(ctx context.Context) error
+}
+
+// File is an open, committed file. ReadAt returns io.EOF only when fewer
+// than len(p) bytes are available at off. Safe for concurrent ReadAt.
+type File interface {
+	ReadAt(ctx context.Context, p []byte, off int64) (int, error)
+	Size() int64
+	Close() error
+}
+
+// FileInfo describes a file or directory.
+type FileInfo struct {
+	Name    string // base name
+	Size    int64
+	ModTime time.Time
+	IsDir   bool
+	// Attrs are the extended attributes the node keeps for the file
+	// (see Attributes), when the listing or stat could read them cheaply.
+	Attrs map[string]string
+}
+
+// Space is the capacity of a node.
+type Space struct {
+	Total int64
+	Free  int64
+}
+
+// Attributes is implemented by uploads on nodes that keep extended
+// attributes. SetAttrs attaches attrs to the upload's file before it is
+// committed; they survive the rename. Keys are short ASCII names without
+// the "user." prefix.
+type Attributes interface {
+	SetAttrs(ctx context.Context, attrs map[string]string) error
+}
+
+// tempMarker is embedded in every temporary file name.
+const tempMarker = ".ecstore-tmp."
+
+// TempName returns a temporary name for an upload of base name base, with
+// a random suffix. Temporary names begin with a dot.
+func TempName(base, suffix string) string {
+	return "." + base + tempMarker + suffix
+}
+
+// IsTemp reports whether a base name is a temporary upload name.
+func IsTemp(name string) bool {
+	return strings.HasPrefix(name, ".") && strings.Contains(name, tempMarker)
+}
+
+// TempTarget returns the base name a temporary file was created for.
+func TempTarget(name string) (string, bool) {
+	if !IsTemp(name) {
+		return "", false
+	}
+	i := strings.LastIndex(name, tempMarker)
+	return name[1:i], true
+}
+
+// MaxPathLen bounds the length of a path.
+const MaxPathLen = 4096
+
+// CheckPath reports whether p is a canonical absolute path: it starts with
+// "/", has no empty, "." or ".." elements, no trailing slash (except the
+// root "/"), no NUL or control bytes, and no element that looks like a
+// temporary name.
+func CheckPath(p string) error {
+	if p == "/" {
+		return nil
+	}
+	if len(p) == 0 || p[0] != '/' || len(p) > MaxPathLen {
+		return fmt.Errorf("%w: %q: must be absolute and at most %d bytes", ErrPath, p, MaxPathLen)
+	}
+	for _, el := range strings.Split(p[1:], "/") {
+		switch {
+		case el == "":
+			return fmt.Errorf("%w: %q: empty element", ErrPath, p)
+		case el == "." || el == "..":
+			return fmt.Errorf("%w: %q: %q element", ErrPath, p, el)
+		case len(el) > 255:
+			return fmt.Errorf("%w: %q: element longer than 255 bytes", ErrPath, p)
+		case IsTemp(el):
+			return fmt.Errorf("%w: %q: reserved temporary name", ErrPath, p)
+		}
+		for i := 0; i < len(el); i++ {
+			if el[i] < 0x20 || el[i] == 0x7f {
+				return fmt.Errorf("%w: %q: control character", ErrPath, p)
+			}
+		}
+	}
+	return nil
+}
+
+// Split returns the parent directory and base name of a canonical path.
+func Split(p string) (dir, base string) {
+	i := strings.LastIndexByte(p, '/')
+	if i <= 0 {
+		return "/", p[i+1:]
+	}
+	return p[:i], p[i+1:]
+}
+
+// Join joins a canonical directory and a base name.
+func Join(dir, base string) string {
+	if dir == "/" {
+		return "/" + base
+	}
+	return dir + "/" + base
+}

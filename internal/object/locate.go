@@ -1,0 +1,204 @@
+package object
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/ecstore/ecstore/internal/archive"
+	"github.com/ecstore/ecstore/internal/node"
+)
+
+// archiveRef is one archive of an object found on a node.
+type archiveRef struct {
+	node node.Node
+	file node.File
+	idx  *archive.Index
+}
+
+// probeResult is what probing one node for an object's path found.
+type probeResult struct {
+	node  node.Node
+	ref   *archiveRef // nil when absent or unreadable
+	isDir bool
+	err   error // other than "not there"
+}
+
+// located is the chosen version of an object and its archives by slot.
+type located struct {
+	meta  *archive.Metadata
+	slots []*archiveRef // len K+M; nil where the archive is missing
+	found int
+	stale []*archiveRef // archives of other versions (debris)
+	errs  []error       // node errors met while probing
+}
+
+func (l *located) close() {
+	for _, r := range l.slots {
+		if r != nil {
+			r.file.Close()
+		}
+	}
+	for _, r := range l.stale {
+		r.file.Close()
+	}
+}
+
+// probe opens path on each node in parallel and parses the archives found.
+func (s *Store) probe(ctx context.Context, path string, nodes []node.Node) []probeResult {
+	out := make([]probeResult, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = probeOne(ctx, path, n)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func probeOne(ctx context.Context, path string, n node.Node) probeResult {
+	r := probeResult{node: n}
+	f, err := n.Open(ctx, path)
+	switch {
+	case errors.Is(err, node.ErrNotExist) || errors.Is(err, node.ErrNotDir):
+		return r
+	case errors.Is(err, node.ErrIsDir):
+		r.isDir = true
+		return r
+	case err != nil:
+		r.err = err
+		return r
+	}
+	idx, err := archive.Parse(ctx, f, f.Size())
+	if err != nil {
+		f.Close()
+		r.err = fmt.Errorf("node %s: archive %s: %w", n.ID(), path, err)
+		return r
+	}
+	r.ref = &archiveRef{node: n, file: f, idx: idx}
+	return r
+}
+
+// locate finds the newest version of path that has at least K consistent
+// archives. It probes the nodes that rank highest for the path first and
+// asks the remaining nodes only when that does not find enough archives.
+func (s *Store) locate(ctx context.Context, path string) (*located, error) {
+	ranked := s.rank(path)
+	first := min(len(ranked), s.opts.Geometry.Width()+s.opts.Spares)
+	results := s.probe(ctx, path, ranked[:first])
+	loc, ok := choose(results)
+	if !ok && first < len(ranked) || ok && loc.found < len(loc.slots) && first < len(ranked) {
+		if loc != nil {
+			loc.close()
+		}
+		results = append(results, s.probe(ctx, path, ranked[first:])...)
+		loc, ok = choose(results)
+	}
+	if ok {
+		return loc, nil
+	}
+	if loc != nil {
+		loc.close()
+	}
+	var errs []error
+	isDir := false
+	for _, r := range results {
+		isDir = isDir || r.isDir
+		if r.err != nil {
+			errs = append(errs, r.err)
+		}
+	}
+	switch {
+	case isDir:
+		return nil, fmt.Errorf("object %s: %w", path, ErrIsDir)
+	case loc != nil && loc.meta != nil:
+		return nil, &UnrecoverableError{Path: path, Block: -1, Available: loc.found, Need: loc.meta.K, Causes: errs}
+	case len(errs) > 0:
+		return nil, fmt.Errorf("object %s: %w (and %d nodes failed: %w)", path, ErrNotExist, len(errs), errors.Join(errs...))
+	}
+	return nil, fmt.Errorf("object %s: %w", path, ErrNotExist)
+}
+
+// choose groups the archives found by version and picks the newest version
+// with at least K archives of distinct slots. When none qualifies it
+// returns the newest version found (ok false), or nil if no archive exists.
+func choose(results []probeResult) (*located, bool) {
+	groups := map[archive.Version][]*archiveRef{}
+	var versions []archive.Version
+	var errs []error
+	for _, r := range results {
+		if r.err != nil {
+			errs = append(errs, r.err)
+		}
+		if r.ref == nil {
+			continue
+		}
+		v := r.ref.idx.Meta.Version
+		if _, seen := groups[v]; !seen {
+			versions = append(versions, v)
+		}
+		groups[v] = append(groups[v], r.ref)
+	}
+	if len(versions) == 0 {
+		return nil, false
+	}
+	sort.Slice(versions, func(i, j int) bool { return versions[i] > versions[j] })
+	var best *located
+	for _, v := range versions {
+		loc := buildLocated(groups[v])
+		if loc.found >= loc.meta.K {
+			best = loc
+			break
+		}
+		if best == nil {
+			best = loc
+		}
+	}
+	best.errs = errs
+	for _, v := range versions {
+		for _, r := range groups[v] {
+			if !best.has(r) {
+				best.stale = append(best.stale, r)
+			}
+		}
+	}
+	return best, best.found >= best.meta.K
+}
+
+// buildLocated assigns archives of one version to slots. Archives whose
+// metadata disagrees with the first one, or that duplicate a slot, are
+// left out (the one on the node the placement names wins).
+func buildLocated(refs []*archiveRef) *located {
+	// Prefer archives sitting where the placement says they belong.
+	sort.SliceStable(refs, func(i, j int) bool { return refs[i].home() && !refs[j].home() })
+	meta := refs[0].idx.Meta
+	loc := &located{meta: meta, slots: make([]*archiveRef, len(meta.Placement))}
+	for _, r := range refs {
+		m := r.idx.Meta
+		if !m.SameObject(meta) || loc.slots[m.Slot] != nil {
+			continue
+		}
+		loc.slots[m.Slot] = r
+		loc.found++
+	}
+	return loc
+}
+
+func (r *archiveRef) home() bool {
+	m := r.idx.Meta
+	return m.Placement[m.Slot] == r.node.ID()
+}
+
+func (l *located) has(r *archiveRef) bool {
+	for _, s := range l.slots {
+		if s == r {
+			return true
+		}
+	}
+	return false
+}

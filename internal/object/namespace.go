@@ -1,0 +1,395 @@
+package object
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/archive"
+	"github.com/ecstore/ecstore/internal/layout"
+	"github.com/ecstore/ecstore/internal/node"
+)
+
+// Info describes an object or a directory.
+type Info struct {
+	Path     string
+	Name     string
+	IsDir    bool
+	Size     int64
+	MTime    time.Time
+	Geometry layout.Geometry
+	Version  archive.Version
+	Adler32  string // whole-object checksums, 8 hex digits
+	CRC32C   string
+	// Placement lists the node of every slot; Archives counts the slots
+	// whose archive was found (K+M when healthy).
+	Placement []string
+	Archives  int
+	User      map[string]string
+}
+
+func infoFromMeta(path string, m *archive.Metadata, found int) *Info {
+	_, name := node.Split(path)
+	return &Info{Path: path, Name: name, Size: m.Size, MTime: m.MTime, Geometry: m.Geometry(),
+		Version: m.Version, Adler32: m.Adler32, CRC32C: m.CRC32C,
+		Placement: append([]string(nil), m.Placement...), Archives: found, User: m.User}
+}
+
+// forEach runs fn on every node in parallel and returns the errors by
+// node index.
+func (s *Store) forEach(ctx context.Context, fn func(ctx context.Context, n node.Node) error) []error {
+	errs := make([]error, len(s.nodes))
+	var wg sync.WaitGroup
+	for i, n := range s.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fn(ctx, n)
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+// statDir reports whether path is a directory on any node.
+func (s *Store) statDir(ctx context.Context, path string) (bool, error) {
+	var isDir sync.Map
+	errs := s.forEach(ctx, func(ctx context.Context, n node.Node) error {
+		fi, err := n.Stat(ctx, path)
+		if err == nil && fi.IsDir {
+			isDir.Store(n.ID(), true)
+		}
+		return err
+	})
+	found := false
+	isDir.Range(func(_, _ any) bool { found = true; return false })
+	if found {
+		return true, nil
+	}
+	return false, firstReal(errs)
+}
+
+// firstReal returns the first error that is not "does not exist".
+func firstReal(errs []error) error {
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, node.ErrNotExist) && !errors.Is(err, node.ErrNotDir) {
+			return err
+		}
+	}
+	return nil
+}
+
+// Stat describes the object or directory at path.
+func (s *Store) Stat(ctx context.Context, path string) (*Info, error) {
+	if err := checkPath(path); err != nil {
+		return nil, err
+	}
+	if path == "/" {
+		return &Info{Path: "/", Name: "/", IsDir: true}, nil
+	}
+	loc, err := s.locate(ctx, path)
+	if err == nil {
+		defer loc.close()
+		return infoFromMeta(path, loc.meta, loc.found), nil
+	}
+	if errors.Is(err, ErrIsDir) {
+		return s.dirInfo(ctx, path)
+	}
+	return nil, err
+}
+
+func (s *Store) dirInfo(ctx context.Context, path string) (*Info, error) {
+	var mu sync.Mutex
+	info := &Info{Path: path, IsDir: true}
+	_, info.Name = node.Split(path)
+	s.forEach(ctx, func(ctx context.Context, n node.Node) error {
+		fi, err := n.Stat(ctx, path)
+		if err == nil && fi.IsDir {
+			mu.Lock()
+			if fi.ModTime.After(info.MTime) {
+				info.MTime = fi.ModTime
+			}
+			mu.Unlock()
+		}
+		return err
+	})
+	return info, nil
+}
+
+// List returns the objects and directories in dir, sorted by name, one
+// entry per object with its real size and modification time. Temporary
+// files are hidden. Objects that cannot be read are listed with Archives
+// below K.
+func (s *Store) List(ctx context.Context, dir string) ([]Info, error) {
+	if err := checkPath(dir); err != nil {
+		return nil, err
+	}
+	type entry struct {
+		dirs  int
+		files []node.FileInfo
+		dirMT time.Time
+	}
+	var mu sync.Mutex
+	entries := map[string]*entry{}
+	errs := s.forEach(ctx, func(ctx context.Context, n node.Node) error {
+		fis, err := n.List(ctx, dir)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, fi := range fis {
+			if node.IsTemp(fi.Name) {
+				continue
+			}
+			e := entries[fi.Name]
+			if e == nil {
+				e = &entry{}
+				entries[fi.Name] = e
+			}
+			if fi.IsDir {
+				e.dirs++
+				if fi.ModTime.After(e.dirMT) {
+					e.dirMT = fi.ModTime
+				}
+			} else {
+				e.files = append(e.files, fi)
+			}
+		}
+		return nil
+	})
+	listed, notDir := 0, 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			listed++
+		case errors.Is(err, node.ErrNotDir):
+			notDir++
+		}
+	}
+	if listed == 0 {
+		if notDir > 0 {
+			return nil, fmt.Errorf("object: list %s: %w", dir, ErrNotDir)
+		}
+		if err := firstReal(errs); err != nil {
+			return nil, fmt.Errorf("object: list %s: %w", dir, err)
+		}
+		return nil, fmt.Errorf("object: list %s: %w", dir, ErrNotExist)
+	}
+	out := make([]Info, 0, len(entries))
+	var slow []int // entries whose summary needs archive reads
+	for name, e := range entries {
+		p := node.Join(dir, name)
+		if e.dirs > 0 {
+			out = append(out, Info{Path: p, Name: name, IsDir: true, MTime: e.dirMT})
+			continue
+		}
+		if info, ok := summaryFromAttrs(p, name, e.files); ok {
+			out = append(out, *info)
+			continue
+		}
+		out = append(out, Info{Path: p, Name: name})
+		slow = append(slow, len(out)-1)
+	}
+	s.fillSlow(ctx, out, slow)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// fillSlow stats the listed objects that had no usable attributes, a few
+// at a time.
+func (s *Store) fillSlow(ctx context.Context, out []Info, idx []int) {
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for _, i := range idx {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if info, err := s.Stat(ctx, out[i].Path); err == nil {
+				out[i] = *info
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// summaryFromAttrs builds a listing entry from the archives' extended
+// attributes when the newest version among them has at least K archives.
+func summaryFromAttrs(path, name string, files []node.FileInfo) (*Info, bool) {
+	count := map[string]int{}
+	var newest string
+	for _, fi := range files {
+		v := fi.Attrs["version"]
+		if v == "" {
+			return nil, false
+		}
+		count[v]++
+		newest = max(newest, v)
+	}
+	var info *Info
+	for _, fi := range files {
+		if fi.Attrs["version"] != newest {
+			continue
+		}
+		k, m, err := layout.ParseEC(fi.Attrs["ec"])
+		size, err2 := strconv.ParseInt(fi.Attrs["size"], 10, 64)
+		mt, err3 := strconv.ParseInt(fi.Attrs["mtime"], 10, 64)
+		if err != nil || err2 != nil || err3 != nil || count[newest] < k {
+			return nil, false
+		}
+		info = &Info{Path: path, Name: name, Size: size, MTime: time.Unix(0, mt).UTC(),
+			Version: archive.Version(newest), Archives: count[newest],
+			Geometry: layout.Geometry{K: k, M: m}}
+		break
+	}
+	return info, info != nil
+}
+
+// Remove deletes the object at path from every node. A node that cannot be
+// reached keeps its archive; the object is still gone when fewer than K
+// archives of it remain.
+func (s *Store) Remove(ctx context.Context, path string) error {
+	if err := checkPath(path); err != nil {
+		return err
+	}
+	if path == "/" {
+		return fmt.Errorf("object: remove /: %w", ErrIsDir)
+	}
+	var removed, dirs sync.Map
+	errs := s.forEach(ctx, func(ctx context.Context, n node.Node) error {
+		fi, err := n.Stat(ctx, path)
+		if err != nil {
+			return err
+		}
+		if fi.IsDir {
+			dirs.Store(n.ID(), true)
+			return nil
+		}
+		if err := n.Remove(ctx, path); err != nil {
+			return err
+		}
+		removed.Store(n.ID(), true)
+		return nil
+	})
+	count := func(m *sync.Map) (c int) {
+		m.Range(func(_, _ any) bool { c++; return true })
+		return c
+	}
+	if count(&dirs) > 0 && count(&removed) == 0 {
+		return fmt.Errorf("object: remove %s: %w", path, ErrIsDir)
+	}
+	failed := firstReal(errs)
+	if count(&removed) == 0 {
+		if failed != nil {
+			return fmt.Errorf("object: remove %s: %w", path, failed)
+		}
+		return fmt.Errorf("object: remove %s: %w", path, ErrNotExist)
+	}
+	if failed != nil {
+		s.opts.Logger.Warn("remove left archives on unreachable nodes", "obj", path, "err", failed)
+	}
+	return nil
+}
+
+// Rename moves the object or directory at oldPath to newPath, replacing an
+// object at newPath.
+func (s *Store) Rename(ctx context.Context, oldPath, newPath string) error {
+	for _, p := range []string{oldPath, newPath} {
+		if err := checkPath(p); err != nil {
+			return err
+		}
+		if p == "/" {
+			return fmt.Errorf("object: rename %s: %w", p, ErrIsDir)
+		}
+	}
+	if oldPath == newPath {
+		_, err := s.Stat(ctx, oldPath)
+		return err
+	}
+	if strings.HasPrefix(newPath, oldPath+"/") {
+		return fmt.Errorf("object: rename %s into itself: %w", oldPath, node.ErrPath)
+	}
+	src, err := s.Stat(ctx, oldPath)
+	if err != nil {
+		return err
+	}
+	if dst, err := s.Stat(ctx, newPath); err == nil {
+		if dst.IsDir != src.IsDir || dst.IsDir {
+			return fmt.Errorf("object: rename %s to %s: %w", oldPath, newPath, ErrExist)
+		}
+		// Drop every archive of the replaced object first, so that none of
+		// its versions can outrank the moved one on nodes it does not use.
+		if err := s.Remove(ctx, newPath); err != nil {
+			return err
+		}
+	}
+	var moved sync.Map
+	errs := s.forEach(ctx, func(ctx context.Context, n node.Node) error {
+		if _, err := n.Stat(ctx, oldPath); err != nil {
+			return err
+		}
+		if err := n.Rename(ctx, oldPath, newPath); err != nil {
+			return err
+		}
+		moved.Store(n.ID(), true)
+		return nil
+	})
+	if err := firstReal(errs); err != nil {
+		return fmt.Errorf("object: rename %s to %s: %w", oldPath, newPath, err)
+	}
+	return nil
+}
+
+// Mkdir creates directory path (and its parents) on every node.
+func (s *Store) Mkdir(ctx context.Context, path string) error {
+	if err := checkPath(path); err != nil {
+		return err
+	}
+	if info, err := s.Stat(ctx, path); err == nil && !info.IsDir {
+		return fmt.Errorf("object: mkdir %s: %w", path, ErrExist)
+	}
+	errs := s.forEach(ctx, func(ctx context.Context, n node.Node) error { return n.Mkdir(ctx, path) })
+	ok := 0
+	for _, err := range errs {
+		if err == nil {
+			ok++
+		}
+	}
+	if ok == 0 {
+		return fmt.Errorf("object: mkdir %s: %w", path, errors.Join(errs...))
+	}
+	return nil
+}
+
+// Rmdir removes the empty directory path from every node.
+func (s *Store) Rmdir(ctx context.Context, path string) error {
+	if err := checkPath(path); err != nil {
+		return err
+	}
+	if path == "/" {
+		return fmt.Errorf("object: rmdir /: %w", node.ErrPath)
+	}
+	entries, err := s.List(ctx, path)
+	if err != nil {
+		return err
+	}
+	if len(entries) > 0 {
+		return fmt.Errorf("object: rmdir %s: %w", path, ErrNotEmpty)
+	}
+	errs := s.forEach(ctx, func(ctx context.Context, n node.Node) error { return n.Remove(ctx, path) })
+	for _, err := range errs {
+		if errors.Is(err, node.ErrNotEmpty) {
+			return fmt.Errorf("object: rmdir %s: holds temporary files of writes in progress: %w", path, ErrNotEmpty)
+		}
+	}
+	if err := firstReal(errs); err != nil {
+		return fmt.Errorf("object: rmdir %s: %w", path, err)
+	}
+	return nil
+}

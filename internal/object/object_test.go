@@ -1,0 +1,370 @@
+package object
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/ecstore/ecstore/internal/layout"
+	"github.com/ecstore/ecstore/internal/node"
+)
+
+var seedFlag = flag.Uint64("seed", 0, "random seed (0: derive from the test name)")
+
+func seed(t testing.TB) uint64 {
+	s := *seedFlag
+	if s == 0 {
+		for _, c := range t.Name() {
+			s = s*31 + uint64(c)
+		}
+	}
+	t.Logf("seed %d", s)
+	return s
+}
+
+// cluster is a store over local directories for tests.
+type cluster struct {
+	store *Store
+	dirs  []string
+	nodes []node.Node
+}
+
+func newCluster(t testing.TB, n int, g layout.Geometry, mod ...func(*Options)) *cluster {
+	t.Helper()
+	c := &cluster{}
+	for i := range n {
+		dir := filepath.Join(t.TempDir(), fmt.Sprintf("n%02d", i))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		ln, err := node.NewLocal(fmt.Sprintf("n%02d", i), dir, node.LocalOptions{Fsync: false})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.dirs = append(c.dirs, dir)
+		c.nodes = append(c.nodes, ln)
+	}
+	opts := Options{Geometry: g, MinFree: -1}
+	for _, m := range mod {
+		m(&opts)
+	}
+	s, err := New(c.nodes, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.store = s
+	return c
+}
+
+func randBytes(r *rand.Rand, n int64) []byte {
+	var key [32]byte
+	for i := range key {
+		key[i] = byte(r.Uint32())
+	}
+	b := make([]byte, n)
+	rand.NewChaCha8(key).Read(b)
+	return b
+}
+
+func put(t testing.TB, s *Store, path string, data []byte) {
+	t.Helper()
+	w, err := s.Create(context.Background(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Write in uneven pieces to exercise block assembly.
+	for p := data; len(p) > 0; {
+		n := min(len(p), 1+len(p)/3)
+		if _, err := w.Write(p[:n]); err != nil {
+			t.Fatal(err)
+		}
+		p = p[n:]
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func get(s *Store, path string) ([]byte, error) {
+	ctx := context.Background()
+	r, err := s.Open(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var buf bytes.Buffer
+	if _, err := r.WriteTo(ctx, &buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func TestRoundTripSizes(t *testing.T) {
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	c := newCluster(t, 8, g)
+	r := rand.New(rand.NewPCG(seed(t), 1))
+	cs, bs := g.ChunkSize, g.BlockSize()
+	for _, size := range []int64{0, 1, cs - 1, cs, cs + 1, bs - 1, bs, bs + 1, 3*bs + 17, 10 * bs} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			data := randBytes(r, size)
+			path := fmt.Sprintf("/sizes/f%d", size)
+			put(t, c.store, path, data)
+			got, err := get(c.store, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, data) {
+				t.Fatalf("read back %d bytes differ from %d written", len(got), len(data))
+			}
+			info, err := c.store.Stat(context.Background(), path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Size != size || info.Archives != g.Width() {
+				t.Fatalf("stat: size %d archives %d", info.Size, info.Archives)
+			}
+		})
+	}
+}
+
+func TestDefaultGeometryRoundTrip(t *testing.T) {
+	c := newCluster(t, 12, layout.Geometry{})
+	r := rand.New(rand.NewPCG(seed(t), 2))
+	for _, size := range []int64{0, 5, 8<<20 - 1, 8 << 20, 8<<20 + 1, 20 << 20} {
+		data := randBytes(r, size)
+		put(t, c.store, "/d/f", data)
+		got, err := get(c.store, "/d/f")
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("size %d: err %v, equal %v", size, err, bytes.Equal(got, data))
+		}
+	}
+}
+
+// archivesOf returns the archive file of path on each node that has one.
+func (c *cluster) archivesOf(path string) []string {
+	var out []string
+	for _, d := range c.dirs {
+		p := filepath.Join(d, filepath.FromSlash(path))
+		if _, err := os.Stat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func TestLoseAnyMArchives(t *testing.T) {
+	g := layout.Geometry{K: 3, M: 2, ChunkSize: 1000}
+	c := newCluster(t, 5, g)
+	r := rand.New(rand.NewPCG(seed(t), 3))
+	data := randBytes(r, 7*g.BlockSize()+123)
+	for i := 0; i < 5; i++ {
+		for j := i + 1; j < 5; j++ {
+			path := fmt.Sprintf("/lose/%d-%d", i, j)
+			put(t, c.store, path, data)
+			arch := c.archivesOf(path)
+			if len(arch) != 5 {
+				t.Fatalf("%d archives", len(arch))
+			}
+			os.Remove(arch[i])
+			os.Remove(arch[j])
+			got, err := get(c.store, path)
+			if err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("lost %d,%d: err %v", i, j, err)
+			}
+			// One more loss is unrecoverable, with a clear error.
+			k := (j + 1) % 5
+			if k == i {
+				k = (k + 1) % 5
+			}
+			os.Remove(arch[k])
+			_, err = get(c.store, path)
+			var ue *UnrecoverableError
+			if !errors.As(err, &ue) || !errors.Is(err, ErrUnrecoverable) {
+				t.Fatalf("with 3 archives lost: err %v, want unrecoverable", err)
+			}
+			t.Log(err)
+		}
+	}
+}
+
+func TestCorruptionIsDetectedAndRepairedOnRead(t *testing.T) {
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 512}
+	c := newCluster(t, 6, g)
+	r := rand.New(rand.NewPCG(seed(t), 4))
+	data := randBytes(r, 5*g.BlockSize()+7)
+	put(t, c.store, "/c/x", data)
+	arch := c.archivesOf("/c/x")
+	var degraded atomic.Int32
+	c.store.opts.Events.DegradedRead = func(string, int64, []int) { degraded.Add(1) }
+	for trial := 0; trial < 40; trial++ {
+		// Flip one byte in the chunk area of one or two archives.
+		var saved [][]byte
+		for _, a := range arch[:1+trial%2] {
+			b, _ := os.ReadFile(a)
+			saved = append(saved, bytes.Clone(b))
+			pos := r.IntN(len(b) * 3 / 4) // chunks are in the first part
+			b[pos] ^= byte(1 + r.IntN(255))
+			os.WriteFile(a, b, 0o644)
+		}
+		got, err := get(c.store, "/c/x")
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("trial %d: err %v equal %v", trial, err, bytes.Equal(got, data))
+		}
+		for i, b := range saved {
+			os.WriteFile(arch[i], b, 0o644)
+		}
+	}
+	if degraded.Load() == 0 {
+		t.Fatal("no corruption was ever noticed")
+	}
+}
+
+func TestReadAtRandomRanges(t *testing.T) {
+	g := layout.Geometry{K: 3, M: 1, ChunkSize: 100}
+	c := newCluster(t, 4, g)
+	r := rand.New(rand.NewPCG(seed(t), 5))
+	data := randBytes(r, 2345)
+	put(t, c.store, "/r", data)
+	rd, err := c.store.Open(context.Background(), "/r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	for i := 0; i < 2000; i++ {
+		off := r.Int64N(int64(len(data)) + 10)
+		n := r.IntN(700)
+		p := make([]byte, n)
+		got, err := rd.ReadAt(context.Background(), p, off)
+		wantN := max(0, min(n, len(data)-int(off)))
+		if got != wantN {
+			t.Fatalf("ReadAt(%d, %d) = %d, want %d (err %v)", off, n, got, wantN, err)
+		}
+		if off+int64(n) > int64(len(data)) && !errors.Is(err, io.EOF) {
+			t.Fatalf("ReadAt past end: err %v, want EOF", err)
+		}
+		if off+int64(n) <= int64(len(data)) && err != nil {
+			t.Fatalf("ReadAt(%d, %d): %v", off, n, err)
+		}
+		if got > 0 && !bytes.Equal(p[:got], data[off:off+int64(got)]) {
+			t.Fatalf("ReadAt(%d, %d) returned wrong bytes", off, n)
+		}
+	}
+}
+
+func TestAbortLeavesNothing(t *testing.T) {
+	c := newCluster(t, 6, layout.Geometry{K: 4, M: 2, ChunkSize: 64})
+	w, err := c.store.Create(context.Background(), "/a/b", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(make([]byte, 1000))
+	w.Abort()
+	if _, err := c.store.Stat(context.Background(), "/a/b"); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("stat after abort: %v", err)
+	}
+	for _, d := range c.dirs {
+		ents, _ := os.ReadDir(filepath.Join(d, "a"))
+		if len(ents) != 0 {
+			t.Fatalf("debris left in %s: %v", d, ents)
+		}
+	}
+	// Cancelling the context aborts too.
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err = c.store.Create(ctx, "/a/c", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(make([]byte, 1000))
+	cancel()
+	if err := w.Close(); err == nil {
+		t.Fatal("Close after cancel succeeded")
+	}
+	if _, err := c.store.Stat(context.Background(), "/a/c"); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("stat after cancel: %v", err)
+	}
+}
+
+func TestOverwriteReplacesVersion(t *testing.T) {
+	c := newCluster(t, 7, layout.Geometry{K: 4, M: 2, ChunkSize: 64})
+	put(t, c.store, "/o", []byte("first version"))
+	put(t, c.store, "/o", []byte("second, longer version of the object"))
+	got, err := get(c.store, "/o")
+	if err != nil || string(got) != "second, longer version of the object" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+}
+
+func TestNamespace(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t, 6, layout.Geometry{K: 3, M: 2, ChunkSize: 64})
+	s := c.store
+	put(t, s, "/ns/a", []byte("aaaa"))
+	put(t, s, "/ns/b", bytes.Repeat([]byte("b"), 1000))
+	if err := s.Mkdir(ctx, "/ns/sub/deeper"); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := s.List(ctx, "/ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ""
+	for _, e := range ents {
+		got += fmt.Sprintf("%s:%v:%d ", e.Name, e.IsDir, e.Size)
+	}
+	if got != "a:false:4 b:false:1000 sub:true:0 " {
+		t.Fatalf("list: %s", got)
+	}
+	if _, err := s.List(ctx, "/ns/a"); !errors.Is(err, ErrNotDir) {
+		t.Fatalf("list of a file: %v", err)
+	}
+	if _, err := s.List(ctx, "/nope"); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("list of nothing: %v", err)
+	}
+	if err := s.Rename(ctx, "/ns/b", "/ns/sub/b2"); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := get(s, "/ns/sub/b2"); err != nil || len(data) != 1000 {
+		t.Fatalf("after mv: %v", err)
+	}
+	if _, err := s.Stat(ctx, "/ns/b"); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("old name after mv: %v", err)
+	}
+	// mv onto an existing object replaces it.
+	if err := s.Rename(ctx, "/ns/a", "/ns/sub/b2"); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := get(s, "/ns/sub/b2"); string(data) != "aaaa" {
+		t.Fatalf("after mv over: %q", data)
+	}
+	if err := s.Remove(ctx, "/ns/sub/b2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Remove(ctx, "/ns/sub/b2"); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("second rm: %v", err)
+	}
+	if err := s.Remove(ctx, "/ns/sub"); !errors.Is(err, ErrIsDir) {
+		t.Fatalf("rm of a dir: %v", err)
+	}
+	if err := s.Rmdir(ctx, "/ns/sub"); !errors.Is(err, ErrNotEmpty) {
+		t.Fatalf("rmdir non-empty: %v", err)
+	}
+	if err := s.Rmdir(ctx, "/ns/sub/deeper"); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"../x", "/a/../b", "rel", "/a/", "/a//b"} {
+		if _, err := s.Create(ctx, bad, nil); !errors.Is(err, node.ErrPath) {
+			t.Fatalf("create %q: %v", bad, err)
+		}
+	}
+	if _, err := s.Open(ctx, "/none"); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("open missing: %v", err)
+	}
+}

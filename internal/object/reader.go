@@ -1,0 +1,312 @@
+package object
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/ecstore/ecstore/internal/archive"
+	"github.com/ecstore/ecstore/internal/erasure"
+	"github.com/ecstore/ecstore/internal/layout"
+)
+
+// Reader reads one version of an object. ReadAt may be called
+// concurrently; sequential reads trigger read-ahead. Every byte returned
+// has passed its chunk's CRC-32 check or was reconstructed from chunks
+// that did. Close releases the archives.
+type Reader struct {
+	s     *Store
+	path  string
+	loc   *located
+	l     layout.Layout
+	codec *erasure.Codec
+
+	bg     context.Context // background read-ahead; cancelled by Close
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	cache   map[int64]*blockFetch
+	fifo    []int64
+	nextSeq int64 // offset right after the last read, for sequential detection
+	closed  bool
+}
+
+// blockFetch is a (possibly in-flight) fetch of a block's data chunks.
+type blockFetch struct {
+	done   chan struct{}
+	need   []bool   // data stripes requested
+	chunks [][]byte // K entries, verified data where need (or reconstructed)
+	err    error
+}
+
+func (f *blockFetch) covers(need []bool) bool {
+	for s, n := range need {
+		if n && !f.need[s] {
+			return false
+		}
+	}
+	return true
+}
+
+// Open opens the newest readable version of the object at path.
+func (s *Store) Open(ctx context.Context, path string) (*Reader, error) {
+	if err := checkPath(path); err != nil {
+		return nil, err
+	}
+	loc, err := s.locate(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	codec, err := erasure.New(loc.meta.K, loc.meta.M)
+	if err != nil {
+		loc.close()
+		return nil, err
+	}
+	for _, r := range loc.stale {
+		r.file.Close()
+	}
+	loc.stale = nil
+	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	return &Reader{s: s, path: path, loc: loc, l: loc.meta.Layout(), codec: codec,
+		bg: bg, cancel: cancel, cache: map[int64]*blockFetch{}}, nil
+}
+
+// Size is the object's size in bytes.
+func (r *Reader) Size() int64 { return r.l.Size }
+
+// Info describes the version being read.
+func (r *Reader) Info() *Info { return infoFromMeta(r.path, r.loc.meta, r.loc.found) }
+
+// Close releases the reader's archives and stops read-ahead.
+func (r *Reader) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	r.mu.Unlock()
+	r.cancel()
+	r.loc.close()
+	return nil
+}
+
+// ReadAt reads len(p) bytes at off. It returns io.EOF when off+len(p)
+// passes the end of the object (with the bytes before the end).
+func (r *Reader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("object %s: negative offset", r.path)
+	}
+	if off >= r.l.Size {
+		return 0, io.EOF
+	}
+	end := min(off+int64(len(p)), r.l.Size)
+	bs := r.l.BlockSize()
+	first, last := off/bs, (end-1)/bs
+
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return 0, ErrClosed
+	}
+	sequential := off == r.nextSeq
+	r.nextSeq = end
+	fetches := make([]*blockFetch, 0, last-first+1)
+	for b := first; b <= last; b++ {
+		fetches = append(fetches, r.fetchLocked(b, r.need(b, max(off, b*bs), min(end, (b+1)*bs)), false))
+	}
+	if sequential {
+		for b := last + 1; b <= last+int64(r.s.opts.ReadAhead) && b < r.l.Blocks(); b++ {
+			r.fetchLocked(b, r.need(b, b*bs, min(r.l.Size, (b+1)*bs)), true)
+		}
+	}
+	r.mu.Unlock()
+
+	n := 0
+	for i, f := range fetches {
+		b := first + int64(i)
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return n, ctx.Err()
+		}
+		if f.err != nil {
+			return n, f.err
+		}
+		lo, hi := max(off, b*bs), min(end, (b+1)*bs)
+		for pos := lo; pos < hi; {
+			_, s, co := r.l.Locate(pos)
+			chunk := f.chunks[s][co:r.l.DataLen(b, s)]
+			c := copy(p[pos-off:hi-off], chunk)
+			pos += int64(c)
+			n += c
+		}
+	}
+	if end < off+int64(len(p)) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// need returns the data stripes of block b that hold bytes [lo, hi),
+// which must lie inside the block and the object.
+func (r *Reader) need(b int64, lo, hi int64) []bool {
+	need := make([]bool, r.l.K)
+	_, s0, _ := r.l.Locate(lo)
+	_, s1, _ := r.l.Locate(hi - 1)
+	for s := s0; s <= s1; s++ {
+		need[s] = true
+	}
+	return need
+}
+
+// failed reports whether f finished with an error (it is then retried).
+func (f *blockFetch) failed() bool {
+	select {
+	case <-f.done:
+		return f.err != nil
+	default:
+		return false
+	}
+}
+
+// fetchLocked returns a cached fetch covering need, or starts one. Fetches
+// run under the reader's own context, since later reads may share them;
+// callers wait for them under theirs. r.mu must be held.
+func (r *Reader) fetchLocked(b int64, need []bool, ahead bool) *blockFetch {
+	if f, ok := r.cache[b]; ok && f.covers(need) && !f.failed() {
+		return f
+	}
+	if ahead {
+		for s := range need {
+			need[s] = true
+		}
+	}
+	f := &blockFetch{done: make(chan struct{}), need: need}
+	if _, ok := r.cache[b]; !ok {
+		r.fifo = append(r.fifo, b)
+	}
+	r.cache[b] = f
+	for limit := r.s.opts.ReadAhead + 4; len(r.fifo) > limit; {
+		old := r.fifo[0]
+		r.fifo = r.fifo[1:]
+		delete(r.cache, old)
+	}
+	go func() {
+		defer close(f.done)
+		f.chunks, f.err = r.readBlock(r.bg, b, need)
+	}()
+	return f
+}
+
+// chunkResult is the outcome of reading one chunk.
+type chunkResult struct {
+	stripe int
+	data   []byte
+	err    error
+}
+
+// readBlock reads the needed data chunks of block b, verifying each; if
+// any fails it reads further chunks and reconstructs. It returns K entries
+// with the needed ones filled.
+func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) ([][]byte, error) {
+	k, width := r.l.K, r.l.Width()
+	chunks := make([][]byte, width)
+	tried := make([]bool, width)
+	var failed []int
+	var causes []error
+	good := 0
+	run := func(stripes []int) {
+		results := make(chan chunkResult, len(stripes))
+		for _, s := range stripes {
+			tried[s] = true
+			go func() {
+				data, err := r.readChunk(ctx, b, s)
+				results <- chunkResult{s, data, err}
+			}()
+		}
+		for range stripes {
+			res := <-results
+			if res.err != nil {
+				failed = append(failed, res.stripe)
+				causes = append(causes, res.err)
+				continue
+			}
+			chunks[res.stripe] = res.data
+			good++
+		}
+	}
+	var first []int
+	for s, n := range need {
+		if n {
+			first = append(first, s)
+		}
+	}
+	run(first)
+	if len(failed) == 0 {
+		return chunks[:k], nil
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	// Degraded: read every other chunk and reconstruct.
+	var rest []int
+	for s := range width {
+		if !tried[s] {
+			rest = append(rest, s)
+		}
+	}
+	run(rest)
+	if good < k {
+		return nil, &UnrecoverableError{Path: r.path, Block: b, Available: good, Need: k, Causes: causes}
+	}
+	if err := r.codec.ReconstructData(chunks); err != nil {
+		return nil, fmt.Errorf("object %s: block %d: %w", r.path, b, err)
+	}
+	slots := make([]int, len(failed))
+	for i, s := range failed {
+		slots[i] = r.l.Slot(b, s)
+	}
+	r.s.opts.Logger.Warn("degraded read", "obj", r.path, "block", b, "failed_slots", slots, "err", causes[0])
+	if f := r.s.opts.Events.DegradedRead; f != nil {
+		f(r.path, b, slots)
+	}
+	return chunks[:k], nil
+}
+
+// errMissing means the archive of a slot was not found.
+var errMissing = errors.New("archive missing")
+
+// readChunk reads and verifies chunk (b, s).
+func (r *Reader) readChunk(ctx context.Context, b int64, s int) ([]byte, error) {
+	slot := r.l.Slot(b, s)
+	ref := r.loc.slots[slot]
+	if ref == nil {
+		return nil, fmt.Errorf("slot %d (node %s): %w", slot, r.loc.meta.Placement[slot], errMissing)
+	}
+	c := &ref.idx.Chunks[b]
+	data, err := archive.ReadChunk(ctx, ref.file, c, nil)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", ref.node.ID(), err)
+	}
+	return data, nil
+}
+
+// WriteTo streams the whole object to w with read-ahead.
+func (r *Reader) WriteTo(ctx context.Context, w io.Writer) (int64, error) {
+	buf := make([]byte, r.l.BlockSize())
+	var off int64
+	for off < r.l.Size {
+		n, err := r.ReadAt(ctx, buf[:min(int64(len(buf)), r.l.Size-off)], off)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return off, err
+		}
+		if _, werr := w.Write(buf[:n]); werr != nil {
+			return off, werr
+		}
+		off += int64(n)
+	}
+	return off, nil
+}

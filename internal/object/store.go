@@ -1,0 +1,256 @@
+// Package object is the erasure-coding engine: it stores objects as K+M
+// archives on a set of storage nodes and reads them back.
+//
+// A Writer buffers user bytes into blocks, encodes full blocks on a
+// bounded pool of goroutines (parity and per-chunk CRC-32), and appends
+// each block's chunks in order to one archive per placement slot. Archives
+// are written under temporary names and renamed into place only when the
+// write closes successfully on at least WriteQuorum nodes.
+//
+// A Reader locates an object's archives, picks the newest version with at
+// least K consistent archives, and fetches only the data chunks that cover
+// a requested range, verifying every chunk's CRC. A chunk that is missing,
+// unreadable or corrupt is rebuilt from parity; bytes that did not verify
+// are never returned. Sequential reads are served with read-ahead.
+//
+// The namespace operations (List, Stat, Remove, Rename, Mkdir, Rmdir) act
+// on every node. See DESIGN.md sections 3 and 4.
+package object
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/erasure"
+	"github.com/ecstore/ecstore/internal/layout"
+	"github.com/ecstore/ecstore/internal/node"
+	"github.com/ecstore/ecstore/internal/placement"
+)
+
+// Errors of the engine; test with errors.Is. ErrNotExist and ErrExist wrap
+// the io/fs sentinels.
+var (
+	ErrNotExist      = fmt.Errorf("object: %w", fs.ErrNotExist)
+	ErrExist         = fmt.Errorf("object: %w", fs.ErrExist)
+	ErrIsDir         = errors.New("object: is a directory")
+	ErrNotDir        = errors.New("object: not a directory")
+	ErrNotEmpty      = errors.New("object: directory not empty")
+	ErrUnrecoverable = errors.New("object: unrecoverable")
+	ErrQuorum        = errors.New("object: write quorum not reached")
+	ErrClosed        = errors.New("object: use of closed writer or reader")
+)
+
+// UnrecoverableError reports a block of which fewer than K verified chunks
+// could be read. It unwraps to ErrUnrecoverable.
+type UnrecoverableError struct {
+	Path      string
+	Block     int64
+	Available int // verified chunks found
+	Need      int // K
+	Causes    []error
+}
+
+func (e *UnrecoverableError) Error() string {
+	s := fmt.Sprintf("object %s: unrecoverable: %d of %d chunks of block %d available", e.Path, e.Available, e.Need, e.Block)
+	if len(e.Causes) > 0 {
+		s += fmt.Sprintf(" (first failure: %v)", e.Causes[0])
+	}
+	return s
+}
+
+// Unwrap returns ErrUnrecoverable and the individual chunk failures.
+func (e *UnrecoverableError) Unwrap() []error { return append([]error{ErrUnrecoverable}, e.Causes...) }
+
+// Options configure a Store. Zero values take the documented defaults.
+type Options struct {
+	// Geometry of new objects. Default 8+2 with 1 MiB chunks.
+	Geometry layout.Geometry
+	// Spares is how many extra nodes a write may fall back on when a
+	// placement node fails at open. Default 2; negative means none.
+	Spares int
+	// WriteQuorum is how many archives must be durable for a write to
+	// succeed. Default K+1 (K when M is 0); at most K+M.
+	WriteQuorum int
+	// Workers bounds the goroutines encoding blocks, shared by all writers
+	// of the store. Default GOMAXPROCS.
+	Workers int
+	// InFlight is how many full blocks a writer may have queued for
+	// encoding and writing besides the one it is filling. Default 3.
+	InFlight int
+	// ReadAhead is how many blocks a sequential reader fetches ahead.
+	// Default 2.
+	ReadAhead int
+	// MinFree is the free space below which a node is used for new
+	// archives only as a last resort. Default 64 MiB.
+	MinFree int64
+	// Logger receives request-level logs. Default: discard.
+	Logger *slog.Logger
+	// Events receives notable engine events (degraded reads and writes).
+	Events Events
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// Events are callbacks for engine events, for metrics and repair queues.
+// Nil fields are skipped. Callbacks must be fast and must not call back
+// into the Store.
+type Events struct {
+	// DegradedRead is called when a read needed parity for a block.
+	DegradedRead func(path string, block int64, failed []int)
+	// DegradedWrite is called when a write committed with fewer than K+M
+	// archives; failed lists the slots that are missing.
+	DegradedWrite func(path string, failed []int)
+}
+
+// DefaultGeometry is the geometry of new objects unless configured.
+var DefaultGeometry = layout.Geometry{K: 8, M: 2, ChunkSize: 1 << 20}
+
+func (o *Options) withDefaults() error {
+	if o.Geometry == (layout.Geometry{}) {
+		o.Geometry = DefaultGeometry
+	}
+	if err := o.Geometry.Validate(); err != nil {
+		return err
+	}
+	if o.Spares == 0 {
+		o.Spares = 2
+	}
+	o.Spares = max(o.Spares, 0)
+	if o.WriteQuorum == 0 {
+		o.WriteQuorum = o.Geometry.K + min(1, o.Geometry.M)
+	}
+	if o.WriteQuorum < o.Geometry.K || o.WriteQuorum > o.Geometry.Width() {
+		return fmt.Errorf("object: write quorum %d outside [%d, %d]", o.WriteQuorum, o.Geometry.K, o.Geometry.Width())
+	}
+	if o.Workers <= 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	if o.InFlight <= 0 {
+		o.InFlight = 3
+	}
+	if o.ReadAhead <= 0 {
+		o.ReadAhead = 2
+	}
+	if o.MinFree == 0 {
+		o.MinFree = 64 << 20
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return nil
+}
+
+// Store is an erasure-coded object namespace over a fixed set of nodes. It
+// is safe for concurrent use and holds no per-object state.
+type Store struct {
+	opts    Options
+	nodes   []node.Node
+	byID    map[string]node.Node
+	workers chan struct{} // encoding slots
+	bufs    bufPools
+}
+
+// New returns a Store over nodes, whose ids must be unique. The erasure
+// codec's self-test runs once per process before the first Store.
+func New(nodes []node.Node, opts Options) (*Store, error) {
+	if err := opts.withDefaults(); err != nil {
+		return nil, err
+	}
+	if err := selfTest(); err != nil {
+		return nil, err
+	}
+	if len(nodes) < opts.Geometry.Width() {
+		return nil, fmt.Errorf("object: %d nodes cannot hold %s objects", len(nodes), opts.Geometry)
+	}
+	s := &Store{opts: opts, nodes: nodes, byID: make(map[string]node.Node, len(nodes)),
+		workers: make(chan struct{}, opts.Workers)}
+	for _, n := range nodes {
+		if _, dup := s.byID[n.ID()]; dup {
+			return nil, fmt.Errorf("object: duplicate node id %q", n.ID())
+		}
+		s.byID[n.ID()] = n
+	}
+	return s, nil
+}
+
+var selfTest = sync.OnceValue(erasure.SelfTest)
+
+// Geometry is the geometry of new objects.
+func (s *Store) Geometry() layout.Geometry { return s.opts.Geometry }
+
+// Nodes returns the store's nodes.
+func (s *Store) Nodes() []node.Node { return s.nodes }
+
+// Node returns the node with the given id.
+func (s *Store) Node(id string) (node.Node, bool) {
+	n, ok := s.byID[id]
+	return n, ok
+}
+
+// rank returns all nodes in probe order for path.
+func (s *Store) rank(path string) []node.Node {
+	ps := make([]placement.Node, len(s.nodes))
+	for i, n := range s.nodes {
+		ps[i] = placement.Node{ID: n.ID()}
+	}
+	ranked := placement.Rank(path, ps)
+	out := make([]node.Node, len(ranked))
+	for i, p := range ranked {
+		out[i] = s.byID[p.ID]
+	}
+	return out
+}
+
+// spaces asks every node for its free space, in parallel, with a short
+// deadline; nodes that do not answer are reported down.
+func (s *Store) spaces(ctx context.Context) []placement.Node {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	out := make([]placement.Node, len(s.nodes))
+	var wg sync.WaitGroup
+	for i, n := range s.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sp, err := n.Space(ctx)
+			out[i] = placement.Node{ID: n.ID(), Free: sp.Free, Down: err != nil}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// bufPools recycles chunk-sized buffers by capacity.
+type bufPools struct{ m sync.Map } // int -> *sync.Pool
+
+func (b *bufPools) get(n int) []byte {
+	p, _ := b.m.LoadOrStore(n, &sync.Pool{})
+	if v := p.(*sync.Pool).Get(); v != nil {
+		return (*v.(*[]byte))[:n]
+	}
+	return make([]byte, n)
+}
+
+func (b *bufPools) put(buf []byte) {
+	n := cap(buf)
+	p, _ := b.m.LoadOrStore(n, &sync.Pool{})
+	buf = buf[:n]
+	p.(*sync.Pool).Put(&buf)
+}
+
+// checkPath validates an object path.
+func checkPath(p string) error {
+	if err := node.CheckPath(p); err != nil {
+		return fmt.Errorf("object: %w", err)
+	}
+	return nil
+}

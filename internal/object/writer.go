@@ -1,0 +1,569 @@
+package object
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/archive"
+	"github.com/ecstore/ecstore/internal/erasure"
+	"github.com/ecstore/ecstore/internal/layout"
+	"github.com/ecstore/ecstore/internal/node"
+	"github.com/ecstore/ecstore/internal/placement"
+)
+
+// Writer streams one new object version into K+M archives. Bytes are
+// appended with Write; nothing is visible at the object's path until Close
+// returns nil. Abort (or cancelling the context given to Create) discards
+// the write and leaves nothing visible. Memory is bounded by InFlight+1
+// blocks (each with its parity). A Writer is not safe for concurrent use.
+type Writer struct {
+	s      *Store
+	path   string
+	geo    layout.Geometry
+	codec  *erasure.Codec
+	user   map[string]string
+	ctx    context.Context // governs the whole write; see Create
+	cancel context.CancelFunc
+
+	slots    []*slotWriter
+	nodeIDs  []string
+	inflight chan struct{} // one token per block queued or being written
+	order    chan *blockJob
+	wg       sync.WaitGroup // dispatcher and slot writers
+	failed   atomic.Int32   // slots that failed
+	err      atomic.Pointer[error]
+
+	buf   []byte // block being filled
+	fill  int
+	block int64
+	size  int64
+	sums  *erasure.ObjectSums
+	done  bool
+}
+
+// blockJob is one block travelling through the pipeline.
+type blockJob struct {
+	block   int64
+	data    []byte // the block's bytes, zero-padded to K*chunkLen
+	n       int    // object bytes in data
+	chunks  [][]byte
+	crcs    []uint32
+	encoded chan struct{}
+	refs    atomic.Int32 // slot writers still using the job
+}
+
+type slotWriter struct {
+	slot   int
+	node   node.Node
+	up     node.Upload
+	aw     *archive.Writer
+	ch     chan *blockJob
+	err    error // set by the slot goroutine; read after wg.Wait
+	upload uploadWriter
+}
+
+// uploadWriter adapts an Upload to io.Writer for archive.Writer, with the
+// writer's context.
+type uploadWriter struct {
+	ctx context.Context
+	up  node.Upload
+}
+
+func (u *uploadWriter) Write(p []byte) (int, error) {
+	if err := u.up.Write(u.ctx, p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// CreateOptions are per-object settings for Create.
+type CreateOptions struct {
+	// Geometry overrides the store's default geometry when non-zero.
+	Geometry layout.Geometry
+	// User is user metadata stored with the object.
+	User map[string]string
+}
+
+// Create starts writing a new version of the object at path, replacing
+// any current version when the write is committed. ctx governs the whole
+// write, not just the call: cancelling it aborts the write. Archives are
+// opened on the placement's nodes in parallel; a node that fails to open
+// is replaced by a spare.
+func (s *Store) Create(ctx context.Context, path string, opt *CreateOptions) (*Writer, error) {
+	if err := checkPath(path); err != nil {
+		return nil, err
+	}
+	if path == "/" {
+		return nil, fmt.Errorf("object: create /: %w", ErrIsDir)
+	}
+	geo := s.opts.Geometry
+	var user map[string]string
+	if opt != nil {
+		if opt.Geometry != (layout.Geometry{}) {
+			geo = opt.Geometry
+		}
+		user = maps.Clone(opt.User)
+	}
+	if err := geo.Validate(); err != nil {
+		return nil, err
+	}
+	codec, err := erasure.New(geo.K, geo.M)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := s.statDir(ctx, path); err == nil && st {
+		return nil, fmt.Errorf("object: create %s: %w", path, ErrIsDir)
+	}
+	primary, spare, err := placement.Choose(path, s.spaces(ctx), geo.Width(), s.opts.Spares, s.opts.MinFree)
+	if err != nil {
+		return nil, fmt.Errorf("object: create %s: %w", path, err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	w := &Writer{s: s, path: path, geo: geo, codec: codec, user: user, ctx: wctx, cancel: cancel,
+		inflight: make(chan struct{}, s.opts.InFlight), order: make(chan *blockJob, s.opts.InFlight),
+		sums: erasure.NewObjectSums()}
+	if err := w.open(primary, spare); err != nil {
+		cancel()
+		return nil, fmt.Errorf("object: create %s: %w", path, err)
+	}
+	w.wg.Add(1 + len(w.slots))
+	go w.dispatch()
+	for _, sw := range w.slots {
+		go w.writeSlot(sw)
+	}
+	return w, nil
+}
+
+// open creates an upload for every slot, in parallel, falling back to
+// spares in order for slots whose node fails.
+func (w *Writer) open(primary, spare []string) error {
+	width := w.geo.Width()
+	w.slots = make([]*slotWriter, width)
+	errs := make([]error, width)
+	var (
+		mu     sync.Mutex
+		spares = spare
+		wg     sync.WaitGroup
+	)
+	nextSpare := func() (string, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(spares) == 0 {
+			return "", false
+		}
+		id := spares[0]
+		spares = spares[1:]
+		return id, true
+	}
+	modTime := w.s.opts.Now()
+	for i := range width {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := primary[i]
+			for {
+				n := w.s.byID[id]
+				up, err := n.Create(w.ctx, w.path)
+				if err == nil {
+					sw := &slotWriter{slot: i, node: n, up: up, ch: make(chan *blockJob, w.s.opts.InFlight)}
+					sw.upload = uploadWriter{ctx: w.ctx, up: up}
+					sw.aw = archive.NewWriter(&sw.upload, modTime)
+					w.slots[i] = sw
+					return
+				}
+				w.s.opts.Logger.Warn("archive open failed", "obj", w.path, "node", id, "err", err)
+				errs[i] = err
+				if id, err = nextSpareOr(nextSpare); err != nil || w.ctx.Err() != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var first error
+	for i, sw := range w.slots {
+		if sw == nil && first == nil {
+			first = fmt.Errorf("slot %d: %w", i, errs[i])
+		}
+	}
+	if first != nil {
+		for _, sw := range w.slots {
+			if sw != nil {
+				_ = sw.up.Abort(context.WithoutCancel(w.ctx))
+			}
+		}
+		return fmt.Errorf("%w: cannot open %d archives: %w", ErrQuorum, width, first)
+	}
+	w.nodeIDs = make([]string, width)
+	for i, sw := range w.slots {
+		w.nodeIDs[i] = sw.node.ID()
+	}
+	return nil
+}
+
+func nextSpareOr(next func() (string, bool)) (string, error) {
+	if id, ok := next(); ok {
+		return id, nil
+	}
+	return "", errors.New("no spare left")
+}
+
+// Write appends p to the object. It blocks while InFlight blocks are
+// queued (backpressure) and returns the write's first error, if any.
+func (w *Writer) Write(p []byte) (int, error) {
+	if w.done {
+		return 0, ErrClosed
+	}
+	if err := w.stickyErr(); err != nil {
+		return 0, err
+	}
+	written := 0
+	bs := int(w.geo.BlockSize())
+	for len(p) > 0 {
+		if w.buf == nil {
+			if err := w.acquire(); err != nil {
+				return written, err
+			}
+			w.buf = w.s.bufs.get(bs)
+		}
+		n := copy(w.buf[w.fill:], p)
+		w.fill += n
+		written += n
+		p = p[n:]
+		if w.fill == bs {
+			w.submit()
+		}
+	}
+	return written, nil
+}
+
+// ReadFrom copies r into the object, reading straight into block buffers.
+func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
+	if w.done {
+		return 0, ErrClosed
+	}
+	var total int64
+	bs := int(w.geo.BlockSize())
+	for {
+		if err := w.stickyErr(); err != nil {
+			return total, err
+		}
+		if w.buf == nil {
+			if err := w.acquire(); err != nil {
+				return total, err
+			}
+			w.buf = w.s.bufs.get(bs)
+		}
+		n, err := r.Read(w.buf[w.fill:])
+		w.fill += n
+		total += int64(n)
+		if w.fill == bs {
+			w.submit()
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return total, nil
+			}
+			return total, err
+		}
+	}
+}
+
+// acquire takes an in-flight token, waiting for the pipeline.
+func (w *Writer) acquire() error {
+	select {
+	case w.inflight <- struct{}{}:
+		return nil
+	case <-w.ctx.Done():
+		return w.abortErr()
+	}
+}
+
+// submit hands the filled buffer to an encoding worker and the dispatcher.
+func (w *Writer) submit() {
+	job := &blockJob{block: w.block, data: w.buf, n: w.fill, encoded: make(chan struct{})}
+	w.size += int64(w.fill)
+	w.block++
+	w.buf, w.fill = nil, 0
+	go w.encode(job)
+	w.order <- job // cannot block for long: capacity equals the in-flight bound
+}
+
+// encode computes the chunks, parity and CRCs of a block.
+func (w *Writer) encode(job *blockJob) {
+	defer close(job.encoded)
+	select {
+	case w.s.workers <- struct{}{}:
+		defer func() { <-w.s.workers }()
+	case <-w.ctx.Done():
+		return
+	}
+	k, width := w.geo.K, w.geo.Width()
+	var cl int
+	if job.n == int(w.geo.BlockSize()) {
+		cl = int(w.geo.ChunkSize)
+	} else {
+		cl = (job.n + k - 1) / k
+		clear(job.data[job.n : k*cl])
+	}
+	job.chunks = make([][]byte, width)
+	for s := 0; s < k; s++ {
+		job.chunks[s] = job.data[s*cl : (s+1)*cl]
+	}
+	for s := k; s < width; s++ {
+		job.chunks[s] = w.s.bufs.get(int(w.geo.ChunkSize))[:cl]
+	}
+	if err := w.codec.Encode(job.chunks); err != nil {
+		w.fail(fmt.Errorf("encode block %d: %w", job.block, err))
+		return
+	}
+	job.crcs = make([]uint32, width)
+	for s, c := range job.chunks {
+		job.crcs[s] = erasure.ChunkChecksum(c)
+	}
+}
+
+// dispatch feeds blocks, in order, to every slot writer and computes the
+// whole-object checksums (which need the bytes in order).
+func (w *Writer) dispatch() {
+	defer w.wg.Done()
+	defer func() {
+		for _, sw := range w.slots {
+			close(sw.ch)
+		}
+	}()
+	for job := range w.order {
+		w.sums.Write(job.data[:job.n])
+		<-job.encoded
+		if job.crcs == nil { // encoding failed or aborted
+			w.release(job, true)
+			continue
+		}
+		job.refs.Store(int32(len(w.slots)))
+		for _, sw := range w.slots {
+			sw.ch <- job
+		}
+	}
+}
+
+// writeSlot appends each block's chunk for one slot to its archive.
+func (w *Writer) writeSlot(sw *slotWriter) {
+	defer w.wg.Done()
+	for job := range sw.ch {
+		if sw.err == nil && w.ctx.Err() == nil {
+			s := w.geo.Stripe(job.block, sw.slot)
+			if err := sw.aw.WriteChunk(job.block, s, job.chunks[s], job.crcs[s]); err != nil {
+				w.slotFailed(sw, err)
+			}
+		}
+		if job.refs.Add(-1) == 0 {
+			w.release(job, false)
+		}
+	}
+}
+
+// release returns a job's buffers and its in-flight token.
+func (w *Writer) release(job *blockJob, failed bool) {
+	for s := w.geo.K; s < len(job.chunks); s++ {
+		if job.chunks[s] != nil {
+			w.s.bufs.put(job.chunks[s])
+		}
+	}
+	w.s.bufs.put(job.data)
+	<-w.inflight
+	_ = failed
+}
+
+func (w *Writer) slotFailed(sw *slotWriter, err error) {
+	sw.err = fmt.Errorf("slot %d on node %s: %w", sw.slot, sw.node.ID(), err)
+	w.s.opts.Logger.Warn("archive write failed", "obj", w.path, "node", sw.node.ID(), "slot", sw.slot, "err", err)
+	if int(w.failed.Add(1)) > w.geo.Width()-w.s.opts.WriteQuorum {
+		w.fail(fmt.Errorf("%w: %d of %d archives failed: %w", ErrQuorum, w.failed.Load(), w.geo.Width(), sw.err))
+	}
+}
+
+// fail records the write's first error and stops the pipeline.
+func (w *Writer) fail(err error) {
+	if w.err.CompareAndSwap(nil, &err) {
+		w.cancel()
+	}
+}
+
+func (w *Writer) stickyErr() error {
+	if p := w.err.Load(); p != nil {
+		return fmt.Errorf("object: write %s: %w", w.path, *p)
+	}
+	if w.ctx.Err() != nil {
+		return w.abortErr()
+	}
+	return nil
+}
+
+func (w *Writer) abortErr() error {
+	if p := w.err.Load(); p != nil {
+		return fmt.Errorf("object: write %s: %w", w.path, *p)
+	}
+	return fmt.Errorf("object: write %s: aborted: %w", w.path, context.Cause(w.ctx))
+}
+
+// Size is the number of bytes written so far.
+func (w *Writer) Size() int64 { return w.size + int64(w.fill) }
+
+// Close completes the write: it flushes the last block, writes every
+// archive's metadata and central directory, makes the archives durable and,
+// if at least WriteQuorum of them are, renames them into place. On error
+// nothing new is visible at the path (except when renames fail midway,
+// which is reported and left for fsck). The write is committed when Close
+// returns nil.
+func (w *Writer) Close() error {
+	if w.done {
+		return ErrClosed
+	}
+	w.done = true
+	defer w.cancel()
+	if w.fill > 0 && w.stickyErr() == nil {
+		w.submit()
+	} else if w.buf != nil {
+		w.s.bufs.put(w.buf)
+		w.buf = nil
+		<-w.inflight
+	}
+	close(w.order)
+	w.wg.Wait()
+	if err := w.stickyErr(); err != nil {
+		w.abortAll()
+		return err
+	}
+	return w.commit()
+}
+
+func (w *Writer) commit() error {
+	now := w.s.opts.Now()
+	meta := archive.Metadata{
+		Path: w.path, Version: archive.NewVersion(now), Size: w.size,
+		K: w.geo.K, M: w.geo.M, ChunkSize: w.geo.ChunkSize,
+		Placement: w.nodeIDs, MTime: now.UTC().Truncate(time.Microsecond),
+		Adler32: erasure.FormatSum(w.sums.Adler32()), CRC32C: erasure.FormatSum(w.sums.CRC32C()),
+		User: w.user,
+	}
+	attrs := summaryAttrs(&meta)
+	// Finish every healthy archive in parallel.
+	var wg sync.WaitGroup
+	for _, sw := range w.slots {
+		if sw.err != nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := meta
+			m.Slot = sw.slot
+			if err := sw.aw.Close(&m); err != nil {
+				w.slotFailed(sw, err)
+				return
+			}
+			if a, ok := sw.up.(node.Attributes); ok {
+				attrs := maps.Clone(attrs)
+				attrs["slot"] = strconv.Itoa(sw.slot)
+				if err := a.SetAttrs(w.ctx, attrs); err != nil {
+					w.slotFailed(sw, err)
+					return
+				}
+			}
+			if err := sw.up.Finish(w.ctx); err != nil {
+				w.slotFailed(sw, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := w.stickyErr(); err != nil {
+		w.abortAll()
+		return err
+	}
+	// Commit: rename into place.
+	var committed atomic.Int32
+	for _, sw := range w.slots {
+		if sw.err != nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := sw.up.Commit(w.ctx); err != nil {
+				sw.err = err
+				w.s.opts.Logger.Warn("archive commit failed", "obj", w.path, "node", sw.node.ID(), "err", err)
+				return
+			}
+			committed.Add(1)
+		}()
+	}
+	wg.Wait()
+	var missing []int
+	for _, sw := range w.slots {
+		if sw.err != nil {
+			missing = append(missing, sw.slot)
+			_ = sw.up.Abort(context.WithoutCancel(w.ctx))
+		}
+	}
+	if c := int(committed.Load()); c < w.s.opts.WriteQuorum {
+		return fmt.Errorf("object: write %s: %w: only %d of %d archives committed; run fsck", w.path, ErrQuorum, c, w.geo.Width())
+	}
+	if len(missing) > 0 {
+		w.s.opts.Logger.Warn("object written degraded", "obj", w.path, "missing_slots", missing)
+		if f := w.s.opts.Events.DegradedWrite; f != nil {
+			f(w.path, missing)
+		}
+	}
+	return nil
+}
+
+// Abort discards the write; nothing becomes visible. It is safe to call
+// after Close (then it does nothing).
+func (w *Writer) Abort() error {
+	if w.done {
+		return nil
+	}
+	w.done = true
+	w.fail(fmt.Errorf("aborted"))
+	if w.buf != nil {
+		w.s.bufs.put(w.buf)
+		w.buf = nil
+		<-w.inflight
+	}
+	close(w.order)
+	w.wg.Wait()
+	w.abortAll()
+	return nil
+}
+
+func (w *Writer) abortAll() {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), 10*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, sw := range w.slots {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = sw.up.Abort(ctx)
+		}()
+	}
+	wg.Wait()
+}
+
+// summaryAttrs is the object summary kept in node extended attributes,
+// so that listings need not read archives.
+func summaryAttrs(m *archive.Metadata) map[string]string {
+	return map[string]string{
+		"size":    strconv.FormatInt(m.Size, 10),
+		"version": string(m.Version),
+		"mtime":   strconv.FormatInt(m.MTime.UnixNano(), 10),
+		"ec":      fmt.Sprintf("%d+%d", m.K, m.M),
+	}
+}

@@ -1,0 +1,704 @@
+package xrootd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DialOptions configure Dial. The zero value of each field selects its
+// default; a nil *DialOptions selects all defaults.
+type DialOptions struct {
+	// Logger receives connection lifecycle and protocol oddities at
+	// Debug level. Nil discards logs.
+	Logger *slog.Logger
+	// Username is the login name, at most 8 bytes. Default "ecstore".
+	Username string
+	// AppName is sent as xrd.appname at login. Default "ecstore".
+	AppName string
+	// Dial opens the connection. Default: a net.Dialer.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// MaxFrame bounds the body of one response frame. Default
+	// DefaultMaxPayload.
+	MaxFrame int
+	// MaxResponse bounds a response assembled from several frames (a
+	// directory listing, a query answer). Default 256 MiB.
+	MaxResponse int
+	// MaxInflight bounds the requests outstanding on the connection.
+	// Default 256.
+	MaxInflight int
+	// ReadChunk and WriteChunk bound the data of one read or write
+	// request; larger transfers are split. Default 8 MiB each, capped
+	// at MaxFrame.
+	ReadChunk, WriteChunk int
+	// WriteWindow is how many write requests of one WriteAt or
+	// PgWriteAt call may be outstanding at once. They are sent in
+	// offset order. Default 4.
+	WriteWindow int
+	// MaxWaitRetries bounds how often a request answered with kXR_wait
+	// is re-sent. Default 10.
+	MaxWaitRetries int
+	// MaxWait caps one kXR_wait pause. Default 60 s.
+	MaxWait time.Duration
+}
+
+func (o *DialOptions) withDefaults() DialOptions {
+	var d DialOptions
+	if o != nil {
+		d = *o
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Username == "" {
+		d.Username = "ecstore"
+	}
+	if d.AppName == "" {
+		d.AppName = "ecstore"
+	}
+	if d.Dial == nil {
+		var nd net.Dialer
+		d.Dial = nd.DialContext
+	}
+	if d.MaxFrame <= 0 {
+		d.MaxFrame = DefaultMaxPayload
+	}
+	if d.MaxResponse <= 0 {
+		d.MaxResponse = 256 << 20
+	}
+	if d.MaxInflight <= 0 {
+		d.MaxInflight = 256
+	}
+	d.MaxInflight = min(d.MaxInflight, 65535)
+	if d.ReadChunk <= 0 {
+		d.ReadChunk = 8 << 20
+	}
+	d.ReadChunk = min(d.ReadChunk, d.MaxFrame)
+	if d.WriteChunk <= 0 {
+		d.WriteChunk = 8 << 20
+	}
+	d.WriteChunk = min(d.WriteChunk, d.MaxFrame-d.MaxFrame/PageSize*PageCRCLen-PageCRCLen)
+	if d.WriteWindow <= 0 {
+		d.WriteWindow = 4
+	}
+	if d.MaxWaitRetries <= 0 {
+		d.MaxWaitRetries = 10
+	}
+	if d.MaxWait <= 0 {
+		d.MaxWait = time.Minute
+	}
+	return d
+}
+
+// Client is a connection to one XRootD server, logged in anonymously.
+// Requests from any number of goroutines are multiplexed over the
+// connection by stream id. Every method that talks to the server takes a
+// context that bounds it; a request abandoned by its context keeps its
+// stream id reserved until the server's answer arrives and is discarded.
+//
+// The client follows kXR_wait (pause and re-send) and kXR_waitresp (the
+// answer arrives later as kXR_attn) itself; kXR_redirect is returned as a
+// *RedirectError and kXR_error as an *Error.
+type Client struct {
+	conn  net.Conn
+	opts  DialOptions
+	log   *slog.Logger
+	addr  string
+	proto ProtocolResponse
+	sess  [16]byte
+
+	wmu sync.Mutex // serializes request frames
+
+	mu    sync.Mutex
+	calls map[StreamID]*call
+	next  uint16
+	err   error         // sticky; set once the connection failed
+	done  chan struct{} // closed when the connection failed or closed
+	slots chan struct{}
+}
+
+// call is one outstanding request.
+type call struct {
+	frames chan *ResponseFrame
+	gone   chan struct{} // closed when the caller stops listening
+}
+
+// Dial connects to the XRootD server at addr ("host:port", "host" for
+// port 1094, or a root:// URL whose path is ignored), performs the
+// handshake, kXR_protocol and an anonymous kXR_login. It fails if the
+// server requires authentication or TLS, which this client does not
+// support.
+func Dial(ctx context.Context, addr string, opts *DialOptions) (*Client, error) {
+	o := opts.withDefaults()
+	hostport, err := parseAddr(addr)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := o.Dial(ctx, "tcp", hostport)
+	if err != nil {
+		return nil, fmt.Errorf("xrootd: dial %s: %w", hostport, err)
+	}
+	c := &Client{
+		conn:  conn,
+		opts:  o,
+		log:   o.Logger.With("server", hostport),
+		addr:  hostport,
+		calls: make(map[StreamID]*call),
+		next:  1,
+		done:  make(chan struct{}),
+		slots: make(chan struct{}, o.MaxInflight),
+	}
+	if err := c.setup(ctx); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("xrootd: connect to %s: %w", hostport, err)
+	}
+	go c.readLoop()
+	c.log.Debug("xrootd client connected", "protocol", fmt.Sprintf("%x", c.proto.Version), "flags", fmt.Sprintf("%#x", c.proto.Flags))
+	return c, nil
+}
+
+func parseAddr(addr string) (string, error) {
+	if strings.Contains(addr, "://") {
+		u, err := url.Parse(addr)
+		if err != nil {
+			return "", fmt.Errorf("xrootd: address %q: %w", addr, err)
+		}
+		if u.Scheme != "root" && u.Scheme != "xroot" {
+			return "", fmt.Errorf("xrootd: address %q: scheme %q is not root://", addr, u.Scheme)
+		}
+		addr = u.Host
+	}
+	if addr == "" {
+		return "", fmt.Errorf("xrootd: empty address")
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return net.JoinHostPort(strings.Trim(addr, "[]"), "1094"), nil
+	}
+	return addr, nil
+}
+
+// setup runs the handshake, kXR_protocol and kXR_login synchronously.
+func (c *Client) setup(ctx context.Context) error {
+	if dl, ok := ctx.Deadline(); ok {
+		c.conn.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Now()) })
+	defer stop()
+	defer c.conn.SetDeadline(time.Time{})
+
+	b := AppendHandshake(nil)
+	b = EncodeRequest(StreamID{}, &ProtocolRequest{ClientVersion: ProtocolVersion, Expect: ProtoExpectLogin}).AppendTo(b)
+	if _, err := c.conn.Write(b); err != nil {
+		return ctxErr(ctx, fmt.Errorf("send handshake: %w", err))
+	}
+	f, err := ReadResponseFrame(c.conn, c.opts.MaxFrame)
+	if err != nil {
+		return ctxErr(ctx, fmt.Errorf("read handshake response: %w", err))
+	}
+	if _, _, err := ParseHandshakeResponse(f); err != nil {
+		return err
+	}
+	if f, err = ReadResponseFrame(c.conn, c.opts.MaxFrame); err != nil {
+		return ctxErr(ctx, fmt.Errorf("read protocol response: %w", err))
+	}
+	if f.Status != StatusOK {
+		return fmt.Errorf("%w: kXR_protocol answered %v", ErrMalformed, f.Status)
+	}
+	if c.proto, err = ParseProtocolResponse(f.Body); err != nil {
+		return err
+	}
+	if c.proto.Flags&(FlagGotoTLS|flagTLSRequired) != 0 {
+		return Errorf(ErrTLSRequired, "server requires TLS (flags %#x), which this client does not support", c.proto.Flags)
+	}
+
+	login := &LoginRequest{
+		PID:      int32(os.Getpid()),
+		Username: c.opts.Username,
+		CapVer:   loginAsyncCap | loginVer005,
+		Token:    "xrd.appname=" + url.QueryEscape(c.opts.AppName) + "&xrd.rn=ecstore",
+	}
+	for attempt := 0; ; attempt++ {
+		if _, err := c.conn.Write(EncodeRequest(StreamID{}, login).AppendTo(nil)); err != nil {
+			return ctxErr(ctx, fmt.Errorf("send login: %w", err))
+		}
+		if f, err = ReadResponseFrame(c.conn, c.opts.MaxFrame); err != nil {
+			return ctxErr(ctx, fmt.Errorf("read login response: %w", err))
+		}
+		if f.Status != StatusWait || attempt >= c.opts.MaxWaitRetries {
+			break
+		}
+		d, _, err := parseWaitBody(f.Body)
+		if err != nil {
+			return err
+		}
+		if err := sleepCtx(ctx, min(d, c.opts.MaxWait)); err != nil {
+			return err
+		}
+	}
+	if err := statusError(f); err != nil {
+		return fmt.Errorf("login: %w", err)
+	}
+	lr, err := ParseLoginResponse(f.Body)
+	if err != nil {
+		return err
+	}
+	if lr.Security != "" {
+		return Errorf(ErrAuthFailed, "server requires authentication (%.80s), which this client does not support", lr.Security)
+	}
+	c.sess = lr.SessionID
+	return nil
+}
+
+// ctxErr prefers the context's error over the I/O error it caused.
+func ctxErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w (%w)", ctx.Err(), err)
+	}
+	// The connection deadline may fire a moment before the context's.
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) && errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Errorf("%w (%w)", context.DeadlineExceeded, err)
+	}
+	return err
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// statusError converts a final non-ok response into an error; kXR_ok and
+// kXR_status give nil.
+func statusError(f *ResponseFrame) error {
+	switch f.Status {
+	case StatusOK, StatusStatus:
+		return nil
+	case StatusError:
+		xe, err := ParseErrorBody(f.Body)
+		if err != nil {
+			return err
+		}
+		return xe
+	case StatusRedirect:
+		re, err := parseRedirectBody(f.Body)
+		if err != nil {
+			return err
+		}
+		return re
+	case StatusAuthMore:
+		return Errorf(ErrAuthFailed, "server asks for authentication, which this client does not support")
+	}
+	return fmt.Errorf("%w: unexpected final status %v", ErrMalformed, f.Status)
+}
+
+// Protocol returns the server's kXR_protocol answer.
+func (c *Client) Protocol() ProtocolResponse { return c.proto }
+
+// Addr returns the server address the client is connected to.
+func (c *Client) Addr() string { return c.addr }
+
+// Close closes the connection. Outstanding requests fail with ErrClosed.
+func (c *Client) Close() error {
+	c.fail(ErrClosed)
+	return nil
+}
+
+// fail marks the connection dead with err and wakes every waiter.
+func (c *Client) fail(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return
+	}
+	c.err = err
+	close(c.done)
+	c.conn.Close()
+}
+
+// connErr returns the sticky connection error.
+func (c *Client) connErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == ErrClosed {
+		return ErrClosed
+	}
+	return fmt.Errorf("%w: %w", ErrClosed, c.err)
+}
+
+// isFinal reports whether f ends its request.
+func isFinal(f *ResponseFrame) bool {
+	switch f.Status {
+	case StatusOKSoFar, StatusWaitResp:
+		return false
+	case StatusStatus:
+		return len(f.Body) < StatusBodyLen || f.Body[7] != RespPartial && f.Body[7] != RespProgress
+	}
+	return true
+}
+
+func (c *Client) readLoop() {
+	for {
+		f, err := ReadResponseFrame(c.conn, c.opts.MaxFrame)
+		if err != nil {
+			c.fail(fmt.Errorf("read response: %w", err))
+			return
+		}
+		if f.Status == StatusAttn {
+			inner, ok, err := parseAsyncResponse(f.Body)
+			if err != nil {
+				c.fail(err)
+				return
+			}
+			if !ok {
+				c.log.Debug("xrootd client ignores kXR_attn", "bytes", len(f.Body))
+				continue
+			}
+			f = inner
+		}
+		if f.Status == StatusWaitResp {
+			// The answer will come as kXR_attn kXR_asynresp; the caller's
+			// context bounds the wait.
+			continue
+		}
+		final := isFinal(f)
+		c.mu.Lock()
+		cl := c.calls[f.StreamID]
+		if cl != nil && final {
+			delete(c.calls, f.StreamID)
+			<-c.slots
+		}
+		c.mu.Unlock()
+		if cl == nil {
+			c.log.Debug("xrootd client drops response for unknown stream", "stream", f.StreamID.String(), "status", f.Status.String())
+			continue
+		}
+		select {
+		case cl.frames <- f:
+		case <-cl.gone:
+		}
+	}
+}
+
+// pending is a sent request whose answer has not been consumed.
+type pending struct {
+	c   *Client
+	sid StreamID
+	cl  *call
+}
+
+// start sends req on a free stream id.
+func (c *Client) start(ctx context.Context, req Request) (*pending, error) {
+	select {
+	case c.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.done:
+		return nil, c.connErr()
+	}
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		<-c.slots
+		return nil, c.connErr()
+	}
+	var sid StreamID
+	for {
+		putU16(sid[:], c.next)
+		c.next++
+		if c.next == 0 {
+			c.next = 1
+		}
+		if _, used := c.calls[sid]; !used {
+			break
+		}
+	}
+	cl := &call{frames: make(chan *ResponseFrame, 4), gone: make(chan struct{})}
+	c.calls[sid] = cl
+	c.mu.Unlock()
+
+	frame := EncodeRequest(sid, req)
+	bufs := net.Buffers{frame.Header().AppendTo(make([]byte, 0, RequestHeaderLen))}
+	if len(frame.Payload) > 0 {
+		bufs = append(bufs, frame.Payload)
+	}
+	c.wmu.Lock()
+	stop := context.AfterFunc(ctx, func() { c.conn.SetWriteDeadline(time.Now()) })
+	_, err := bufs.WriteTo(c.conn)
+	if !stop() {
+		c.conn.SetWriteDeadline(time.Time{})
+	}
+	c.wmu.Unlock()
+	if err != nil {
+		// A partly written frame leaves the stream unusable.
+		c.fail(fmt.Errorf("send %v request: %w", req.RequestID(), err))
+		return nil, ctxErr(ctx, c.connErr())
+	}
+	return &pending{c: c, sid: sid, cl: cl}, nil
+}
+
+// wait consumes the answer, passing every data frame (kXR_oksofar, the
+// final kXR_ok, kXR_status) to onData, and returns the final frame.
+func (p *pending) wait(ctx context.Context, onData func(f *ResponseFrame) error) (*ResponseFrame, error) {
+	for {
+		select {
+		case f := <-p.cl.frames:
+			final := isFinal(f)
+			if f.Status == StatusOKSoFar || f.Status == StatusOK || f.Status == StatusStatus {
+				if err := onData(f); err != nil {
+					p.abandon()
+					return nil, err
+				}
+			}
+			if final {
+				return f, nil
+			}
+		case <-ctx.Done():
+			p.abandon()
+			return nil, ctx.Err()
+		case <-p.c.done:
+			return nil, p.c.connErr()
+		}
+	}
+}
+
+// roundTrip sends req and waits for its final answer, following kXR_wait.
+// onData may be nil when no data is expected.
+func (c *Client) roundTrip(ctx context.Context, req Request, onData func(f *ResponseFrame) error) error {
+	if onData == nil {
+		onData = func(*ResponseFrame) error { return nil }
+	}
+	for attempt := 0; ; attempt++ {
+		p, err := c.start(ctx, req)
+		if err != nil {
+			return err
+		}
+		f, err := p.wait(ctx, onData)
+		if err != nil {
+			return err
+		}
+		if f.Status == StatusWait && attempt < c.opts.MaxWaitRetries {
+			d, msg, err := parseWaitBody(f.Body)
+			if err != nil {
+				return err
+			}
+			c.log.Debug("xrootd server asks to wait", "req", req.RequestID().String(), "wait", d, "msg", msg)
+			if err := sleepCtx(ctx, min(d, c.opts.MaxWait)); err != nil {
+				return err
+			}
+			continue
+		}
+		if f.Status == StatusWait {
+			return Errorf(ErrOverloaded, "server kept asking to wait after %d retries", attempt)
+		}
+		return statusError(f)
+	}
+}
+
+// collect sends req and returns the concatenated bodies of its kXR_oksofar
+// and kXR_ok frames, bounded by MaxResponse.
+func (c *Client) collect(ctx context.Context, req Request) ([]byte, error) {
+	var body []byte
+	err := c.roundTrip(ctx, req, func(f *ResponseFrame) error {
+		if f.Status == StatusStatus {
+			return fmt.Errorf("%w: unexpected kXR_status answer", ErrMalformed)
+		}
+		if len(body)+len(f.Body) > c.opts.MaxResponse {
+			return fmt.Errorf("%w: response exceeds %d bytes", ErrFrameTooLarge, c.opts.MaxResponse)
+		}
+		body = append(body, f.Body...)
+		return nil
+	})
+	return body, err
+}
+
+// Ping checks that the server answers.
+func (c *Client) Ping(ctx context.Context) error {
+	if err := c.roundTrip(ctx, &PingRequest{}, nil); err != nil {
+		return fmt.Errorf("xrootd: ping %s: %w", c.addr, err)
+	}
+	return nil
+}
+
+// Stat describes the file or directory at path.
+func (c *Client) Stat(ctx context.Context, path string) (FileInfo, error) {
+	body, err := c.collect(ctx, &StatRequest{Path: path})
+	if err != nil {
+		return FileInfo{}, fmt.Errorf("xrootd: stat %s: %w", path, err)
+	}
+	fi, err := ParseStat(string(body))
+	if err != nil {
+		return FileInfo{}, fmt.Errorf("xrootd: stat %s: %w", path, err)
+	}
+	return fi, nil
+}
+
+// Dirlist lists directory path. With withStat, every entry carries its
+// stat information (kXR_dstat); otherwise only Name is set.
+func (c *Client) Dirlist(ctx context.Context, path string, withStat bool) ([]FileInfo, error) {
+	req := &DirlistRequest{Path: path}
+	if withStat {
+		req.Options = DirlistStat
+	}
+	body, err := c.collect(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("xrootd: dirlist %s: %w", path, err)
+	}
+	list, err := ParseDirlist(body)
+	if err != nil {
+		return nil, fmt.Errorf("xrootd: dirlist %s: %w", path, err)
+	}
+	return list, nil
+}
+
+// Mkdir creates directory path with permissions perm; with parents,
+// missing parents are created and an existing directory is no error.
+func (c *Client) Mkdir(ctx context.Context, path string, perm fs.FileMode, parents bool) error {
+	req := &MkdirRequest{Mode: uint16(perm.Perm()), Path: path}
+	if parents {
+		req.Options = MkdirPath
+	}
+	if err := c.roundTrip(ctx, req, nil); err != nil {
+		return fmt.Errorf("xrootd: mkdir %s: %w", path, err)
+	}
+	return nil
+}
+
+// Rm removes the file at path.
+func (c *Client) Rm(ctx context.Context, path string) error {
+	if err := c.roundTrip(ctx, &RmRequest{Path: path}, nil); err != nil {
+		return fmt.Errorf("xrootd: rm %s: %w", path, err)
+	}
+	return nil
+}
+
+// Rmdir removes the empty directory at path.
+func (c *Client) Rmdir(ctx context.Context, path string) error {
+	if err := c.roundTrip(ctx, &RmdirRequest{Path: path}, nil); err != nil {
+		return fmt.Errorf("xrootd: rmdir %s: %w", path, err)
+	}
+	return nil
+}
+
+// Mv renames from to to.
+func (c *Client) Mv(ctx context.Context, from, to string) error {
+	if err := c.roundTrip(ctx, &MvRequest{Source: from, Target: to}, nil); err != nil {
+		return fmt.Errorf("xrootd: mv %s %s: %w", from, to, err)
+	}
+	return nil
+}
+
+// Chmod changes the permissions of path.
+func (c *Client) Chmod(ctx context.Context, path string, perm fs.FileMode) error {
+	if err := c.roundTrip(ctx, &ChmodRequest{Mode: uint16(perm.Perm()), Path: path}, nil); err != nil {
+		return fmt.Errorf("xrootd: chmod %s: %w", path, err)
+	}
+	return nil
+}
+
+// Truncate sets the size of the file at path.
+func (c *Client) Truncate(ctx context.Context, path string, size int64) error {
+	if err := c.roundTrip(ctx, &TruncateRequest{Path: path, Size: size}, nil); err != nil {
+		return fmt.Errorf("xrootd: truncate %s: %w", path, err)
+	}
+	return nil
+}
+
+// Checksum asks the server for the checksum of the file at path with the
+// named algorithm ("adler32"; empty for the server's default). It returns
+// the algorithm the server used and the value as the server formats it
+// (lower-case hex for adler32).
+func (c *Client) Checksum(ctx context.Context, path, algorithm string) (alg, value string, err error) {
+	arg := path
+	if algorithm != "" {
+		sep := "?"
+		if strings.Contains(path, "?") {
+			sep = "&"
+		}
+		arg += sep + "cks.type=" + url.QueryEscape(algorithm)
+	}
+	body, err := c.collect(ctx, &QueryRequest{InfoType: QueryCksum, Args: []byte(arg)})
+	if err != nil {
+		return "", "", fmt.Errorf("xrootd: checksum %s: %w", path, err)
+	}
+	alg, value, ok := strings.Cut(strings.TrimSpace(cstring(body)), " ")
+	if !ok || value == "" {
+		return "", "", fmt.Errorf("xrootd: checksum %s: %w: answer %q", path, ErrMalformed, body)
+	}
+	return alg, value, nil
+}
+
+// QueryConfig asks for configuration values (kXR_query kXR_Qconfig), such
+// as "readv_iov_max" or "chksum", and returns one value per key. Servers
+// echo the key for values they do not have.
+func (c *Client) QueryConfig(ctx context.Context, keys ...string) ([]string, error) {
+	body, err := c.collect(ctx, &QueryRequest{InfoType: QueryConfig, Args: []byte(strings.Join(keys, " "))})
+	if err != nil {
+		return nil, fmt.Errorf("xrootd: query config: %w", err)
+	}
+	vals := strings.Split(strings.TrimRight(cstring(body), "\n"), "\n")
+	if len(vals) != len(keys) {
+		return nil, fmt.Errorf("xrootd: query config: %w: %d values for %d keys", ErrMalformed, len(vals), len(keys))
+	}
+	return vals, nil
+}
+
+// Space asks for the space behind path (kXR_query kXR_Qspace).
+func (c *Client) Space(ctx context.Context, path string) (Space, error) {
+	body, err := c.collect(ctx, &QueryRequest{InfoType: QuerySpace, Args: []byte(path)})
+	if err != nil {
+		return Space{}, fmt.Errorf("xrootd: space %s: %w", path, err)
+	}
+	v, err := url.ParseQuery(cstring(body))
+	if err != nil {
+		return Space{}, fmt.Errorf("xrootd: space %s: %w: %v", path, ErrMalformed, err)
+	}
+	num := func(k string) int64 {
+		n, _ := strconv.ParseInt(v.Get(k), 10, 64)
+		return n
+	}
+	return Space{Total: num("oss.space"), Free: num("oss.free"), Used: num("oss.used"), LargestFree: num("oss.maxf")}, nil
+}
+
+// Locate asks where path is served (kXR_locate) and returns the raw
+// answer, such as "Sw[::127.0.0.1]:1094".
+func (c *Client) Locate(ctx context.Context, path string) (string, error) {
+	body, err := c.collect(ctx, &LocateRequest{Path: path})
+	if err != nil {
+		return "", fmt.Errorf("xrootd: locate %s: %w", path, err)
+	}
+	return cstring(body), nil
+}
+
+// Open opens the file at path (which may carry CGI) with the given
+// kXR_open flags; kXR_retstat is always added so that OpenInfo is set.
+// Use OpenRead to read, OpenNew|OpenMkpath to create a new file,
+// OpenDelete to create or replace, OpenUpdate to modify.
+func (c *Client) Open(ctx context.Context, path string, flags OpenFlags, perm fs.FileMode) (*ClientFile, error) {
+	body, err := c.collect(ctx, &OpenRequest{Mode: uint16(perm.Perm()), Options: flags | OpenRetStat, Path: path})
+	if err != nil {
+		return nil, fmt.Errorf("xrootd: open %s: %w", path, err)
+	}
+	r, err := ParseOpenResponse(body)
+	if err != nil {
+		return nil, fmt.Errorf("xrootd: open %s: %w", path, err)
+	}
+	f := &ClientFile{c: c, fh: r.Handle, name: path}
+	if r.Stat != nil {
+		f.info = *r.Stat
+	}
+	return f, nil
+}

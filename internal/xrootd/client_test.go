@@ -1,0 +1,254 @@
+package xrootd
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fakeServer accepts one connection, answers the handshake and login as
+// scripted, then hands every request to serve, which writes raw answers.
+type fakeServer struct {
+	t         testing.TB
+	loginBody []byte
+	serve     func(w net.Conn, f *RequestFrame)
+}
+
+func (fs *fakeServer) start() string {
+	t := fs.t
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		if ReadHandshake(conn) != nil {
+			return
+		}
+		conn.Write(AppendHandshakeResponse(nil, ProtocolVersion, DataServer))
+		for {
+			f, err := ReadRequestFrame(conn, 1<<20)
+			if err != nil {
+				return
+			}
+			switch f.ID {
+			case ReqProtocol:
+				conn.Write(respond(f.StreamID, StatusOK, (&ProtocolResponse{Version: ProtocolVersion, Flags: FlagIsServer}).AppendTo(nil)))
+			case ReqLogin:
+				body := fs.loginBody
+				if body == nil {
+					body = make([]byte, 16)
+				}
+				conn.Write(respond(f.StreamID, StatusOK, body))
+			default:
+				fs.serve(conn, f)
+			}
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func respond(sid StreamID, st Status, body []byte) []byte {
+	return (&ResponseFrame{StreamID: sid, Status: st, Body: body}).AppendTo(nil)
+}
+
+func be32(v int32) []byte { return binary.BigEndian.AppendUint32(nil, uint32(v)) }
+
+func TestClientWaitAndAsync(t *testing.T) {
+	var stats atomic.Int32
+	fs := &fakeServer{t: t, serve: func(w net.Conn, f *RequestFrame) {
+		switch f.ID {
+		case ReqStat:
+			if stats.Add(1) == 1 {
+				w.Write(respond(f.StreamID, StatusWait, append(be32(0), "busy"...)))
+				return
+			}
+			w.Write(respond(f.StreamID, StatusOK, []byte("1 5 16 100\x00")))
+		case ReqQuery:
+			// As xrootd answers a checksum query: waitresp, then the
+			// answer inside kXR_attn kXR_asynresp on stream 0.
+			w.Write(respond(f.StreamID, StatusWaitResp, be32(600)))
+			inner := &ResponseFrame{StreamID: f.StreamID, Status: StatusOK, Body: []byte("adler32 0a0b0c0d\x00")}
+			w.Write(respond(StreamID{}, StatusAttn, AppendAsyncResponse(nil, inner)))
+		case ReqDirlist:
+			w.Write(respond(f.StreamID, StatusOKSoFar, []byte("a\nb\n")))
+			w.Write(respond(StreamID{9, 9}, StatusOK, []byte("for nobody")))
+			w.Write(respond(f.StreamID, StatusOKSoFar, []byte("c\n")))
+			w.Write(respond(f.StreamID, StatusOK, []byte("d\x00")))
+		case ReqRm:
+			w.Write(respond(f.StreamID, StatusRedirect, append(be32(1094), "other.host?x=1"...)))
+		case ReqRmdir:
+			w.Write(respond(f.StreamID, StatusError, AppendErrorBody(nil, ErrFileLocked, "locked")))
+		case ReqMkdir:
+			w.Write(respond(f.StreamID, StatusAttn, append(be32(attnAsyncMsg), "hello"...)))
+			w.Write(respond(f.StreamID, StatusOK, nil))
+		}
+	}}
+	c := dial(t, fs.start(), nil)
+	ctx := testCtx(t)
+
+	fi, err := c.Stat(ctx, "/x")
+	if err != nil || fi.Size != 5 || stats.Load() != 2 {
+		t.Errorf("stat after kXR_wait: %+v %v (attempts %d)", fi, err, stats.Load())
+	}
+	if alg, sum, err := c.Checksum(ctx, "/x", "adler32"); err != nil || alg != "adler32" || sum != "0a0b0c0d" {
+		t.Errorf("checksum via asynresp: %q %q %v", alg, sum, err)
+	}
+	list, err := c.Dirlist(ctx, "/", false)
+	if err != nil || len(list) != 4 || list[3].Name != "d" {
+		t.Errorf("dirlist over oksofar: %+v %v", list, err)
+	}
+	var re *RedirectError
+	if err := c.Rm(ctx, "/x"); !errors.As(err, &re) || re.Port != 1094 || re.Host != "other.host?x=1" {
+		t.Errorf("redirect: %v", err)
+	}
+	var xe *Error
+	if err := c.Rmdir(ctx, "/x"); !errors.As(err, &xe) || xe.Code != ErrFileLocked || xe.Message != "locked" {
+		t.Errorf("error: %v", err)
+	}
+	if err := c.Mkdir(ctx, "/x", 0o755, false); err != nil {
+		t.Errorf("mkdir with unrelated attn: %v", err)
+	}
+}
+
+func TestClientHostileServer(t *testing.T) {
+	tests := []struct {
+		name  string
+		serve func(w net.Conn, f *RequestFrame)
+		op    func(ctx context.Context, c *Client) error
+		want  error
+		dead  bool // the connection must be closed afterwards
+	}{
+		{"oversized frame", func(w net.Conn, f *RequestFrame) {
+			w.Write(AppendResponseHeader(nil, f.StreamID, StatusOK, 1<<30))
+		}, func(ctx context.Context, c *Client) error { return c.Ping(ctx) }, ErrFrameTooLarge, true},
+		{"negative dlen", func(w net.Conn, f *RequestFrame) {
+			w.Write(AppendResponseHeader(nil, f.StreamID, StatusOK, -1))
+		}, func(ctx context.Context, c *Client) error { return c.Ping(ctx) }, ErrMalformed, true},
+		{"truncated frame", func(w net.Conn, f *RequestFrame) {
+			w.Write(AppendResponseHeader(nil, f.StreamID, StatusOK, 100))
+			w.Write([]byte("short"))
+			w.Close()
+		}, func(ctx context.Context, c *Client) error { return c.Ping(ctx) }, ErrTruncated, true},
+		{"short error body", func(w net.Conn, f *RequestFrame) {
+			w.Write(respond(f.StreamID, StatusError, []byte{1}))
+		}, func(ctx context.Context, c *Client) error { return c.Ping(ctx) }, ErrMalformed, false},
+		{"too much read data", func(w net.Conn, f *RequestFrame) {
+			if f.ID == ReqOpen {
+				w.Write(respond(f.StreamID, StatusOK, []byte{0, 0, 0, 1}))
+				return
+			}
+			w.Write(respond(f.StreamID, StatusOK, make([]byte, 20)))
+		}, func(ctx context.Context, c *Client) error {
+			f, err := c.Open(ctx, "/x", OpenRead, 0)
+			if err != nil {
+				return err
+			}
+			_, err = f.ReadAt(ctx, make([]byte, 10), 0)
+			return err
+		}, ErrMalformed, false},
+		{"bad page checksum", func(w net.Conn, f *RequestFrame) {
+			if f.ID == ReqOpen {
+				w.Write(respond(f.StreamID, StatusOK, []byte{0, 0, 0, 1}))
+				return
+			}
+			data := AppendPages(nil, 0, []byte("0123456789"))
+			data[5] ^= 1
+			sb := StatusBody{StreamID: f.StreamID, RequestID: ReqPgRead, DataLen: int32(len(data)), Info: make([]byte, 8)}
+			w.Write((&ResponseFrame{StreamID: f.StreamID, Status: StatusStatus, Body: sb.AppendTo(nil), Data: data}).AppendTo(nil))
+		}, func(ctx context.Context, c *Client) error {
+			f, err := c.Open(ctx, "/x", OpenRead, 0)
+			if err != nil {
+				return err
+			}
+			_, err = f.PgReadAt(ctx, make([]byte, 10), 0)
+			return err
+		}, ErrChecksum, false},
+		{"pgread at wrong offset", func(w net.Conn, f *RequestFrame) {
+			if f.ID == ReqOpen {
+				w.Write(respond(f.StreamID, StatusOK, []byte{0, 0, 0, 1}))
+				return
+			}
+			data := AppendPages(nil, 4, []byte("0123456789"))
+			info := binary.BigEndian.AppendUint64(nil, 4)
+			sb := StatusBody{StreamID: f.StreamID, RequestID: ReqPgRead, DataLen: int32(len(data)), Info: info}
+			w.Write((&ResponseFrame{StreamID: f.StreamID, Status: StatusStatus, Body: sb.AppendTo(nil), Data: data}).AppendTo(nil))
+		}, func(ctx context.Context, c *Client) error {
+			f, err := c.Open(ctx, "/x", OpenRead, 0)
+			if err != nil {
+				return err
+			}
+			_, err = f.PgReadAt(ctx, make([]byte, 10), 0)
+			return err
+		}, ErrMalformed, false},
+		{"silent server", func(w net.Conn, f *RequestFrame) {}, func(ctx context.Context, c *Client) error {
+			ctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			defer cancel()
+			return c.Ping(ctx)
+		}, context.DeadlineExceeded, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := &fakeServer{t: t, serve: tt.serve}
+			c := dial(t, fs.start(), &DialOptions{MaxFrame: 1 << 20})
+			ctx := testCtx(t)
+			if err := tt.op(ctx, c); !errors.Is(err, tt.want) {
+				t.Fatalf("err = %v, want %v", err, tt.want)
+			}
+			if tt.dead {
+				if err := c.Ping(ctx); !errors.Is(err, ErrClosed) {
+					t.Errorf("after a protocol violation: %v, want ErrClosed", err)
+				}
+			}
+		})
+	}
+}
+
+func TestDialFailures(t *testing.T) {
+	ctx := testCtx(t)
+	auth := &fakeServer{t: t, loginBody: append(make([]byte, 16), "&P=gsi,v:10000"...)}
+	_, err := Dial(ctx, auth.start(), nil)
+	if xe := (*Error)(nil); !errors.As(err, &xe) || xe.Code != ErrAuthFailed || !strings.Contains(err.Error(), "authentication") {
+		t.Errorf("dial to a server requiring auth: %v", err)
+	}
+	short := &fakeServer{t: t, loginBody: []byte{1, 2}}
+	if _, err := Dial(ctx, short.start(), nil); !errors.Is(err, ErrMalformed) {
+		t.Errorf("short login answer: %v", err)
+	}
+
+	// A server that never answers the handshake.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			io.Copy(io.Discard, c)
+		}
+	}()
+	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, err := Dial(tctx, ln.Addr().String(), nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("silent server: %v", err)
+	}
+	if _, err := Dial(ctx, "http://x", nil); err == nil {
+		t.Error("http URL accepted")
+	}
+	for in, want := range map[string]string{"root://h:1/p": "h:1", "h": "h:1094", "[::1]": "[::1]:1094", "h:5": "h:5"} {
+		if got, err := parseAddr(in); err != nil || got != want {
+			t.Errorf("parseAddr(%q) = %q, %v", in, got, err)
+		}
+	}
+}

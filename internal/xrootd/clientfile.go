@@ -1,0 +1,315 @@
+package xrootd
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// ClientFile is a file opened with Client.Open. ReadAt, PgReadAt, ReadV
+// and Stat may be called concurrently. WriteAt and PgWriteAt split p into
+// requests of at most DialOptions.WriteChunk bytes, send them in offset
+// order with up to WriteWindow outstanding, and return once all are
+// acknowledged; Write appends at the file's own write offset.
+type ClientFile struct {
+	c    *Client
+	fh   FileHandle
+	name string
+	info FileInfo
+
+	mu  sync.Mutex // guards off; serializes Write
+	off int64
+}
+
+// Name returns the path the file was opened with.
+func (f *ClientFile) Name() string { return f.name }
+
+// Handle returns the server's file handle.
+func (f *ClientFile) Handle() FileHandle { return f.fh }
+
+// OpenInfo returns the stat information the server sent with the open.
+func (f *ClientFile) OpenInfo() FileInfo { return f.info }
+
+// abandon stops listening for the answer of p.
+func (p *pending) abandon() {
+	select {
+	case <-p.cl.gone:
+	default:
+		close(p.cl.gone)
+	}
+}
+
+// ReadAt reads len(p) bytes at off with kXR_read requests. Like
+// io.ReaderAt, it returns io.EOF when fewer bytes are available.
+func (f *ClientFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("xrootd: read %s: negative offset %d", f.name, off)
+	}
+	n := 0
+	for n < len(p) {
+		want := min(len(p)-n, f.c.opts.ReadChunk)
+		dst := p[n : n+want]
+		got := 0
+		err := f.c.roundTrip(ctx, &ReadRequest{Handle: f.fh, Offset: off + int64(n), Length: int32(want)}, func(fr *ResponseFrame) error {
+			if fr.Status == StatusStatus {
+				return fmt.Errorf("%w: kXR_status answer to kXR_read", ErrMalformed)
+			}
+			if got+len(fr.Body) > len(dst) {
+				return fmt.Errorf("%w: server sent more than the %d bytes asked", ErrMalformed, len(dst))
+			}
+			got += copy(dst[got:], fr.Body)
+			return nil
+		})
+		n += got
+		if err != nil {
+			return n, fmt.Errorf("xrootd: read %s at %d: %w", f.name, off+int64(n), err)
+		}
+		if got < want {
+			return n, io.EOF
+		}
+	}
+	return n, nil
+}
+
+// PgReadAt reads len(p) bytes at off with kXR_pgread, verifying the CRC32C
+// of every page; a mismatch gives an error wrapping ErrChecksum (a
+// *PageError). Like io.ReaderAt, it returns io.EOF when fewer bytes are
+// available.
+func (f *ClientFile) PgReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("xrootd: pgread %s: negative offset %d", f.name, off)
+	}
+	n := 0
+	for n < len(p) {
+		want := min(len(p)-n, f.c.opts.ReadChunk)
+		dst := p[n : n+want]
+		start := off + int64(n)
+		got := 0
+		err := f.c.roundTrip(ctx, &PgReadRequest{Handle: f.fh, Offset: start, Length: int32(want)}, func(fr *ResponseFrame) error {
+			if fr.Status != StatusStatus {
+				return fmt.Errorf("%w: %v answer to kXR_pgread", ErrMalformed, fr.Status)
+			}
+			sb, err := ParseStatusBody(fr.Body)
+			if err != nil {
+				return err
+			}
+			if sb.RequestID != ReqPgRead || len(sb.Info) < 8 {
+				return fmt.Errorf("%w: kXR_status for %v with %d info bytes", ErrMalformed, sb.RequestID, len(sb.Info))
+			}
+			if at := int64(binary.BigEndian.Uint64(sb.Info)); at != start+int64(got) {
+				return fmt.Errorf("%w: pgread data at offset %d, expected %d", ErrMalformed, at, start+int64(got))
+			}
+			dl, ok := pagesDataLen(start+int64(got), len(fr.Data))
+			if !ok || got+dl > len(dst) {
+				return fmt.Errorf("%w: pgread answer of %d bytes does not fit the %d bytes asked", ErrMalformed, len(fr.Data), len(dst)-got)
+			}
+			out, err := DecodePages(dst[got:got], start+int64(got), fr.Data)
+			if err != nil {
+				return err
+			}
+			got += len(out)
+			return nil
+		})
+		n += got
+		if err != nil {
+			return n, fmt.Errorf("xrootd: pgread %s at %d: %w", f.name, off+int64(n), err)
+		}
+		if got < want {
+			return n, io.EOF
+		}
+	}
+	return n, nil
+}
+
+// ReadV reads several ranges in one kXR_readv request and returns their
+// data in order. A range past the end of the file comes back short. At
+// most MaxReadVItems ranges of at most MaxReadVItemLen bytes each are
+// allowed, as servers enforce these limits.
+func (f *ClientFile) ReadV(ctx context.Context, segs []ReadSegment) ([][]byte, error) {
+	if len(segs) == 0 {
+		return nil, nil
+	}
+	if len(segs) > MaxReadVItems {
+		return nil, fmt.Errorf("xrootd: readv %s: %d ranges exceed %d", f.name, len(segs), MaxReadVItems)
+	}
+	req := &ReadVRequest{Segments: make([]ReadSegment, len(segs))}
+	for i, s := range segs {
+		if s.Length < 0 || s.Length > MaxReadVItemLen || s.Offset < 0 {
+			return nil, fmt.Errorf("xrootd: readv %s: range %d (%d bytes at %d) is invalid", f.name, i, s.Length, s.Offset)
+		}
+		req.Segments[i] = ReadSegment{Handle: f.fh, Length: s.Length, Offset: s.Offset}
+	}
+	body, err := f.c.collect(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("xrootd: readv %s: %w", f.name, err)
+	}
+	got, data, err := ParseReadVResponse(body)
+	if err != nil {
+		return nil, fmt.Errorf("xrootd: readv %s: %w", f.name, err)
+	}
+	if len(got) != len(segs) {
+		return nil, fmt.Errorf("xrootd: readv %s: %w: %d ranges answered for %d asked", f.name, ErrMalformed, len(got), len(segs))
+	}
+	for i, g := range got {
+		if g.Offset != segs[i].Offset || g.Length > segs[i].Length {
+			return nil, fmt.Errorf("xrootd: readv %s: %w: range %d answered as %d bytes at %d", f.name, ErrMalformed, i, g.Length, g.Offset)
+		}
+	}
+	return data, nil
+}
+
+// WriteAt writes p at off with kXR_write requests. It returns the number
+// of bytes the server acknowledged, in order from off.
+func (f *ClientFile) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
+	n, err := f.writeAt(ctx, p, off, false)
+	if err != nil {
+		return n, fmt.Errorf("xrootd: write %s at %d: %w", f.name, off+int64(n), err)
+	}
+	return n, nil
+}
+
+// PgWriteAt writes p at off with kXR_pgwrite requests, which carry a
+// CRC32C per page that the server verifies.
+func (f *ClientFile) PgWriteAt(ctx context.Context, p []byte, off int64) (int, error) {
+	n, err := f.writeAt(ctx, p, off, true)
+	if err != nil {
+		return n, fmt.Errorf("xrootd: pgwrite %s at %d: %w", f.name, off+int64(n), err)
+	}
+	return n, nil
+}
+
+// Write appends p at the file's write offset (0 after Open) with
+// kXR_write and advances it by the bytes acknowledged.
+func (f *ClientFile) Write(ctx context.Context, p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, err := f.WriteAt(ctx, p, f.off)
+	f.off += int64(n)
+	return n, err
+}
+
+// writeChunk is one outstanding write request.
+type writeChunk struct {
+	p   *pending
+	req Request
+	n   int
+}
+
+func (f *ClientFile) writeAt(ctx context.Context, p []byte, off int64, pages bool) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("negative offset %d", off)
+	}
+	var q []writeChunk
+	acked := 0
+	defer func() {
+		for _, w := range q {
+			w.p.abandon()
+		}
+	}()
+	waitOne := func() error {
+		w := q[0]
+		q = q[1:]
+		fr, err := w.p.wait(ctx, func(*ResponseFrame) error { return nil })
+		if err != nil {
+			return err
+		}
+		if fr.Status == StatusWait {
+			// Re-send this chunk alone; roundTrip follows further waits.
+			err = f.c.roundTrip(ctx, w.req, nil)
+		} else if err = statusError(fr); err == nil && pages {
+			err = checkPgWriteStatus(fr)
+		}
+		if err != nil {
+			return err
+		}
+		acked += w.n
+		return nil
+	}
+	for pos := 0; pos < len(p); {
+		n := min(len(p)-pos, f.c.opts.WriteChunk)
+		at := off + int64(pos)
+		var req Request
+		if pages {
+			req = &PgWriteRequest{Handle: f.fh, Offset: at, Pages: AppendPages(make([]byte, 0, PagesLen(at, n)), at, p[pos:pos+n])}
+		} else {
+			req = &WriteRequest{Handle: f.fh, Offset: at, Data: p[pos : pos+n]}
+		}
+		pd, err := f.c.start(ctx, req)
+		if err != nil {
+			return acked, err
+		}
+		q = append(q, writeChunk{p: pd, req: req, n: n})
+		pos += n
+		if len(q) >= f.c.opts.WriteWindow {
+			if err := waitOne(); err != nil {
+				return acked, err
+			}
+		}
+	}
+	for len(q) > 0 {
+		if err := waitOne(); err != nil {
+			return acked, err
+		}
+	}
+	return acked, nil
+}
+
+// checkPgWriteStatus verifies a pgwrite answer: a final kXR_status whose
+// info holds only the offset. Extra info lists pages the server wants
+// resent, which this client reports as a checksum error.
+func checkPgWriteStatus(fr *ResponseFrame) error {
+	if fr.Status != StatusStatus {
+		return fmt.Errorf("%w: %v answer to kXR_pgwrite", ErrMalformed, fr.Status)
+	}
+	sb, err := ParseStatusBody(fr.Body)
+	if err != nil {
+		return err
+	}
+	if sb.RequestID != ReqPgWrite || len(sb.Info) < 8 {
+		return fmt.Errorf("%w: kXR_status for %v with %d info bytes", ErrMalformed, sb.RequestID, len(sb.Info))
+	}
+	if len(sb.Info) > 8 {
+		return fmt.Errorf("%w: server reported %d bytes of corrupted page offsets", ErrChecksum, len(sb.Info)-8)
+	}
+	return nil
+}
+
+// Sync asks the server to make the written data durable.
+func (f *ClientFile) Sync(ctx context.Context) error {
+	if err := f.c.roundTrip(ctx, &SyncRequest{Handle: f.fh}, nil); err != nil {
+		return fmt.Errorf("xrootd: sync %s: %w", f.name, err)
+	}
+	return nil
+}
+
+// Truncate sets the size of the open file.
+func (f *ClientFile) Truncate(ctx context.Context, size int64) error {
+	if err := f.c.roundTrip(ctx, &TruncateRequest{Handle: f.fh, Size: size}, nil); err != nil {
+		return fmt.Errorf("xrootd: truncate %s: %w", f.name, err)
+	}
+	return nil
+}
+
+// Stat asks the server to describe the open file.
+func (f *ClientFile) Stat(ctx context.Context) (FileInfo, error) {
+	body, err := f.c.collect(ctx, &StatRequest{Handle: f.fh})
+	if err != nil {
+		return FileInfo{}, fmt.Errorf("xrootd: stat %s: %w", f.name, err)
+	}
+	fi, err := ParseStat(string(body))
+	if err != nil {
+		return FileInfo{}, fmt.Errorf("xrootd: stat %s: %w", f.name, err)
+	}
+	return fi, nil
+}
+
+// Close closes the file on the server. For a file being written, a nil
+// error means the server accepted the file as complete.
+func (f *ClientFile) Close(ctx context.Context) error {
+	if err := f.c.roundTrip(ctx, &CloseRequest{Handle: f.fh}, nil); err != nil {
+		return fmt.Errorf("xrootd: close %s: %w", f.name, err)
+	}
+	return nil
+}

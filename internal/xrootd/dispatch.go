@@ -1,0 +1,823 @@
+package xrootd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxPathLen bounds the path of a request.
+const maxPathLen = 4096
+
+// dispatch routes one request. It runs on the reading goroutine, which
+// fixes the order of the write-side requests of each file; everything that
+// may block on the handler runs on its own goroutine. The request's slot
+// and payload budget are released by s.finish when it is done.
+func (s *session) dispatch(f *RequestFrame, size int64) {
+	sid, id := f.StreamID, f.ID
+	req, err := ParseRequest(f)
+	if err != nil {
+		s.sendError(sid, &Error{Code: ErrArgInvalid, Message: fmt.Sprintf("malformed %v request: %v", id, err)})
+		s.finish(size)
+		return
+	}
+	if !s.loggedIn.Load() {
+		switch req.(type) {
+		case *ProtocolRequest, *LoginRequest, *PingRequest, *AuthRequest:
+		default:
+			s.sendError(sid, Errorf(ErrNotAuthorized, "%v request before login", id))
+			s.finish(size)
+			return
+		}
+	}
+	// Requests that change connection state run inline, so that a client
+	// that pipelines login and its first request is served in order.
+	switch r := req.(type) {
+	case *ProtocolRequest:
+		s.guard(sid, id, func() { s.doProtocol(sid, r) })
+		s.finish(size)
+		return
+	case *LoginRequest:
+		s.guard(sid, id, func() { s.doLogin(sid, r) })
+		s.finish(size)
+		return
+	case *WriteRequest:
+		s.queueFileOp(sid, id, r.Handle, size, func(of *openFile) { s.doWrite(sid, of, r.Offset, r.Data, false) })
+		return
+	case *PgWriteRequest:
+		s.queueFileOp(sid, id, r.Handle, size, func(of *openFile) { s.doPgWrite(sid, of, r) })
+		return
+	case *SyncRequest:
+		s.queueFileOp(sid, id, r.Handle, size, func(of *openFile) { s.doSync(sid, of) })
+		return
+	case *CloseRequest:
+		s.queueFileOp(sid, id, r.Handle, size, func(of *openFile) { s.doClose(sid, of) })
+		return
+	case *TruncateRequest:
+		if r.Path == "" {
+			s.queueFileOp(sid, id, r.Handle, size, func(of *openFile) { s.doFileTruncate(sid, of, r.Size) })
+			return
+		}
+	}
+	go func() {
+		defer s.finish(size)
+		s.guard(sid, id, func() { s.handle(sid, req) })
+	}()
+}
+
+// queueFileOp queues a write-side operation on an open file, or answers
+// kXR_FileNotOpen.
+func (s *session) queueFileOp(sid StreamID, id RequestID, fh FileHandle, size int64, fn func(of *openFile)) {
+	ok := s.enqueue(fh, func(of *openFile) {
+		defer s.finish(size)
+		s.guard(sid, id, func() {
+			if of.closed {
+				s.sendError(sid, Errorf(ErrFileNotOpen, "%v: file handle %x is closed", id, fh))
+				return
+			}
+			fn(of)
+		})
+	})
+	if !ok {
+		s.sendError(sid, Errorf(ErrFileNotOpen, "%v: file handle %x is not open", id, fh))
+		s.finish(size)
+	}
+}
+
+// handle serves the requests that run on their own goroutine.
+func (s *session) handle(sid StreamID, req Request) {
+	ctx := s.ctx
+	var err error
+	switch r := req.(type) {
+	case *PingRequest, *EndsessRequest, *SetRequest, *PrepareRequest:
+		// Sessions are not shared, settings are ignored and all data is
+		// online: nothing to do.
+		err = s.sendOK(sid, nil)
+	case *AuthRequest:
+		err = Errorf(ErrNotAuthorized, "authentication is not offered by this server; log in anonymously")
+	case *StatRequest:
+		err = s.doStat(ctx, sid, r)
+	case *StatxRequest:
+		err = s.doStatx(ctx, sid, r)
+	case *OpenRequest:
+		err = s.doOpen(ctx, sid, r)
+	case *ReadRequest:
+		err = s.doRead(ctx, sid, r)
+	case *PgReadRequest:
+		err = s.doPgRead(ctx, sid, r)
+	case *ReadVRequest:
+		err = s.doReadV(ctx, sid, r)
+	case *DirlistRequest:
+		err = s.doDirlist(ctx, sid, r)
+	case *MkdirRequest:
+		err = s.doMkdir(ctx, sid, r)
+	case *RmdirRequest:
+		err = s.withPath(sid, r.Path, func(name string, _ url.Values) error {
+			h, ok := s.srv.Handler.(DirRemover)
+			if !ok {
+				return Errorf(ErrUnsupported, "rmdir is not supported")
+			}
+			return h.Rmdir(ctx, name)
+		})
+	case *RmRequest:
+		err = s.withPath(sid, r.Path, func(name string, _ url.Values) error {
+			h, ok := s.srv.Handler.(Remover)
+			if !ok {
+				return Errorf(ErrUnsupported, "rm is not supported")
+			}
+			return h.Remove(ctx, name)
+		})
+	case *MvRequest:
+		err = s.doMv(ctx, sid, r)
+	case *ChmodRequest:
+		err = s.withPath(sid, r.Path, func(name string, _ url.Values) error {
+			h, ok := s.srv.Handler.(Chmoder)
+			if !ok {
+				return Errorf(ErrUnsupported, "chmod is not supported")
+			}
+			return h.Chmod(ctx, name, fs.FileMode(r.Mode)&fs.ModePerm)
+		})
+	case *TruncateRequest:
+		err = s.withPath(sid, r.Path, func(name string, _ url.Values) error {
+			h, ok := s.srv.Handler.(Truncater)
+			if !ok {
+				return Errorf(ErrUnsupported, "truncate is not supported")
+			}
+			if r.Size < 0 {
+				return Errorf(ErrArgInvalid, "negative size %d", r.Size)
+			}
+			return h.Truncate(ctx, name, r.Size)
+		})
+	case *QueryRequest:
+		err = s.doQuery(ctx, sid, r)
+	case *LocateRequest:
+		err = s.doLocate(ctx, sid, r)
+	default:
+		err = Errorf(ErrUnsupported, "%v request is not supported", req.RequestID())
+	}
+	if err != nil {
+		s.fail(sid, req.RequestID(), err)
+	}
+}
+
+// fail answers a request with kXR_error, unless err is a failure to send
+// (then the connection is already gone).
+func (s *session) fail(sid StreamID, id RequestID, err error) {
+	if errors.Is(err, errSent) {
+		return
+	}
+	xe := toProtocolError(err)
+	s.log.Debug("xrootd request failed", "req", id, "code", xe.Code.String(), "err", err)
+	s.sendError(sid, xe)
+}
+
+// errSent marks an error that happened while sending a response; there is
+// nothing more to tell the client.
+var errSent = errors.New("xrootd: response not sent")
+
+// sent wraps a send error so that fail does not try to answer again.
+func sent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", errSent, err)
+}
+
+// cleanPath validates a request path and splits off its CGI. Paths must be
+// absolute; "." and ".." elements are resolved lexically.
+func cleanPath(raw string) (string, url.Values, error) {
+	p, cgi, _ := strings.Cut(raw, "?")
+	switch {
+	case p == "":
+		return "", nil, Errorf(ErrArgMissing, "path is missing")
+	case len(p) > maxPathLen:
+		return "", nil, Errorf(ErrArgTooLong, "path longer than %d bytes", maxPathLen)
+	case p[0] != '/':
+		return "", nil, Errorf(ErrArgInvalid, "path %q is not absolute", p)
+	case strings.ContainsRune(p, 0):
+		return "", nil, Errorf(ErrArgInvalid, "path contains a NUL byte")
+	}
+	values, _ := url.ParseQuery(cgi) // keep what parses
+	return path.Clean(p), values, nil
+}
+
+// withPath runs fn on the cleaned path and answers kXR_ok when it succeeds.
+func (s *session) withPath(sid StreamID, raw string, fn func(name string, cgi url.Values) error) error {
+	name, cgi, err := cleanPath(raw)
+	if err != nil {
+		return err
+	}
+	if err := fn(name, cgi); err != nil {
+		return err
+	}
+	return sent(s.sendOK(sid, nil))
+}
+
+func (s *session) doProtocol(sid StreamID, r *ProtocolRequest) {
+	// No security requirements and no TLS: the short 8-byte answer, as
+	// xrootd sends when it has none to report even if kXR_secreqs is set.
+	resp := ProtocolResponse{Version: ProtocolVersion, Flags: FlagIsServer | FlagSupPgRW}
+	s.sendOK(sid, resp.AppendTo(nil))
+}
+
+func (s *session) doLogin(sid StreamID, r *LoginRequest) {
+	id := newSessionID()
+	s.loggedIn.Store(true)
+	cgi, _ := url.ParseQuery(r.Token)
+	s.log.Debug("xrootd login", "user", r.Username, "app", cgi.Get("xrd.appname"), "client_version", cgi.Get("xrd.rn"))
+	s.sendOK(sid, id[:])
+}
+
+func (s *session) doStat(ctx context.Context, sid StreamID, r *StatRequest) error {
+	if r.Options&StatVFS != 0 {
+		return s.doStatVFS(ctx, sid, r)
+	}
+	var fi FileInfo
+	if r.Path == "" {
+		of := s.acquireFile(r.Handle)
+		if of == nil {
+			return Errorf(ErrFileNotOpen, "stat: file handle %x is not open", r.Handle)
+		}
+		var err error
+		fi, err = of.f.Stat(ctx)
+		of.readers.Done()
+		if err != nil {
+			return fmt.Errorf("stat %s: %w", of.name, err)
+		}
+	} else {
+		name, _, err := cleanPath(r.Path)
+		if err != nil {
+			return err
+		}
+		if fi, err = s.srv.Handler.Stat(ctx, name); err != nil {
+			return fmt.Errorf("stat %s: %w", name, err)
+		}
+	}
+	return sent(s.sendOK(sid, append(AppendStat(nil, &fi), 0)))
+}
+
+func (s *session) doStatVFS(ctx context.Context, sid StreamID, r *StatRequest) error {
+	h, ok := s.srv.Handler.(SpaceReporter)
+	if !ok {
+		return Errorf(ErrUnsupported, "statvfs is not supported")
+	}
+	name, _, err := cleanPath(r.Path)
+	if err != nil {
+		return err
+	}
+	sp, err := h.Space(ctx, name)
+	if err != nil {
+		return fmt.Errorf("space %s: %w", name, err)
+	}
+	util := int64(0)
+	if sp.Total > 0 {
+		util = (sp.Total - sp.Free) * 100 / sp.Total
+	}
+	// "<nodes rw> <free rw MB> <util rw %> <nodes staging> <free MB> <util %>"
+	body := fmt.Sprintf("1 %d %d 0 0 0\x00", sp.Free>>20, util)
+	return sent(s.sendOK(sid, []byte(body)))
+}
+
+func (s *session) doStatx(ctx context.Context, sid StreamID, r *StatxRequest) error {
+	if len(r.Paths) == 0 {
+		return Errorf(ErrArgMissing, "statx: no paths")
+	}
+	out := make([]byte, 0, len(r.Paths))
+	for _, p := range r.Paths {
+		name, _, err := cleanPath(p)
+		if err != nil {
+			return err
+		}
+		fi, err := s.srv.Handler.Stat(ctx, name)
+		if err != nil {
+			return fmt.Errorf("statx %s: %w", name, err)
+		}
+		out = append(out, byte(StatFlagsFor(fi.Mode)))
+	}
+	return sent(s.sendOK(sid, out))
+}
+
+func (s *session) doOpen(ctx context.Context, sid StreamID, r *OpenRequest) error {
+	name, cgi, err := cleanPath(r.Path)
+	if err != nil {
+		return err
+	}
+	opts := OpenOptions{Flags: r.Options, Perm: fs.FileMode(r.Mode) & fs.ModePerm, CGI: cgi}
+	f, err := s.srv.Handler.Open(ctx, name, opts)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", name, err)
+	}
+	if f == nil {
+		return Errorf(ErrServerError, "open %s: handler returned no file", name)
+	}
+	var resp OpenResponse
+	if r.Options&(OpenRetStat|OpenCompress) != 0 {
+		fi, err := f.Stat(ctx)
+		if err != nil {
+			s.discardFile(f, opts.Flags.Writable())
+			return fmt.Errorf("open %s: stat: %w", name, err)
+		}
+		resp.Stat = &fi
+	}
+	fh, err := s.registerFile(f, name, opts.Flags.Writable())
+	if err != nil {
+		s.discardFile(f, opts.Flags.Writable())
+		return err
+	}
+	resp.Handle = fh
+	if err := s.sendOK(sid, resp.AppendTo(nil)); err != nil {
+		// The client cannot know the handle; the file is released when the
+		// connection ends.
+		return sent(err)
+	}
+	return nil
+}
+
+// discardFile releases a file the client will never see.
+func (s *session) discardFile(f File, writable bool) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), time.Minute)
+	defer cancel()
+	if a, ok := f.(FileAborter); ok && writable {
+		a.Abort(ctx)
+		return
+	}
+	f.Close(ctx)
+}
+
+// readFull reads up to len(p) bytes at off and reports whether the end of
+// the file was reached.
+func readFull(ctx context.Context, f File, p []byte, off int64) (int, bool, error) {
+	n, err := f.ReadAt(ctx, p, off)
+	if n < 0 || n > len(p) {
+		return 0, false, Errorf(ErrServerError, "read returned %d bytes for a %d-byte buffer", n, len(p))
+	}
+	switch {
+	case err == nil:
+		return n, n < len(p), nil
+	case errors.Is(err, io.EOF):
+		return n, true, nil
+	}
+	return n, false, err
+}
+
+func checkRead(off int64, length int32) error {
+	if off < 0 {
+		return Errorf(ErrArgInvalid, "negative offset %d", off)
+	}
+	if length < 0 {
+		return Errorf(ErrArgInvalid, "negative length %d", length)
+	}
+	return nil
+}
+
+func (s *session) doRead(ctx context.Context, sid StreamID, r *ReadRequest) error {
+	if err := checkRead(r.Offset, r.Length); err != nil {
+		return err
+	}
+	of := s.acquireFile(r.Handle)
+	if of == nil {
+		return Errorf(ErrFileNotOpen, "read: file handle %x is not open", r.Handle)
+	}
+	defer of.readers.Done()
+	remaining, off := int(r.Length), r.Offset
+	if remaining == 0 {
+		return sent(s.sendOK(sid, nil))
+	}
+	buf := make([]byte, min(remaining, s.limits.ResponseChunk))
+	for {
+		n, eof, err := readFull(ctx, of.f, buf[:min(remaining, len(buf))], off)
+		if err != nil {
+			return fmt.Errorf("read %s at %d: %w", of.name, off, err)
+		}
+		remaining -= n
+		off += int64(n)
+		if eof || remaining == 0 {
+			return sent(s.sendOK(sid, buf[:n]))
+		}
+		if err := s.send(sid, StatusOKSoFar, buf[:n]); err != nil {
+			return sent(err)
+		}
+	}
+}
+
+func (s *session) doPgRead(ctx context.Context, sid StreamID, r *PgReadRequest) error {
+	if err := checkRead(r.Offset, r.Length); err != nil {
+		return err
+	}
+	of := s.acquireFile(r.Handle)
+	if of == nil {
+		return Errorf(ErrFileNotOpen, "pgread: file handle %x is not open", r.Handle)
+	}
+	defer of.readers.Done()
+	remaining, off := int(r.Length), r.Offset
+	chunk := s.limits.ResponseChunk
+	buf := make([]byte, min(remaining, chunk))
+	var out []byte
+	for {
+		// Every frame after the first starts on a page boundary.
+		n := min(remaining, chunk-int(off%PageSize))
+		got, eof, err := readFull(ctx, of.f, buf[:n], off)
+		if err != nil {
+			return fmt.Errorf("pgread %s at %d: %w", of.name, off, err)
+		}
+		out = AppendPages(out[:0], off, buf[:got])
+		info := make([]byte, 8)
+		putU64(info, uint64(off))
+		remaining -= got
+		off += int64(got)
+		rt := RespPartial
+		if eof || remaining == 0 {
+			rt = RespFinal
+		}
+		if err := s.sendStatus(sid, ReqPgRead, rt, info, out); err != nil {
+			return sent(err)
+		}
+		if rt == RespFinal {
+			return nil
+		}
+	}
+}
+
+func (s *session) doReadV(ctx context.Context, sid StreamID, r *ReadVRequest) error {
+	if len(r.Segments) == 0 {
+		return Errorf(ErrArgMissing, "readv: empty read list")
+	}
+	for i, seg := range r.Segments {
+		if err := checkRead(seg.Offset, seg.Length); err != nil {
+			return fmt.Errorf("readv element %d: %w", i, err)
+		}
+		if seg.Length > MaxReadVItemLen {
+			return Errorf(ErrArgTooLong, "readv element %d: length %d exceeds %d", i, seg.Length, MaxReadVItemLen)
+		}
+	}
+	files := make(map[FileHandle]*openFile)
+	defer func() {
+		for _, of := range files {
+			of.readers.Done()
+		}
+	}()
+	for _, seg := range r.Segments {
+		if files[seg.Handle] != nil {
+			continue
+		}
+		of := s.acquireFile(seg.Handle)
+		if of == nil {
+			return Errorf(ErrFileNotOpen, "readv: file handle %x is not open", seg.Handle)
+		}
+		files[seg.Handle] = of
+	}
+	chunk := s.limits.ResponseChunk
+	var buf []byte
+	for i, seg := range r.Segments {
+		need := readVItemLen + int(seg.Length)
+		if len(buf) > 0 && len(buf)+need > chunk {
+			if err := s.send(sid, StatusOKSoFar, buf); err != nil {
+				return sent(err)
+			}
+			buf = buf[:0]
+		}
+		start := len(buf)
+		buf = appendSegment(buf, seg)
+		buf = slices.Grow(buf, int(seg.Length))[:start+need]
+		of := files[seg.Handle]
+		n, _, err := readFull(ctx, of.f, buf[start+readVItemLen:], seg.Offset)
+		if err != nil {
+			return fmt.Errorf("readv element %d of %s at %d: %w", i, of.name, seg.Offset, err)
+		}
+		buf = buf[:start+readVItemLen+n]
+		putU32(buf[start+4:], uint32(n))
+	}
+	return sent(s.sendOK(sid, buf))
+}
+
+func (s *session) doWrite(sid StreamID, of *openFile, off int64, data []byte, pg bool) {
+	err := s.write(of, off, data)
+	if err != nil {
+		s.fail(sid, ReqWrite, err)
+		return
+	}
+	if pg {
+		info := make([]byte, 8)
+		putU64(info, uint64(off))
+		s.sendStatus(sid, ReqPgWrite, RespFinal, info, nil)
+		return
+	}
+	s.sendOK(sid, nil)
+}
+
+func (s *session) write(of *openFile, off int64, data []byte) error {
+	if !of.writable {
+		return Errorf(ErrFileNotOpen, "%s is not open for writing", of.name)
+	}
+	if off < 0 {
+		return Errorf(ErrArgInvalid, "negative offset %d", off)
+	}
+	w, ok := of.f.(FileWriter)
+	if !ok {
+		return Errorf(ErrUnsupported, "writing %s is not supported", of.name)
+	}
+	if len(data) == 0 {
+		return nil
+	}
+	n, err := w.WriteAt(s.ctx, data, off)
+	if err != nil {
+		return fmt.Errorf("write %s at %d: %w", of.name, off, err)
+	}
+	if n != len(data) {
+		return Errorf(ErrIOError, "write %s at %d: short write of %d of %d bytes", of.name, off, n, len(data))
+	}
+	return nil
+}
+
+func (s *session) doPgWrite(sid StreamID, of *openFile, r *PgWriteRequest) {
+	if r.Offset < 0 {
+		s.fail(sid, ReqPgWrite, Errorf(ErrArgInvalid, "negative offset %d", r.Offset))
+		return
+	}
+	// Verify and strip the CRCs in place.
+	data, err := DecodePages(r.Pages[:0], r.Offset, r.Pages)
+	if err != nil {
+		code := ErrChkSumErr
+		if errors.Is(err, ErrMalformed) {
+			code = ErrArgInvalid
+		}
+		s.fail(sid, ReqPgWrite, &Error{Code: code, Message: fmt.Sprintf("pgwrite %s: %v", of.name, err)})
+		return
+	}
+	s.doWrite(sid, of, r.Offset, data, true)
+}
+
+func (s *session) doSync(sid StreamID, of *openFile) {
+	if sy, ok := of.f.(FileSyncer); ok && of.writable {
+		if err := sy.Sync(s.ctx); err != nil {
+			s.fail(sid, ReqSync, fmt.Errorf("sync %s: %w", of.name, err))
+			return
+		}
+	}
+	s.sendOK(sid, nil)
+}
+
+func (s *session) doFileTruncate(sid StreamID, of *openFile, size int64) {
+	t, ok := of.f.(FileTruncater)
+	switch {
+	case !of.writable:
+		s.fail(sid, ReqTruncate, Errorf(ErrFileNotOpen, "%s is not open for writing", of.name))
+	case !ok:
+		s.fail(sid, ReqTruncate, Errorf(ErrUnsupported, "truncating %s is not supported", of.name))
+	case size < 0:
+		s.fail(sid, ReqTruncate, Errorf(ErrArgInvalid, "negative size %d", size))
+	default:
+		if err := t.Truncate(s.ctx, size); err != nil {
+			s.fail(sid, ReqTruncate, fmt.Errorf("truncate %s: %w", of.name, err))
+			return
+		}
+		s.sendOK(sid, nil)
+	}
+}
+
+func (s *session) doClose(sid StreamID, of *openFile) {
+	s.removeFile(of)
+	of.closed = true
+	of.readers.Wait()
+	if err := of.f.Close(s.ctx); err != nil {
+		s.fail(sid, ReqClose, fmt.Errorf("close %s: %w", of.name, err))
+		return
+	}
+	s.sendOK(sid, nil)
+}
+
+func (s *session) doDirlist(ctx context.Context, sid StreamID, r *DirlistRequest) error {
+	name, _, err := cleanPath(r.Path)
+	if err != nil {
+		return err
+	}
+	withStat := r.Options&(DirlistStat|DirlistCksum) != 0
+	chunk := s.limits.ResponseChunk
+	var buf []byte
+	if withStat {
+		buf = append(buf, dirlistStatLead...)
+	}
+	entries := 0
+	for fi, err := range s.srv.Handler.List(ctx, name) {
+		if err != nil {
+			return fmt.Errorf("dirlist %s: %w", name, err)
+		}
+		if fi.Name == "" || fi.Name == "." || fi.Name == ".." || strings.ContainsAny(fi.Name, "/\n\x00") {
+			s.log.Debug("xrootd dirlist skips unlistable name", "path", name, "name", fi.Name)
+			continue
+		}
+		// Send what is buffered before it grows past a chunk; the last
+		// entry always goes in the final kXR_ok.
+		if entries > 0 && len(buf)+len(fi.Name)+128 > chunk {
+			if err := s.send(sid, StatusOKSoFar, buf); err != nil {
+				return sent(err)
+			}
+			buf = buf[:0]
+		}
+		buf = append(buf, fi.Name...)
+		buf = append(buf, '\n')
+		if withStat {
+			buf = AppendStat(buf, &fi)
+			buf = append(buf, '\n')
+		}
+		entries++
+	}
+	if len(buf) > 0 {
+		buf[len(buf)-1] = 0
+	}
+	return sent(s.sendOK(sid, buf))
+}
+
+func (s *session) doMkdir(ctx context.Context, sid StreamID, r *MkdirRequest) error {
+	return s.withPath(sid, r.Path, func(name string, _ url.Values) error {
+		h, ok := s.srv.Handler.(DirMaker)
+		if !ok {
+			return Errorf(ErrUnsupported, "mkdir is not supported")
+		}
+		perm := fs.FileMode(r.Mode) & fs.ModePerm
+		if perm == 0 {
+			perm = 0o755
+		}
+		if err := h.Mkdir(ctx, name, perm, r.Options&MkdirPath != 0); err != nil {
+			return fmt.Errorf("mkdir %s: %w", name, err)
+		}
+		return nil
+	})
+}
+
+func (s *session) doMv(ctx context.Context, sid StreamID, r *MvRequest) error {
+	h, ok := s.srv.Handler.(Renamer)
+	if !ok {
+		return Errorf(ErrUnsupported, "mv is not supported")
+	}
+	from, _, err := cleanPath(r.Source)
+	if err != nil {
+		return err
+	}
+	to, _, err := cleanPath(r.Target)
+	if err != nil {
+		return err
+	}
+	if err := h.Rename(ctx, from, to); err != nil {
+		return fmt.Errorf("mv %s %s: %w", from, to, err)
+	}
+	return sent(s.sendOK(sid, nil))
+}
+
+func (s *session) doQuery(ctx context.Context, sid StreamID, r *QueryRequest) error {
+	args := cstring(r.Args)
+	switch r.InfoType {
+	case QueryCksum:
+		return s.doChecksum(ctx, sid, args)
+	case QuerySpace:
+		h, ok := s.srv.Handler.(SpaceReporter)
+		if !ok {
+			return Errorf(ErrUnsupported, "space query is not supported")
+		}
+		if args == "" {
+			args = "/"
+		}
+		name, _, err := cleanPath(args)
+		if err != nil {
+			return err
+		}
+		sp, err := h.Space(ctx, name)
+		if err != nil {
+			return fmt.Errorf("space %s: %w", name, err)
+		}
+		largest := sp.LargestFree
+		if largest == 0 {
+			largest = sp.Free
+		}
+		body := fmt.Sprintf("oss.cgroup=default&oss.space=%d&oss.free=%d&oss.maxf=%d&oss.used=%d&oss.quota=-1\x00",
+			sp.Total, sp.Free, largest, sp.Used)
+		return sent(s.sendOK(sid, []byte(body)))
+	case QueryConfig:
+		var b strings.Builder
+		for _, key := range strings.Fields(args) {
+			b.WriteString(s.configValue(key))
+			b.WriteByte('\n')
+		}
+		return sent(s.sendOK(sid, []byte(b.String())))
+	case QueryStats:
+		return sent(s.sendOK(sid, s.statsXML()))
+	}
+	return Errorf(ErrUnsupported, "query type %d is not supported", r.InfoType)
+}
+
+func (s *session) doChecksum(ctx context.Context, sid StreamID, args string) error {
+	h, ok := s.srv.Handler.(Checksummer)
+	if !ok {
+		return Errorf(ErrUnsupported, "checksums are not supported")
+	}
+	name, cgi, err := cleanPath(args)
+	if err != nil {
+		return err
+	}
+	algs := h.ChecksumAlgorithms()
+	if len(algs) == 0 {
+		return Errorf(ErrUnsupported, "checksums are not supported")
+	}
+	alg := algs[0]
+	if want := cgi.Get("cks.type"); want != "" {
+		alg = ""
+		for _, a := range algs {
+			if strings.EqualFold(a, want) {
+				alg = a
+			}
+		}
+		if alg == "" {
+			return Errorf(ErrUnsupported, "checksum %q is not supported (have %s)", want, strings.Join(algs, ", "))
+		}
+	}
+	sum, err := h.Checksum(ctx, name, alg)
+	if err != nil {
+		return fmt.Errorf("checksum %s of %s: %w", alg, name, err)
+	}
+	return sent(s.sendOK(sid, []byte(alg+" "+sum+"\x00")))
+}
+
+// configValue answers one kXR_query config key; unknown or unset keys are
+// echoed, as xrootd does.
+func (s *session) configValue(key string) string {
+	switch key {
+	case "readv_iov_max":
+		return strconv.Itoa(MaxReadVItems)
+	case "readv_ior_max":
+		return strconv.Itoa(MaxReadVItemLen)
+	case "chksum":
+		if h, ok := s.srv.Handler.(Checksummer); ok {
+			var parts []string
+			for i, a := range h.ChecksumAlgorithms() {
+				parts = append(parts, strconv.Itoa(i)+":"+a)
+			}
+			if len(parts) > 0 {
+				return strings.Join(parts, ",")
+			}
+		}
+	case "role":
+		return "server"
+	case "version":
+		return "ecstore"
+	case "pio_max":
+		return "0"
+	case "bind_max":
+		return "0"
+	case "sitename":
+		if s.srv.SiteName != "" {
+			return s.srv.SiteName
+		}
+	}
+	return key
+}
+
+func (s *session) statsXML() []byte {
+	host, port := hostPort(s.conn.LocalAddr())
+	return fmt.Appendf(nil, `<statistics tod="%d" ver="ecstore" src="%s:%s" pgm="ecstore" ins="anon" pid="%d" site="%s"><stats id="info"><host>%s</host><port>%s</port><name>anon</name></stats></statistics>`+"\x00",
+		time.Now().Unix(), host, port, os.Getpid(), s.srv.SiteName, host, port)
+}
+
+func hostPort(a net.Addr) (string, string) {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String(), ""
+	}
+	return host, port
+}
+
+// doLocate answers with this server: "S" (a data server), "w" (writable)
+// and its address in the "[::ipv4]:port" form xrootd uses.
+func (s *session) doLocate(ctx context.Context, sid StreamID, r *LocateRequest) error {
+	p := strings.TrimPrefix(r.Path, "*")
+	if p == "" {
+		p = "/"
+	}
+	name, _, err := cleanPath(p)
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(r.Path, "*") {
+		if _, err := s.srv.Handler.Stat(ctx, name); err != nil {
+			return fmt.Errorf("locate %s: %w", name, err)
+		}
+	}
+	return sent(s.sendOK(sid, []byte("Sw"+locateAddr(s.conn.LocalAddr())+"\x00")))
+}
+
+func locateAddr(a net.Addr) string {
+	host, port := hostPort(a)
+	if ip := net.ParseIP(host); ip != nil && ip.To4() != nil {
+		return "[::" + ip.To4().String() + "]:" + port
+	}
+	return "[" + host + "]:" + port
+}

@@ -1,0 +1,162 @@
+package xrootd
+
+import (
+	"context"
+	"io/fs"
+	"iter"
+	"net/url"
+)
+
+// FileSystem is what a Server serves. Paths are absolute, slash-separated
+// and cleaned (no "." or ".." elements, no trailing slash except "/"); any
+// CGI ("?key=value") is split off before the handler sees a path.
+//
+// Methods may be called concurrently from many connections. Every method
+// gets a context that is cancelled when the client's connection goes away
+// or the server is stopped; it must return promptly after that.
+//
+// Errors become kXR_error responses: an *Error is sent as it is; otherwise
+// fs.ErrNotExist becomes kXR_NotFound, fs.ErrExist kXR_ItExists,
+// fs.ErrPermission kXR_NotAuthorized, fs.ErrInvalid kXR_ArgInvalid,
+// errors.ErrUnsupported kXR_Unsupported, a syscall.Errno follows
+// XProtocol::mapError, and anything else is kXR_ServerError. The error
+// text is sent to the client, so it should not hold secrets.
+//
+// Namespace operations beyond Open, Stat and List are optional
+// interfaces (Remover, Renamer, DirMaker, DirRemover, Truncater, Chmoder,
+// Checksummer, SpaceReporter): the server tests for them at run time and
+// answers kXR_Unsupported when they are missing.
+type FileSystem interface {
+	// Open opens or creates the file at name.
+	Open(ctx context.Context, name string, opts OpenOptions) (File, error)
+	// Stat describes the file or directory at name.
+	Stat(ctx context.Context, name string) (FileInfo, error)
+	// List returns the entries of directory dir in any order. The
+	// sequence may be consumed lazily; the server stops it early when the
+	// client goes away. An error yielded before any entry (such as
+	// fs.ErrNotExist) fails the request; an error after some entries
+	// ends the listing with kXR_error.
+	List(ctx context.Context, dir string) iter.Seq2[FileInfo, error]
+}
+
+// OpenOptions are the parameters of a kXR_open request.
+type OpenOptions struct {
+	// Flags are the request's kXR_open options. Flags.Writable tells
+	// whether the file is opened for writing, Flags.Create whether it may
+	// be created; OpenNew fails when the file exists, OpenDelete
+	// truncates an existing file, OpenMkpath creates missing parent
+	// directories, OpenPOSC asks for persist-on-successful-close.
+	Flags OpenFlags
+	// Perm holds the permission bits for a created file.
+	Perm fs.FileMode
+	// CGI holds the opaque information after "?" in the path, such as
+	// oss.asize (the expected file size that xrdcp announces).
+	CGI url.Values
+}
+
+// File is an open file. The server calls ReadAt and Stat concurrently with
+// each other and with the write-side methods, but calls the write-side
+// methods (FileWriter.WriteAt, FileSyncer.Sync, FileTruncater.Truncate)
+// one at a time, in the order the client sent them. Close (or
+// FileAborter.Abort) is called exactly once, after every other call on
+// the file has returned.
+type File interface {
+	// ReadAt reads len(p) bytes at off, like io.ReaderAt: when fewer
+	// bytes are available it returns them with io.EOF. The server may
+	// pass a p that extends past the end of the file.
+	ReadAt(ctx context.Context, p []byte, off int64) (int, error)
+	// Stat describes the open file.
+	Stat(ctx context.Context) (FileInfo, error)
+	// Close releases the file. For a file opened for writing, a nil
+	// return is the durability point: the client is told the file is
+	// complete only after Close succeeds.
+	Close(ctx context.Context) error
+}
+
+// FileWriter is implemented by files that accept kXR_write and
+// kXR_pgwrite. Writes arrive in the order the client sent them; a file
+// that supports only sequential writes returns an error (for example
+// Errorf(ErrUnsupported, ...)) for an offset other than its current size.
+// The server keeps no reference to p after WriteAt returns.
+type FileWriter interface {
+	WriteAt(ctx context.Context, p []byte, off int64) (int, error)
+}
+
+// FileSyncer is implemented by files that can flush written data to
+// stable storage on kXR_sync. Without it, kXR_sync succeeds and does
+// nothing.
+type FileSyncer interface {
+	Sync(ctx context.Context) error
+}
+
+// FileTruncater is implemented by files that support kXR_truncate on an
+// open handle.
+type FileTruncater interface {
+	Truncate(ctx context.Context, size int64) error
+}
+
+// FileAborter is implemented by files that can discard an incomplete
+// write. When a client's connection ends while a file is still open (the
+// client died or was cancelled), the server calls Abort instead of Close,
+// so that a partial upload is not committed.
+type FileAborter interface {
+	Abort(ctx context.Context) error
+}
+
+// Remover is implemented by file systems that support kXR_rm.
+type Remover interface {
+	Remove(ctx context.Context, name string) error
+}
+
+// Renamer is implemented by file systems that support kXR_mv.
+type Renamer interface {
+	Rename(ctx context.Context, oldName, newName string) error
+}
+
+// DirMaker is implemented by file systems that support kXR_mkdir. With
+// parents set, missing parent directories are created and an existing
+// directory is not an error.
+type DirMaker interface {
+	Mkdir(ctx context.Context, name string, perm fs.FileMode, parents bool) error
+}
+
+// DirRemover is implemented by file systems that support kXR_rmdir.
+type DirRemover interface {
+	Rmdir(ctx context.Context, name string) error
+}
+
+// Truncater is implemented by file systems that support kXR_truncate by
+// path.
+type Truncater interface {
+	Truncate(ctx context.Context, name string, size int64) error
+}
+
+// Chmoder is implemented by file systems that support kXR_chmod.
+type Chmoder interface {
+	Chmod(ctx context.Context, name string, perm fs.FileMode) error
+}
+
+// Checksummer is implemented by file systems that answer kXR_query
+// kXR_Qcksum (xrdfs query checksum, xrdcp --cksum).
+type Checksummer interface {
+	// ChecksumAlgorithms lists the supported algorithm names, such as
+	// "adler32"; the first is used when the client names none.
+	ChecksumAlgorithms() []string
+	// Checksum returns the checksum of the file at name as the lower-case
+	// hex string the protocol carries (8 digits for adler32).
+	Checksum(ctx context.Context, name, algorithm string) (string, error)
+}
+
+// Space describes the capacity behind a path, in bytes.
+type Space struct {
+	Total       int64
+	Free        int64
+	Used        int64
+	LargestFree int64 // largest free extent; Free when unknown
+}
+
+// SpaceReporter is implemented by file systems that answer kXR_query
+// kXR_Qspace and kXR_stat with kXR_vfs (xrdfs spaceinfo, statvfs).
+type SpaceReporter interface {
+	Space(ctx context.Context, name string) (Space, error)
+}

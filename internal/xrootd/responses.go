@@ -1,0 +1,393 @@
+package xrootd
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// FileInfo describes a file or directory as kXR_stat, kXR_open with
+// kXR_retstat and kXR_dirlist with kXR_dstat report it (section 4.28).
+//
+// On the wire it is the text "id size flags mtime ctime atime mode owner
+// group"; servers older than protocol 5 send only the first four tokens,
+// and then ChangeTime, AccessTime, Owner and Group are zero.
+type FileInfo struct {
+	// Name is the base name in a directory listing; empty for stat.
+	Name string
+	// ID identifies the file on its server (xrootd uses device and inode).
+	ID   uint64
+	Size int64
+	// Mode holds the permission bits and fs.ModeDir for directories.
+	Mode fs.FileMode
+	// Flags are the protocol's stat flags. Server derives them from Mode
+	// (see StatFlagsFor) and ignores this field; Client fills it from the
+	// response.
+	Flags      StatFlags
+	ModTime    time.Time
+	ChangeTime time.Time
+	AccessTime time.Time
+	Owner      string
+	Group      string
+}
+
+// IsDir reports whether the entry is a directory.
+func (fi *FileInfo) IsDir() bool { return fi.Mode.IsDir() || fi.Flags&StatIsDir != 0 }
+
+// StatFlagsFor derives the protocol stat flags from a file mode: kXR_isDir
+// for directories, kXR_other for anything neither regular nor directory,
+// kXR_readable, kXR_writable and kXR_xset from any of the permission
+// classes.
+func StatFlagsFor(m fs.FileMode) StatFlags {
+	var f StatFlags
+	switch {
+	case m.IsDir():
+		f |= StatIsDir
+	case !m.IsRegular():
+		f |= StatOther
+	}
+	if m&0o444 != 0 {
+		f |= StatReadable
+	}
+	if m&0o222 != 0 {
+		f |= StatWritable
+	}
+	if m&0o111 != 0 {
+		f |= StatXset
+	}
+	return f
+}
+
+// wireToken returns s, or "-" when s is empty or would break the
+// blank-separated stat text.
+func wireToken(s string) string {
+	if s == "" || strings.ContainsAny(s, " \n\x00") {
+		return "-"
+	}
+	return s
+}
+
+func unixSeconds(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.Unix()
+}
+
+// AppendStat appends the stat text of fi (without terminator) to b, in
+// the extended form xrootd 5 sends. Zero change and access times are
+// replaced by the modification time.
+func AppendStat(b []byte, fi *FileInfo) []byte {
+	mt := unixSeconds(fi.ModTime)
+	ct, at := unixSeconds(fi.ChangeTime), unixSeconds(fi.AccessTime)
+	if ct == 0 {
+		ct = mt
+	}
+	if at == 0 {
+		at = mt
+	}
+	b = strconv.AppendUint(b, fi.ID, 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, fi.Size, 10)
+	b = append(b, ' ')
+	b = strconv.AppendUint(b, uint64(StatFlagsFor(fi.Mode)), 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, mt, 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, ct, 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, at, 10)
+	b = append(b, ' ', '0')
+	b = strconv.AppendUint(b, uint64(fi.Mode.Perm()), 8)
+	b = append(b, ' ')
+	b = append(b, wireToken(fi.Owner)...)
+	b = append(b, ' ')
+	return append(b, wireToken(fi.Group)...)
+}
+
+// ParseStat decodes a stat text (with or without a trailing NUL) as the
+// server sends it for kXR_stat, kXR_open with kXR_retstat and each entry of
+// a kXR_dirlist with kXR_dstat.
+func ParseStat(text string) (FileInfo, error) {
+	var fi FileInfo
+	text = strings.TrimRight(text, "\x00\n")
+	tok := strings.Fields(text)
+	if len(tok) < 4 {
+		return fi, fmt.Errorf("%w: stat %q has %d fields, want at least 4", ErrMalformed, text, len(tok))
+	}
+	var err error
+	if fi.ID, err = strconv.ParseUint(tok[0], 10, 64); err != nil {
+		// Some servers send negative or other non-numeric ids; keep going.
+		fi.ID = 0
+	}
+	if fi.Size, err = strconv.ParseInt(tok[1], 10, 64); err != nil || fi.Size < 0 {
+		return fi, fmt.Errorf("%w: stat size %q", ErrMalformed, tok[1])
+	}
+	flags, err := strconv.ParseUint(tok[2], 10, 32)
+	if err != nil {
+		return fi, fmt.Errorf("%w: stat flags %q", ErrMalformed, tok[2])
+	}
+	fi.Flags = StatFlags(flags)
+	mt, err := strconv.ParseInt(tok[3], 10, 64)
+	if err != nil {
+		return fi, fmt.Errorf("%w: stat mtime %q", ErrMalformed, tok[3])
+	}
+	fi.ModTime = time.Unix(mt, 0)
+	if len(tok) >= 9 {
+		ct, err1 := strconv.ParseInt(tok[4], 10, 64)
+		at, err2 := strconv.ParseInt(tok[5], 10, 64)
+		mode, err3 := strconv.ParseUint(tok[6], 8, 32)
+		if err1 != nil || err2 != nil || err3 != nil {
+			return fi, fmt.Errorf("%w: extended stat %q", ErrMalformed, text)
+		}
+		fi.ChangeTime, fi.AccessTime = time.Unix(ct, 0), time.Unix(at, 0)
+		fi.Mode = fs.FileMode(mode).Perm()
+		fi.Owner, fi.Group = tok[7], tok[8]
+	} else {
+		// Derive permissions from the flags, owner class only.
+		if fi.Flags&StatReadable != 0 {
+			fi.Mode |= 0o400
+		}
+		if fi.Flags&StatWritable != 0 {
+			fi.Mode |= 0o200
+		}
+		if fi.Flags&StatXset != 0 {
+			fi.Mode |= 0o100
+		}
+	}
+	if fi.Flags&StatIsDir != 0 {
+		fi.Mode |= fs.ModeDir
+	} else if fi.Flags&StatOther != 0 {
+		fi.Mode |= fs.ModeIrregular
+	}
+	return fi, nil
+}
+
+// dirlistStatLead is the first entry of a kXR_dstat listing: "." with an
+// all-zero stat, which tells the client that stat lines follow.
+const dirlistStatLead = ".\n0 0 0 0\n"
+
+// ParseDirlist decodes the complete body of a kXR_dirlist response (all
+// kXR_oksofar parts concatenated with the final kXR_ok). Listings that
+// start with the "." lead entry carry a stat line after each name.
+func ParseDirlist(body []byte) ([]FileInfo, error) {
+	s := string(bytes.TrimRight(body, "\x00"))
+	if s == "" {
+		return nil, nil
+	}
+	withStat := false
+	if strings.HasPrefix(s, dirlistStatLead) || s == strings.TrimSuffix(dirlistStatLead, "\n") {
+		withStat = true
+		s = strings.TrimPrefix(s, strings.TrimSuffix(dirlistStatLead, "\n"))
+		s = strings.TrimPrefix(s, "\n")
+	}
+	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	if len(lines) == 1 && lines[0] == "" {
+		return nil, nil
+	}
+	if !withStat {
+		out := make([]FileInfo, 0, len(lines))
+		for _, l := range lines {
+			if l != "" {
+				out = append(out, FileInfo{Name: l})
+			}
+		}
+		return out, nil
+	}
+	if len(lines)%2 != 0 {
+		return nil, fmt.Errorf("%w: dirlist with stat has an odd number of lines (%d)", ErrMalformed, len(lines))
+	}
+	out := make([]FileInfo, 0, len(lines)/2)
+	for i := 0; i < len(lines); i += 2 {
+		fi, err := ParseStat(lines[i+1])
+		if err != nil {
+			return nil, fmt.Errorf("dirlist entry %q: %w", lines[i], err)
+		}
+		fi.Name = lines[i]
+		out = append(out, fi)
+	}
+	return out, nil
+}
+
+// AppendErrorBody appends a kXR_error body: the code and the
+// NUL-terminated message.
+func AppendErrorBody(b []byte, code ErrorCode, msg string) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(code))
+	b = append(b, msg...)
+	return append(b, 0)
+}
+
+// ParseErrorBody decodes a kXR_error body.
+func ParseErrorBody(body []byte) (*Error, error) {
+	if len(body) < 4 {
+		return nil, fmt.Errorf("%w: kXR_error body of %d bytes", ErrMalformed, len(body))
+	}
+	msg := body[4:]
+	if i := bytes.IndexByte(msg, 0); i >= 0 {
+		msg = msg[:i]
+	}
+	return &Error{Code: ErrorCode(int32(binary.BigEndian.Uint32(body))), Message: string(msg)}, nil
+}
+
+// parseWaitBody decodes a kXR_wait or kXR_waitresp body: seconds and an
+// optional message.
+func parseWaitBody(body []byte) (time.Duration, string, error) {
+	if len(body) < 4 {
+		return 0, "", fmt.Errorf("%w: kXR_wait body of %d bytes", ErrMalformed, len(body))
+	}
+	secs := int32(binary.BigEndian.Uint32(body))
+	return time.Duration(max(secs, 0)) * time.Second, string(bytes.TrimRight(body[4:], "\x00")), nil
+}
+
+// parseRedirectBody decodes a kXR_redirect body: port and host[?cgi].
+func parseRedirectBody(body []byte) (*RedirectError, error) {
+	if len(body) < 4 {
+		return nil, fmt.Errorf("%w: kXR_redirect body of %d bytes", ErrMalformed, len(body))
+	}
+	return &RedirectError{Port: int32(binary.BigEndian.Uint32(body)), Host: string(bytes.TrimRight(body[4:], "\x00"))}, nil
+}
+
+// parseAsyncResponse extracts the response embedded in a kXR_attn
+// kXR_asynresp body: actnum, 4 reserved bytes, then a full response header
+// and its body.
+func parseAsyncResponse(body []byte) (*ResponseFrame, bool, error) {
+	if len(body) < 4 {
+		return nil, false, fmt.Errorf("%w: kXR_attn body of %d bytes", ErrMalformed, len(body))
+	}
+	if int32(binary.BigEndian.Uint32(body)) != attnAsyncResp {
+		return nil, false, nil
+	}
+	if len(body) < 8+ResponseHeaderLen {
+		return nil, false, fmt.Errorf("%w: kXR_asynresp body of %d bytes", ErrMalformed, len(body))
+	}
+	h := body[8:]
+	f := &ResponseFrame{Status: Status(binary.BigEndian.Uint16(h[2:4]))}
+	copy(f.StreamID[:], h[0:2])
+	n := int32(binary.BigEndian.Uint32(h[4:8]))
+	rest := h[ResponseHeaderLen:]
+	if n < 0 || int(n) > len(rest) {
+		return nil, false, fmt.Errorf("%w: kXR_asynresp embedded dlen %d with %d bytes", ErrMalformed, n, len(rest))
+	}
+	f.Body = rest[:n]
+	if f.Status == StatusStatus {
+		return nil, false, fmt.Errorf("%w: kXR_status inside kXR_asynresp", ErrMalformed)
+	}
+	return f, true, nil
+}
+
+// AppendAsyncResponse appends a kXR_attn kXR_asynresp body that carries the
+// response frame f (which must not be a kXR_status frame).
+func AppendAsyncResponse(b []byte, f *ResponseFrame) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(attnAsyncResp))
+	b = append(b, 0, 0, 0, 0)
+	return f.AppendTo(b)
+}
+
+// ProtocolResponse is the body of the kXR_protocol response.
+type ProtocolResponse struct {
+	Version int32
+	Flags   uint32 // FlagIsServer, FlagSupPgRW, ...
+	// Security holds the security requirements structure when the server
+	// sent one; this package never does.
+	Security []byte
+}
+
+// AppendTo appends the encoded body.
+func (p *ProtocolResponse) AppendTo(b []byte) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(p.Version))
+	b = binary.BigEndian.AppendUint32(b, p.Flags)
+	return append(b, p.Security...)
+}
+
+// ParseProtocolResponse decodes the body of a kXR_protocol response.
+func ParseProtocolResponse(body []byte) (ProtocolResponse, error) {
+	if len(body) < 8 {
+		return ProtocolResponse{}, fmt.Errorf("%w: kXR_protocol response of %d bytes", ErrMalformed, len(body))
+	}
+	return ProtocolResponse{
+		Version:  int32(binary.BigEndian.Uint32(body)),
+		Flags:    binary.BigEndian.Uint32(body[4:]),
+		Security: body[8:],
+	}, nil
+}
+
+// LoginResponse is the body of the kXR_login response: the session id and,
+// when the server requires authentication, its security token ("&P=...").
+type LoginResponse struct {
+	SessionID [16]byte
+	Security  string
+}
+
+// ParseLoginResponse decodes the body of a kXR_login response.
+func ParseLoginResponse(body []byte) (LoginResponse, error) {
+	var r LoginResponse
+	if len(body) < 16 {
+		return r, fmt.Errorf("%w: kXR_login response of %d bytes", ErrMalformed, len(body))
+	}
+	copy(r.SessionID[:], body)
+	r.Security = string(bytes.TrimRight(body[16:], "\x00"))
+	return r, nil
+}
+
+// OpenResponse is the body of the kXR_open response.
+type OpenResponse struct {
+	Handle FileHandle
+	// Stat is set when the request had kXR_retstat (or kXR_compress) and
+	// the server sent stat information.
+	Stat *FileInfo
+}
+
+// AppendTo appends the encoded body. With a Stat, the compression size and
+// type (always zero) and the NUL-terminated stat text follow the handle.
+func (r *OpenResponse) AppendTo(b []byte) []byte {
+	b = append(b, r.Handle[:]...)
+	if r.Stat == nil {
+		return b
+	}
+	b = append(b, 0, 0, 0, 0, 0, 0, 0, 0)
+	b = AppendStat(b, r.Stat)
+	return append(b, 0)
+}
+
+// ParseOpenResponse decodes the body of a kXR_open response.
+func ParseOpenResponse(body []byte) (OpenResponse, error) {
+	var r OpenResponse
+	if len(body) < 4 {
+		return r, fmt.Errorf("%w: kXR_open response of %d bytes", ErrMalformed, len(body))
+	}
+	copy(r.Handle[:], body)
+	if len(body) > 12 {
+		fi, err := ParseStat(string(body[12:]))
+		if err != nil {
+			return r, fmt.Errorf("open response: %w", err)
+		}
+		r.Stat = &fi
+	}
+	return r, nil
+}
+
+// ParseReadVResponse splits the body of a kXR_readv response into its
+// elements: a 16-byte descriptor (handle, length, offset) followed by the
+// data. The returned segments alias body.
+func ParseReadVResponse(body []byte) ([]ReadSegment, [][]byte, error) {
+	var segs []ReadSegment
+	var data [][]byte
+	for len(body) > 0 {
+		if len(body) < readVItemLen {
+			return nil, nil, fmt.Errorf("%w: readv response element header of %d bytes", ErrMalformed, len(body))
+		}
+		s := parseSegment(body)
+		body = body[readVItemLen:]
+		if s.Length < 0 || int(s.Length) > len(body) {
+			return nil, nil, fmt.Errorf("%w: readv response element of %d bytes with %d left", ErrMalformed, s.Length, len(body))
+		}
+		segs = append(segs, s)
+		data = append(data, body[:s.Length])
+		body = body[s.Length:]
+	}
+	return segs, data, nil
+}

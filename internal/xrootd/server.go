@@ -1,0 +1,235 @@
+package xrootd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Limits bound what one client connection may cost the server. The zero
+// value of each field selects its default.
+//
+// Memory per connection stays below PayloadBudget (request payloads being
+// read or processed) plus MaxInflight × ResponseChunk (response buffers)
+// plus small per-request overhead.
+type Limits struct {
+	// MaxPayload is the largest request payload accepted. A larger
+	// declared length is answered with kXR_error kXR_ArgTooLong and the
+	// connection is closed, since the payload cannot be skipped cheaply.
+	// Default DefaultMaxPayload (16 MiB + 64 KiB).
+	MaxPayload int
+	// PayloadBudget bounds the payload bytes of all requests of one
+	// connection that are in flight; the connection stops reading when
+	// it is exhausted. Default 64 MiB; raised to MaxPayload if smaller.
+	PayloadBudget int64
+	// MaxInflight bounds the requests of one connection processed
+	// concurrently. Default 64.
+	MaxInflight int
+	// ResponseChunk is the largest data part of one response frame;
+	// longer reads are sent as kXR_oksofar (or partial kXR_status)
+	// frames. Rounded down to whole pages. Default 1 MiB.
+	ResponseChunk int
+	// MaxOpenFiles bounds the files one connection has open. Default 1024.
+	MaxOpenFiles int
+	// HandshakeTimeout bounds the time from accept to a complete
+	// handshake. Default 30 s.
+	HandshakeTimeout time.Duration
+	// IdleTimeout closes a connection that sends no request for this
+	// long while it has nothing in flight. Zero (the default) disables it.
+	IdleTimeout time.Duration
+	// WriteTimeout bounds the sending of one response frame. Default 60 s.
+	WriteTimeout time.Duration
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxPayload <= 0 {
+		l.MaxPayload = DefaultMaxPayload
+	}
+	if l.PayloadBudget <= 0 {
+		l.PayloadBudget = 64 << 20
+	}
+	if l.PayloadBudget < int64(l.MaxPayload) {
+		l.PayloadBudget = int64(l.MaxPayload)
+	}
+	if l.MaxInflight <= 0 {
+		l.MaxInflight = 64
+	}
+	if l.ResponseChunk <= 0 {
+		l.ResponseChunk = 1 << 20
+	}
+	l.ResponseChunk = max(l.ResponseChunk/PageSize, 1) * PageSize
+	if l.MaxOpenFiles <= 0 {
+		l.MaxOpenFiles = 1024
+	}
+	if l.HandshakeTimeout <= 0 {
+		l.HandshakeTimeout = 30 * time.Second
+	}
+	if l.WriteTimeout <= 0 {
+		l.WriteTimeout = 60 * time.Second
+	}
+	return l
+}
+
+// Server serves a FileSystem over the XRootD protocol as a data server.
+//
+// Each connection has one goroutine that reads requests; requests are
+// processed concurrently (up to Limits.MaxInflight per connection), except
+// that the write-side requests on one open file (write, pgwrite, sync,
+// truncate, close) run one at a time in arrival order. Responses are sent
+// whole, one frame at a time, so frames of different streams interleave
+// but never mix. A panic in a handler is recovered, logged and answered
+// with kXR_ServerError; the connection survives.
+//
+// Set the fields before calling Serve and do not change them afterwards.
+type Server struct {
+	// Handler is the file system served. It must not be nil.
+	Handler FileSystem
+	// Logger receives connection lifecycle (Debug), failed requests
+	// (Debug) and recovered panics (Error). Nil discards logs.
+	Logger *slog.Logger
+	// Limits bound per-connection resources.
+	Limits Limits
+	// SiteName is returned for kXR_query config "sitename"; when empty
+	// the key is echoed, as xrootd does for unset values.
+	SiteName string
+
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	sessions  map[*session]struct{}
+	closing   atomic.Bool
+	wg        sync.WaitGroup // sessions
+	nextSess  atomic.Uint64
+}
+
+func (s *Server) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func (s *Server) init() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.listeners == nil {
+		s.listeners = make(map[net.Listener]struct{})
+		s.sessions = make(map[*session]struct{})
+	}
+}
+
+// Serve accepts connections on ln and serves each until the client goes
+// away. It returns ErrServerClosed after Shutdown, ctx.Err() after ctx is
+// cancelled (which also closes every connection at once), or the
+// listener's error. Serve closes ln before it returns.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if s.Handler == nil {
+		return errors.New("xrootd: Server.Handler is nil")
+	}
+	s.init()
+	if s.closing.Load() {
+		ln.Close()
+		return ErrServerClosed
+	}
+	s.mu.Lock()
+	s.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, ln)
+		s.mu.Unlock()
+		ln.Close()
+	}()
+
+	stop := context.AfterFunc(ctx, func() {
+		ln.Close()
+		s.closeSessions()
+	})
+	defer stop()
+
+	log := s.logger()
+	limits := s.Limits.withDefaults()
+	var tempDelay time.Duration
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if s.closing.Load() {
+				return ErrServerClosed
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				tempDelay = min(max(2*tempDelay, 5*time.Millisecond), time.Second)
+				log.Warn("xrootd accept error; retrying", "err", err, "delay", tempDelay)
+				time.Sleep(tempDelay)
+				continue
+			}
+			return fmt.Errorf("xrootd: accept: %w", err)
+		}
+		tempDelay = 0
+		sess := newSession(ctx, s, conn, limits, log)
+		s.mu.Lock()
+		if s.closing.Load() {
+			s.mu.Unlock()
+			conn.Close()
+			return ErrServerClosed
+		}
+		s.sessions[sess] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.wg.Done()
+			sess.serve()
+			s.mu.Lock()
+			delete(s.sessions, sess)
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// closeSessions closes every connection at once.
+func (s *Server) closeSessions() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for sess := range s.sessions {
+		sess.kill()
+	}
+}
+
+// Shutdown stops the server gracefully: it closes the listeners, makes
+// every connection stop reading new requests, lets the requests in flight
+// finish and send their responses, and closes the connections (files still
+// open are aborted or closed). If ctx ends first, the remaining
+// connections are closed at once and ctx.Err() is returned.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.init()
+	s.closing.Store(true)
+	s.mu.Lock()
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	for sess := range s.sessions {
+		sess.drain()
+	}
+	s.mu.Unlock()
+
+	finished := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(finished)
+	}()
+	select {
+	case <-finished:
+		return nil
+	case <-ctx.Done():
+		s.closeSessions()
+		<-finished
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,410 @@
+package xrootd
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// session is one client connection.
+type session struct {
+	srv    *Server
+	conn   net.Conn
+	limits Limits
+	log    *slog.Logger
+
+	ctx    context.Context // cancelled when the connection ends
+	cancel context.CancelFunc
+
+	draining atomic.Bool // stop reading requests (graceful shutdown)
+	killed   atomic.Bool
+
+	wmu  sync.Mutex // serializes response frames
+	werr error      // sticky write error, under wmu
+
+	slots  chan struct{} // one per request in flight
+	budget budget        // payload bytes in flight
+	wg     sync.WaitGroup
+
+	loggedIn atomic.Bool
+	mu       sync.Mutex // guards files and nextFH
+	files    map[FileHandle]*openFile
+	nextFH   uint32
+	workers  sync.WaitGroup
+}
+
+// openFile is a file opened by kXR_open on this connection.
+type openFile struct {
+	fh       FileHandle
+	f        File
+	name     string
+	writable bool
+	// readers counts reads in progress; close waits for them.
+	readers sync.WaitGroup
+	// queue carries the write-side requests, run in order by one worker.
+	// It is written only under session.mu while the file is in the table
+	// and closed when the file leaves the table.
+	queue chan func()
+	// closed is set by the worker once kXR_close has run.
+	closed bool
+}
+
+// budget is a byte semaphore with a single acquirer (the reading
+// goroutine) and many releasers.
+type budget struct {
+	mu    sync.Mutex
+	avail int64
+	wake  chan struct{}
+}
+
+func (b *budget) acquire(ctx context.Context, n int64) error {
+	for {
+		b.mu.Lock()
+		if b.avail >= n {
+			b.avail -= n
+			b.mu.Unlock()
+			return nil
+		}
+		b.mu.Unlock()
+		select {
+		case <-b.wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (b *budget) release(n int64) {
+	if n == 0 {
+		return
+	}
+	b.mu.Lock()
+	b.avail += n
+	b.mu.Unlock()
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+func newSession(ctx context.Context, srv *Server, conn net.Conn, limits Limits, log *slog.Logger) *session {
+	id := srv.nextSess.Add(1)
+	sctx, cancel := context.WithCancel(ctx)
+	return &session{
+		ctx:    sctx,
+		cancel: cancel,
+		srv:    srv,
+		conn:   conn,
+		limits: limits,
+		log:    log.With("conn", id, "remote", conn.RemoteAddr().String()),
+		slots:  make(chan struct{}, limits.MaxInflight),
+		budget: budget{avail: limits.PayloadBudget, wake: make(chan struct{}, 1)},
+		files:  make(map[FileHandle]*openFile),
+	}
+}
+
+// kill closes the connection at once; requests in flight see their context
+// cancelled.
+func (s *session) kill() {
+	s.killed.Store(true)
+	s.cancel()
+	s.conn.Close()
+}
+
+// drain makes the session stop reading requests; the ones in flight finish
+// and then the connection closes.
+func (s *session) drain() {
+	s.draining.Store(true)
+	s.conn.SetReadDeadline(time.Now())
+}
+
+// setReadDeadline sets the read deadline unless the session is draining,
+// in which case the deadline stays in the past.
+func (s *session) setReadDeadline(t time.Time) {
+	s.conn.SetReadDeadline(t)
+	if s.draining.Load() {
+		s.conn.SetReadDeadline(time.Now())
+	}
+}
+
+// serve runs the connection until the client leaves, the server shuts
+// down or a frame cannot be delimited.
+func (s *session) serve() {
+	stop := context.AfterFunc(s.ctx, func() { s.conn.Close() })
+	defer stop()
+	s.log.Debug("xrootd connection opened")
+
+	graceful := s.run()
+
+	if !graceful {
+		// The client is gone or misbehaved: abandon the work in flight.
+		s.cancel()
+	}
+	s.wg.Wait()
+	s.closeAllFiles()
+	s.cancel()
+	s.conn.Close()
+	s.log.Debug("xrootd connection closed")
+}
+
+// run performs the handshake and reads requests. It reports whether it
+// stopped gracefully (shutdown), in which case requests in flight should
+// be allowed to finish.
+func (s *session) run() (graceful bool) {
+	s.conn.SetWriteDeadline(time.Now().Add(s.limits.HandshakeTimeout))
+	s.setReadDeadline(time.Now().Add(s.limits.HandshakeTimeout))
+	if err := ReadHandshake(s.conn); err != nil {
+		s.log.Debug("xrootd handshake failed", "err", err)
+		return false
+	}
+	if err := s.writeRaw(AppendHandshakeResponse(nil, ProtocolVersion, DataServer)); err != nil {
+		return false
+	}
+	s.setReadDeadline(time.Time{})
+
+	var hb [RequestHeaderLen]byte
+	for {
+		if s.limits.IdleTimeout > 0 && len(s.slots) == 0 {
+			s.setReadDeadline(time.Now().Add(s.limits.IdleTimeout))
+		}
+		if _, err := io.ReadFull(s.conn, hb[:]); err != nil {
+			return s.readEnded(err)
+		}
+		if s.limits.IdleTimeout > 0 {
+			s.setReadDeadline(time.Time{})
+		}
+		h := ParseRequestHeader(hb[:])
+		if err := checkRequestHeader(h, s.limits.MaxPayload); err != nil {
+			code := ErrArgInvalid
+			if errors.Is(err, ErrFrameTooLarge) {
+				code = ErrArgTooLong
+			}
+			s.log.Debug("xrootd bad request frame; closing", "err", err)
+			s.sendError(h.StreamID, &Error{Code: code, Message: err.Error()})
+			return false
+		}
+		select {
+		case s.slots <- struct{}{}:
+		case <-s.ctx.Done():
+			return false
+		}
+		size := int64(h.Dlen)
+		if err := s.budget.acquire(s.ctx, size); err != nil {
+			<-s.slots
+			return false
+		}
+		payload, err := readPayload(s.conn, int(h.Dlen))
+		if err != nil {
+			s.budget.release(size)
+			<-s.slots
+			s.log.Debug("xrootd request payload unreadable; closing", "req", h.ID, "err", err)
+			return false
+		}
+		f := &RequestFrame{StreamID: h.StreamID, ID: h.ID, Params: h.Params, Payload: payload}
+		s.wg.Add(1)
+		s.dispatch(f, size)
+	}
+}
+
+// readEnded classifies the error that stopped the request reader.
+func (s *session) readEnded(err error) (graceful bool) {
+	if s.draining.Load() {
+		return true
+	}
+	switch {
+	case errors.Is(err, io.EOF):
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		s.log.Debug("xrootd connection idle; closing")
+	case s.ctx.Err() != nil || s.killed.Load():
+	default:
+		s.log.Debug("xrootd read failed", "err", truncated(err))
+	}
+	return false
+}
+
+// finish releases what a request held.
+func (s *session) finish(size int64) {
+	s.budget.release(size)
+	<-s.slots
+	s.wg.Done()
+}
+
+// guard runs fn, turning a panic into a logged kXR_ServerError.
+func (s *session) guard(sid StreamID, id RequestID, fn func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("xrootd request panicked", "req", id, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			s.sendError(sid, &Error{Code: ErrServerError, Message: "internal server error"})
+		}
+	}()
+	fn()
+}
+
+// writeRaw writes pre-encoded bytes under the write lock.
+func (s *session) writeRaw(b []byte) error {
+	return s.writeFrame(net.Buffers{b})
+}
+
+func (s *session) writeFrame(bufs net.Buffers) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.werr != nil {
+		return s.werr
+	}
+	s.conn.SetWriteDeadline(time.Now().Add(s.limits.WriteTimeout))
+	if _, err := bufs.WriteTo(s.conn); err != nil {
+		s.werr = fmt.Errorf("xrootd: write response: %w", err)
+		if !s.killed.Load() && s.ctx.Err() == nil {
+			s.log.Debug("xrootd response write failed; closing", "err", err)
+		}
+		s.kill()
+		return s.werr
+	}
+	return nil
+}
+
+// send sends one response frame whose body is the concatenation of parts.
+func (s *session) send(sid StreamID, st Status, parts ...[]byte) error {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	hdr := AppendResponseHeader(make([]byte, 0, ResponseHeaderLen), sid, st, n)
+	bufs := make(net.Buffers, 0, 1+len(parts))
+	bufs = append(bufs, hdr)
+	for _, p := range parts {
+		if len(p) > 0 {
+			bufs = append(bufs, p)
+		}
+	}
+	return s.writeFrame(bufs)
+}
+
+// sendOK sends kXR_ok with the given body.
+func (s *session) sendOK(sid StreamID, body []byte) error { return s.send(sid, StatusOK, body) }
+
+// sendError sends kXR_error for err.
+func (s *session) sendError(sid StreamID, err error) error {
+	xe := toProtocolError(err)
+	return s.send(sid, StatusError, AppendErrorBody(nil, xe.Code, xe.Message))
+}
+
+// sendStatus sends a kXR_status frame: the status body with info, then
+// data outside the header's dlen.
+func (s *session) sendStatus(sid StreamID, id RequestID, respType uint8, info, data []byte) error {
+	sb := StatusBody{StreamID: sid, RequestID: id, RespType: respType, DataLen: int32(len(data)), Info: info}
+	body := sb.AppendTo(make([]byte, 0, StatusBodyLen+len(info)))
+	hdr := AppendResponseHeader(make([]byte, 0, ResponseHeaderLen), sid, StatusStatus, len(body))
+	bufs := net.Buffers{hdr, body}
+	if len(data) > 0 {
+		bufs = append(bufs, data)
+	}
+	return s.writeFrame(bufs)
+}
+
+// newSessionID returns a random 16-byte session id.
+func newSessionID() [16]byte {
+	var id [16]byte
+	rand.Read(id[:])
+	return id
+}
+
+// registerFile adds an opened file to the table and starts its worker.
+func (s *session) registerFile(f File, name string, writable bool) (FileHandle, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.files) >= s.limits.MaxOpenFiles {
+		return FileHandle{}, Errorf(ErrOverloaded, "too many open files on this connection (limit %d)", s.limits.MaxOpenFiles)
+	}
+	var fh FileHandle
+	for {
+		binary.BigEndian.PutUint32(fh[:], s.nextFH)
+		s.nextFH++
+		if _, used := s.files[fh]; !used {
+			break
+		}
+	}
+	of := &openFile{fh: fh, f: f, name: name, writable: writable, queue: make(chan func(), s.limits.MaxInflight+1)}
+	s.files[fh] = of
+	s.workers.Add(1)
+	go func() {
+		defer s.workers.Done()
+		for fn := range of.queue {
+			fn()
+		}
+	}()
+	return fh, nil
+}
+
+// acquireFile returns the open file for fh and counts a reader on it; the
+// caller must call of.readers.Done.
+func (s *session) acquireFile(fh FileHandle) *openFile {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	of := s.files[fh]
+	if of != nil {
+		of.readers.Add(1)
+	}
+	return of
+}
+
+// enqueue appends a write-side operation to the file's ordered queue. It
+// reports false when fh is not open.
+func (s *session) enqueue(fh FileHandle, fn func(of *openFile)) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	of := s.files[fh]
+	if of == nil {
+		return false
+	}
+	// Never blocks: every queued operation holds one of MaxInflight slots.
+	of.queue <- func() { fn(of) }
+	return true
+}
+
+// removeFile takes fh out of the table so that no further operation can be
+// queued; it runs on the file's worker.
+func (s *session) removeFile(of *openFile) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.files[of.fh] == of {
+		delete(s.files, of.fh)
+		close(of.queue)
+	}
+}
+
+// closeAllFiles runs when the connection ends: files the client left open
+// are aborted (FileAborter) or closed.
+func (s *session) closeAllFiles() {
+	s.mu.Lock()
+	left := make([]*openFile, 0, len(s.files))
+	for fh, of := range s.files {
+		delete(s.files, fh)
+		close(of.queue)
+		left = append(left, of)
+	}
+	s.mu.Unlock()
+	s.workers.Wait()
+	for _, of := range left {
+		of.readers.Wait()
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), time.Minute)
+		var err error
+		if a, ok := of.f.(FileAborter); ok && of.writable {
+			err = a.Abort(ctx)
+		} else {
+			err = of.f.Close(ctx)
+		}
+		cancel()
+		s.log.Debug("xrootd file left open at disconnect", "path", of.name, "writable", of.writable, "err", err)
+	}
+}

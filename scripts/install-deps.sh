@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what ecstore's tests need on a fresh Debian machine: the real
+# XRootD client and server, the Python bindings, unzip, and staticcheck.
+# Idempotent: does nothing when everything is already there.
+set -euo pipefail
+
+pkgs=(unzip xrootd-client xrootd-server python3-xrootd libxrootd-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+gobin="$(go env GOPATH)/bin"
+if [ ! -x "$gobin/staticcheck" ]; then
+  echo "install-deps: installing staticcheck"
+  GOFLAGS= go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+fi
