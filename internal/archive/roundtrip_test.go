@@ -297,6 +297,11 @@ func TestWriterErrors(t *testing.T) {
 			t.Errorf("Close with mtime %v: %v", mt, err)
 		}
 	}
+	big := testMeta(l, 0)
+	big.User = map[string]string{"x": string(bytes.Repeat([]byte("x"), maxMetadataSize))}
+	if err := w.Close(big); !errors.Is(err, ErrFormat) {
+		t.Errorf("Close with metadata readers refuse: %v", err)
+	}
 	m := testMeta(l, 0)
 	m.Format = 99 // Close sets the format it writes
 	if err := w.Close(m); err != nil {

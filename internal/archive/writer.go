@@ -84,6 +84,10 @@ func (w *Writer) Close(meta *Metadata) error {
 	if err != nil {
 		return fmt.Errorf("archive: encode metadata: %w", err)
 	}
+	if len(p) > maxMetadataSize {
+		// Readers refuse it: the archive would be unreadable.
+		return fmt.Errorf("%w: metadata of %d bytes exceeds %d", ErrFormat, len(p), maxMetadataSize)
+	}
 	if err := w.entry(MetadataName, p, erasure.ChunkChecksum(p)); err != nil {
 		return fmt.Errorf("archive: write metadata: %w", err)
 	}

@@ -449,9 +449,14 @@ func (l *Local) syncDir(dir string) error {
 	return err
 }
 
-// check validates path and ctx for operation op.
+// check validates path and ctx for operation op. Stat, open and remove
+// accept a temporary name as the last element, to reach debris.
 func (l *Local) check(ctx context.Context, op, path string) error {
-	if err := CheckPath(path); err != nil {
+	valid := CheckPath
+	if op == "stat" || op == "open" || op == "remove" {
+		valid = CheckDebrisPath
+	}
+	if err := valid(path); err != nil {
 		return l.wrap(op, path, err)
 	}
 	if err := ctx.Err(); err != nil {

@@ -50,10 +50,12 @@ type Node interface {
 	// List returns the entries of directory dir, in no particular order,
 	// including temporary files of uploads in progress or abandoned.
 	List(ctx context.Context, dir string) ([]FileInfo, error)
-	// Remove deletes a file or an empty directory.
+	// Remove deletes a file or an empty directory. The last element may
+	// be a temporary name (see CheckDebrisPath), to clean up debris.
 	Remove(ctx context.Context, path string) error
 	// Rename moves a file or directory, replacing an existing file at
-	// newPath and creating newPath's parent directories.
+	// newPath and creating newPath's parent directories. Renaming onto an
+	// existing directory fails with ErrExist.
 	Rename(ctx context.Context, oldPath, newPath string) error
 	// Mkdir creates directory path and any missing parents; an existing
 	// directory is not an error.
@@ -64,9 +66,12 @@ type Node interface {
 
 // Upload is a file being written. Bytes are appended in order. Durability:
 // nothing is guaranteed durable until Finish returns nil, and nothing is
-// visible at the final path until Commit returns nil. Exactly one of
-// Commit or Abort must be called; Abort after a failed Finish or Commit
-// removes the temporary file. An Upload is not safe for concurrent use.
+// visible at the final path until Commit returns nil. Every Upload ends
+// with a successful Commit or with Abort: Abort removes the temporary file
+// (also after Finish or Commit failed), must work with a cancelled context,
+// and does nothing after a successful Commit. Commit without Finish
+// finishes first. Attributes may be set until Commit. An Upload is not
+// safe for concurrent use.
 type Upload interface {
 	// Write appends p. It honours ctx for remote drivers.
 	Write(ctx context.Context, p []byte) error
@@ -80,11 +85,14 @@ type Upload interface {
 	Abort(ctx context.Context) error
 }
 
-// File is an open, committed file. ReadAt returns io.EOF only when fewer
-// than len(p) bytes are available at off. Safe for concurrent ReadAt.
+// File is an open, committed file. Safe for concurrent ReadAt.
 type File interface {
+	// ReadAt reads len(p) bytes at off; it returns io.EOF only when fewer
+	// than len(p) bytes are available there.
 	ReadAt(ctx context.Context, p []byte, off int64) (int, error)
+	// Size is the file's size when it was opened.
 	Size() int64
+	// Close releases the file.
 	Close() error
 }
 
@@ -139,26 +147,40 @@ func TempTarget(name string) (string, bool) {
 // MaxPathLen bounds the length of a path.
 const MaxPathLen = 4096
 
+// MaxNameLen bounds one path element. It is below the usual 255-byte file
+// name limit so that the temporary name of an upload (TempName adds a dot,
+// the marker and a suffix of up to 32 bytes) still fits.
+const MaxNameLen = 200
+
 // CheckPath reports whether p is a canonical absolute path: it starts with
 // "/", has no empty, "." or ".." elements, no trailing slash (except the
-// root "/"), no NUL or control bytes, and no element that looks like a
-// temporary name.
-func CheckPath(p string) error {
+// root "/"), no NUL or control bytes, no element longer than MaxNameLen,
+// and no element that looks like a temporary name.
+func CheckPath(p string) error { return checkPath(p, false) }
+
+// CheckDebrisPath is CheckPath except that the last element may be a
+// temporary name, so that leftover temporary files can be inspected and
+// removed (Stat, Open, Remove accept such paths; Create does not).
+func CheckDebrisPath(p string) error { return checkPath(p, true) }
+
+func checkPath(p string, tempLast bool) error {
 	if p == "/" {
 		return nil
 	}
 	if len(p) == 0 || p[0] != '/' || len(p) > MaxPathLen {
 		return fmt.Errorf("%w: %q: must be absolute and at most %d bytes", ErrPath, p, MaxPathLen)
 	}
-	for _, el := range strings.Split(p[1:], "/") {
+	els := strings.Split(p[1:], "/")
+	for i, el := range els {
+		temp := IsTemp(el) && !(tempLast && i == len(els)-1)
 		switch {
 		case el == "":
 			return fmt.Errorf("%w: %q: empty element", ErrPath, p)
 		case el == "." || el == "..":
 			return fmt.Errorf("%w: %q: %q element", ErrPath, p, el)
-		case len(el) > 255:
-			return fmt.Errorf("%w: %q: element longer than 255 bytes", ErrPath, p)
-		case IsTemp(el):
+		case len(el) > MaxNameLen && !IsTemp(el):
+			return fmt.Errorf("%w: %q: element longer than %d bytes", ErrPath, p, MaxNameLen)
+		case temp:
 			return fmt.Errorf("%w: %q: reserved temporary name", ErrPath, p)
 		}
 		for i := 0; i < len(el); i++ {

@@ -52,6 +52,7 @@ func Run(t *testing.T, newNode func(t *testing.T) node.Node) {
 		{"ConcurrentUploads", testConcurrentUploads},
 		{"Attrs", testAttrs},
 		{"Space", testSpace},
+		{"Debris", testDebris},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -582,8 +583,8 @@ func testMkdir(t *testing.T, n node.Node) {
 // badPaths are rejected by every operation.
 var badPaths = []string{
 	"", "a", "a/b", "../x", "/a/../b", "/./a", "/a/", "/a//b", "//", "/x\x00",
-	"/x\ny", "/a/..", "/" + string(bytes.Repeat([]byte{'n'}, 256)),
-	"/" + node.TempName("f", "123"), "/d/" + node.TempName("f", "x") + "/g",
+	"/x\ny", "/a/..", "/" + string(bytes.Repeat([]byte{'n'}, node.MaxNameLen+1)),
+	"/d/" + node.TempName("f", "x") + "/g",
 }
 
 func testBadPaths(t *testing.T, n node.Node) {
@@ -605,6 +606,16 @@ func testBadPaths(t *testing.T, n node.Node) {
 			wantErr(t, "Mkdir", n.Mkdir(ctx, p), node.ErrPath)
 		})
 	}
+	// A temporary name as the last element reaches debris (Stat, Open,
+	// Remove) but can never be created, listed into or renamed.
+	tmp := "/" + node.TempName("f", "123")
+	_, err := n.Create(ctx, tmp)
+	wantErr(t, "Create temp name", err, node.ErrPath)
+	wantErr(t, "Mkdir temp name", n.Mkdir(ctx, tmp), node.ErrPath)
+	wantErr(t, "Rename to temp name", n.Rename(ctx, "/ok", tmp), node.ErrPath)
+	_, err = n.Stat(ctx, tmp)
+	wantErr(t, "Stat missing temp name", err, node.ErrNotExist)
+	wantErr(t, "Remove missing temp name", n.Remove(ctx, tmp), node.ErrNotExist)
 	if got := get(t, n, "/ok"); string(got) != "ok" {
 		t.Errorf("/ok changed to %q", got)
 	}
@@ -821,4 +832,41 @@ func testSpace(t *testing.T, n node.Node) {
 	if s.Total <= 0 || s.Free < 0 || s.Free > s.Total {
 		t.Errorf("Space = %+v; want 0 <= Free <= Total, Total > 0", s)
 	}
+}
+
+// testDebris checks that the temporary file of an abandoned upload is
+// listed, can be stat'ed and opened, and can be removed by its name.
+func testDebris(t *testing.T, n node.Node) {
+	ctx := context.Background()
+	up, err := n.Create(ctx, "/deb/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := up.Write(ctx, []byte("partial")); err != nil {
+		t.Fatal(err)
+	}
+	// Abandoned: neither committed nor aborted, as after a crash.
+	var tmp string
+	for _, fi := range list(t, n, "/deb") {
+		if node.IsTemp(fi.Name) {
+			tmp = fi.Name
+		}
+	}
+	if tmp == "" {
+		t.Fatal("abandoned upload's temporary file not listed")
+	}
+	if target, ok := node.TempTarget(tmp); !ok || target != "f" {
+		t.Errorf("TempTarget(%q) = %q, %v; want f", tmp, target, ok)
+	}
+	p := "/deb/" + tmp
+	if _, err := n.Stat(ctx, p); err != nil {
+		t.Errorf("Stat debris: %v", err)
+	}
+	if err := n.Remove(ctx, p); err != nil {
+		t.Fatalf("Remove debris: %v", err)
+	}
+	if ents := list(t, n, "/deb"); len(ents) != 0 {
+		t.Errorf("List after removing debris = %v; want empty", names(ents))
+	}
+	_ = up.Abort(ctx)
 }
