@@ -1,0 +1,219 @@
+package object
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/ecstore/ecstore/internal/archive"
+	"github.com/ecstore/ecstore/internal/erasure"
+)
+
+// Health classifies an object's redundancy.
+type Health int
+
+// Health values, from best to worst.
+const (
+	Healthy       Health = iota // every chunk of every block present and (deep) verified
+	Degraded                    // readable, but some chunks are missing or corrupt
+	Unrecoverable               // some block has fewer than K good chunks
+)
+
+func (h Health) String() string {
+	switch h {
+	case Healthy:
+		return "healthy"
+	case Degraded:
+		return "degraded"
+	case Unrecoverable:
+		return "unrecoverable"
+	}
+	return fmt.Sprintf("Health(%d)", int(h))
+}
+
+// SlotReport is the state of one placement slot's archive.
+type SlotReport struct {
+	Slot    int
+	Node    string  // node the placement names for the slot
+	FoundOn string  // node holding the archive ("" when missing)
+	Err     error   // why the archive is missing or unusable, if known
+	Bad     []int64 // blocks whose chunk in this archive failed its CRC (deep only)
+}
+
+// StaleArchive is an archive at the object's path that belongs to another
+// version than the one readers use (debris of an overwrite or a failed
+// write) or could not be parsed.
+type StaleArchive struct {
+	Node    string
+	Version archive.Version // "" when unparseable
+	Err     error
+}
+
+// Inspection is a full account of one object's archives.
+type Inspection struct {
+	Path   string
+	Info   *Info // nil when no version has archives
+	Health Health
+	Slots  []SlotReport
+	Stale  []StaleArchive
+	// MinGood is the fewest good chunks any block has (deep), or the
+	// number of archives found (shallow).
+	MinGood int
+	// SumErr reports a whole-object checksum mismatch (deep only).
+	SumErr error
+}
+
+// Problems lists the missing and corrupt chunks, one line each.
+func (in *Inspection) Problems() []string {
+	var out []string
+	for _, s := range in.Slots {
+		switch {
+		case s.FoundOn == "":
+			msg := fmt.Sprintf("slot %d: archive missing on node %s", s.Slot, s.Node)
+			if s.Err != nil {
+				msg += fmt.Sprintf(" (%v)", s.Err)
+			}
+			out = append(out, msg)
+		case len(s.Bad) > 0:
+			for _, b := range s.Bad {
+				out = append(out, fmt.Sprintf("slot %d: node %s: chunk of block %d fails its checksum", s.Slot, s.FoundOn, b))
+			}
+		}
+	}
+	for _, st := range in.Stale {
+		if st.Err != nil {
+			out = append(out, fmt.Sprintf("node %s: unreadable archive: %v", st.Node, st.Err))
+		} else {
+			out = append(out, fmt.Sprintf("node %s: stale archive of version %s", st.Node, st.Version))
+		}
+	}
+	if in.SumErr != nil {
+		out = append(out, in.SumErr.Error())
+	}
+	return out
+}
+
+// Inspect examines every node for the object at path. Shallow inspection
+// checks that every slot's archive exists and parses; deep inspection also
+// verifies every chunk's CRC and the whole-object checksums. It returns an
+// error only when nothing is known of the object (ErrNotExist) or ctx ends.
+func (s *Store) Inspect(ctx context.Context, path string, deep bool) (*Inspection, error) {
+	if err := checkPath(path); err != nil {
+		return nil, err
+	}
+	results := s.probe(ctx, path, s.nodes)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	loc, ok := choose(results)
+	in := &Inspection{Path: path}
+	if loc == nil {
+		for _, r := range results {
+			if r.err != nil {
+				in.Stale = append(in.Stale, StaleArchive{Node: r.node.ID(), Err: r.err})
+			}
+		}
+		if len(in.Stale) == 0 {
+			return nil, fmt.Errorf("object %s: %w", path, ErrNotExist)
+		}
+		in.Health = Unrecoverable
+		return in, nil
+	}
+	defer loc.close()
+	in.Info = infoFromMeta(path, loc.meta, loc.found)
+	for _, r := range loc.stale {
+		in.Stale = append(in.Stale, StaleArchive{Node: r.node.ID(), Version: r.idx.Meta.Version})
+	}
+	nodeErr := map[string]error{}
+	for _, r := range results {
+		if r.err != nil {
+			nodeErr[r.node.ID()] = r.err
+			in.Stale = append(in.Stale, StaleArchive{Node: r.node.ID(), Err: r.err})
+		}
+	}
+	width := len(loc.slots)
+	in.Slots = make([]SlotReport, width)
+	for i, ref := range loc.slots {
+		sr := SlotReport{Slot: i, Node: loc.meta.Placement[i]}
+		if ref != nil {
+			sr.FoundOn = ref.node.ID()
+		} else {
+			sr.Err = nodeErr[sr.Node]
+		}
+		in.Slots[i] = sr
+	}
+	in.MinGood = loc.found
+	if deep {
+		if err := s.deepCheck(ctx, in, loc); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case !ok || in.MinGood < loc.meta.K:
+		in.Health = Unrecoverable
+	case in.MinGood < width || in.SumErr != nil:
+		in.Health = Degraded
+	}
+	if in.SumErr != nil && in.Health == Healthy {
+		in.Health = Degraded
+	}
+	return in, nil
+}
+
+// deepCheck reads every chunk of every archive and then the whole object.
+func (s *Store) deepCheck(ctx context.Context, in *Inspection, loc *located) error {
+	l := loc.meta.Layout()
+	blocks := l.Blocks()
+	good := make([]int, blocks)
+	var buf []byte
+	for slot, ref := range loc.slots {
+		if ref == nil {
+			continue
+		}
+		for b := int64(0); b < blocks; b++ {
+			c := &ref.idx.Chunks[b]
+			if int64(cap(buf)) < c.Span() {
+				buf = make([]byte, c.Span())
+			}
+			_, err := archive.ReadChunk(ctx, ref.file, c, buf)
+			switch {
+			case err == nil:
+				good[b]++
+			case ctx.Err() != nil:
+				return ctx.Err()
+			default:
+				in.Slots[slot].Bad = append(in.Slots[slot].Bad, b)
+			}
+		}
+	}
+	in.MinGood = len(loc.slots)
+	for _, g := range good {
+		in.MinGood = min(in.MinGood, g)
+	}
+	if blocks == 0 {
+		in.MinGood = loc.found
+	}
+	if in.MinGood < loc.meta.K {
+		return nil
+	}
+	// Whole-object checksums, through the normal (verifying) read path.
+	r, err := s.Open(ctx, in.Path)
+	if err != nil {
+		in.SumErr = fmt.Errorf("whole-object read failed: %w", err)
+		return nil
+	}
+	defer r.Close()
+	if r.loc.meta.Version != loc.meta.Version {
+		return nil // overwritten meanwhile
+	}
+	sums := erasure.NewObjectSums()
+	if _, err := r.WriteTo(ctx, sums); err != nil && !errors.Is(err, io.EOF) {
+		in.SumErr = fmt.Errorf("whole-object read failed: %w", err)
+		return nil
+	}
+	if a, c := erasure.FormatSum(sums.Adler32()), erasure.FormatSum(sums.CRC32C()); a != loc.meta.Adler32 || c != loc.meta.CRC32C {
+		in.SumErr = fmt.Errorf("whole-object checksums adler32 %s crc32c %s, metadata says %s %s", a, c, loc.meta.Adler32, loc.meta.CRC32C)
+	}
+	return nil
+}
