@@ -40,8 +40,12 @@ type cluster struct {
 func newCluster(t testing.TB, n int, g layout.Geometry, mod ...func(*Options)) *cluster {
 	t.Helper()
 	c := &cluster{}
+	base := t.TempDir()
+	if _, ok := t.(*testing.B); ok {
+		base = benchDir(t)
+	}
 	for i := range n {
-		dir := filepath.Join(t.TempDir(), fmt.Sprintf("n%02d", i))
+		dir := filepath.Join(base, fmt.Sprintf("n%02d", i))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -367,4 +371,33 @@ func TestNamespace(t *testing.T) {
 	if _, err := s.Open(ctx, "/none"); !errors.Is(err, ErrNotExist) {
 		t.Fatalf("open missing: %v", err)
 	}
+}
+
+func removeFile(t testing.TB, dir, path string) {
+	t.Helper()
+	if err := os.Remove(filepath.Join(dir, filepath.FromSlash(path))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// benchDir is where benchmarks keep their nodes: tmpfs (/dev/shm) when
+// available, so that they measure the engine rather than a shared disk,
+// or $ECSTORE_BENCH_DIR.
+func benchDir(t testing.TB) string {
+	parent := os.Getenv("ECSTORE_BENCH_DIR")
+	if parent == "" {
+		if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+			parent = "/dev/shm"
+		}
+	}
+	if parent == "" {
+		return t.TempDir()
+	}
+	dir, err := os.MkdirTemp(parent, "ecstore-bench-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Logf("nodes in %s", dir)
+	return dir
 }
