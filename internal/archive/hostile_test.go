@@ -144,8 +144,8 @@ func TestParseMalformed(t *testing.T) {
 		{"no metadata", craft(t, chunks...), ErrFormat},
 		{"only metadata", craft(t, metaEntry(t, meta)), ErrFormat},
 		{"two metadata entries", craft(t, cat(chunks, metaEntry(t, meta), metaEntry(t, meta))...), ErrFormat},
-		{"duplicate chunk", craft(t, chunks[0], chunks[1], chunks[1], metaEntry(t, meta)), ErrFormat},
-		{"duplicate chunk, count matches", craft(t, chunks[0], chunks[1], chunks[1], metaWith(func(m *Metadata) { m.Size = 40 })), ErrFormat},
+		{"duplicate chunk, one entry too many", craft(t, cat(chunks, chunks[1], metaEntry(t, meta))...), ErrFormat},
+		{"duplicate chunk in place of another", craft(t, chunks[0], chunks[1], chunks[1], metaEntry(t, meta)), ErrFormat},
 		{"missing middle block", craft(t, chunks[0], chunks[2], metaEntry(t, meta)), ErrFormat},
 		{"missing last block", craft(t, chunks[0], chunks[1], metaEntry(t, meta)), ErrFormat},
 		{"extra block", craft(t, cat(chunks, rawEntry{name: ChunkName(3, l.Stripe(3, slot)), data: make([]byte, 8)}, metaEntry(t, meta))...), ErrFormat},
@@ -316,7 +316,6 @@ func TestParseCentralDirectory(t *testing.T) {
 			binary.LittleEndian.PutUint32(r[0].fixed[20:], 7)
 			return r
 		}), ends{}, ErrFormat},
-		{"entry count 0", recs, ends{entries: 1 << 16}, ErrFormat}, // 32-bit field wraps to 0xffff
 		{"0xffff entries in a small directory", recs, ends{entries: 0xffff}, ErrFormat},
 		{"2^60 entries (zip64)", recs, ends{zip64: true, entries: 1 << 60}, ErrFormat},
 		{"2^64-1 entries (zip64)", recs, ends{zip64: true, entries: 1<<64 - 1}, ErrFormat},
@@ -353,6 +352,39 @@ func TestParseCentralDirectory(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestParseEndRecord patches the fields of the end record one at a time.
+func TestParseEndRecord(t *testing.T) {
+	g := layout.Geometry{K: 2, M: 1, ChunkSize: 8}
+	data, _ := buildArchive(t, g, 40, 0)
+	e := len(data) - endLen
+	for _, tc := range []struct {
+		name  string
+		off   int // within the end record
+		value uint32
+		width int
+	}{
+		{"0 entries", 10, 0, 2},
+		{"fewer entries", 10, 3, 2},
+		{"more entries", 10, 5, 2},
+		{"directory one byte short", 12, le32(data[e+12:]) - 1, 4},
+		{"directory one byte long", 12, le32(data[e+12:]) + 1, 4},
+		{"directory one byte early", 16, le32(data[e+16:]) - 1, 4},
+		{"directory one byte late", 16, le32(data[e+16:]) + 1, 4},
+		{"directory past the end", 16, 1 << 31, 4},
+		{"comment past the end", 20, 1, 2},
+	} {
+		bad := bytes.Clone(data)
+		if tc.width == 2 {
+			binary.LittleEndian.PutUint16(bad[e+tc.off:], uint16(tc.value))
+		} else {
+			binary.LittleEndian.PutUint32(bad[e+tc.off:], tc.value)
+		}
+		if _, err := parseBytes(bad); !errors.Is(err, ErrFormat) {
+			t.Errorf("%s: err %v, want ErrFormat", tc.name, err)
+		}
 	}
 }
 

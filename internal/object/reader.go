@@ -189,7 +189,7 @@ func (r *Reader) fetchLocked(b int64, need []bool, ahead bool) *blockFetch {
 		r.fifo = append(r.fifo, b)
 	}
 	r.cache[b] = f
-	for limit := r.s.opts.ReadAhead + 4; len(r.fifo) > limit; {
+	for limit := r.s.opts.ReadAhead + 2; len(r.fifo) > limit; {
 		old := r.fifo[0]
 		r.fifo = r.fifo[1:]
 		delete(r.cache, old)

@@ -126,4 +126,6 @@ func find(rep *Report, p string) *object.Inspection {
 
 type fileAt struct{ f *os.File }
 
-func (f fileAt) ReadAt(_ context.Context, p []byte, off int64) (int, error) { return f.f.ReadAt(p, off) }
+func (f fileAt) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
+	return f.f.ReadAt(p, off)
+}
