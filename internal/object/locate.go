@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/ecstore/ecstore/internal/archive"
 	"github.com/ecstore/ecstore/internal/node"
@@ -46,18 +47,69 @@ func (l *located) close() {
 	}
 }
 
-// probe opens path on each node in parallel and parses the archives found.
+// probe opens path on each node in parallel and parses the archives
+// found. It returns when every node has answered, or when some version has
+// K archives and the others have had HedgeDelay more to answer: a hung
+// node then costs that delay, not ProbeTimeout. Nodes that had not
+// answered are left out of the results (and files they open later are
+// closed).
 func (s *Store) probe(ctx context.Context, path string, nodes []node.Node) []probeResult {
-	out := make([]probeResult, len(nodes))
-	var wg sync.WaitGroup
+	type indexed struct {
+		i int
+		r probeResult
+	}
+	ch := make(chan indexed, len(nodes))
+	var mu sync.Mutex
+	gaveUp := false
 	for i, n := range nodes {
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
-			out[i] = probeOne(ctx, path, n)
+			pctx, cancel := context.WithTimeout(ctx, s.opts.ProbeTimeout)
+			defer cancel()
+			r := probeOne(pctx, path, n)
+			if r.err != nil && ctx.Err() == nil && pctx.Err() != nil {
+				s.markSuspect(n.ID())
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if gaveUp {
+				if r.ref != nil {
+					r.ref.file.Close()
+				}
+				return
+			}
+			ch <- indexed{i, r} // never blocks: capacity len(nodes)
 		}()
 	}
-	wg.Wait()
+	out := make([]probeResult, 0, len(nodes))
+	var grace <-chan time.Time
+	for len(out) < len(nodes) {
+		select {
+		case got := <-ch:
+			out = append(out, got.r)
+			if grace == nil {
+				if _, ok := choose(out); ok {
+					grace = time.After(s.opts.HedgeDelay)
+				}
+			}
+			continue
+		case <-grace:
+		case <-ctx.Done():
+		}
+		break
+	}
+	mu.Lock()
+	gaveUp = true
+	mu.Unlock()
+	// Results sent before gaveUp was set; none can follow.
+	for {
+		select {
+		case got := <-ch:
+			out = append(out, got.r)
+			continue
+		default:
+		}
+		break
+	}
 	return out
 }
 

@@ -401,3 +401,14 @@ func benchDir(t testing.TB) string {
 	t.Logf("nodes in %s", dir)
 	return dir
 }
+
+func readDirNames(dir string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			out = append(out, p)
+		}
+		return err
+	})
+	return out, err
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/ecstore/ecstore/internal/archive"
 	"github.com/ecstore/ecstore/internal/erasure"
@@ -208,72 +209,141 @@ type chunkResult struct {
 	err    error
 }
 
-// readBlock reads the needed data chunks of block b, verifying each; if
-// any fails it reads further chunks and reconstructs. It returns K entries
-// with the needed ones filled.
+// readBlock reads the needed data chunks of block b and verifies each.
+// When a chunk fails, or is not back within HedgeDelay, or sits on a node
+// that recently failed, it also reads the other chunks and reconstructs
+// from the first K that verify. It returns K entries with the needed ones
+// filled.
 func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) ([][]byte, error) {
 	k, width := r.l.K, r.l.Width()
 	chunks := make([][]byte, width)
-	tried := make([]bool, width)
-	var failed []int
-	var causes []error
-	good := 0
-	run := func(stripes []int) {
-		results := make(chan chunkResult, len(stripes))
-		for _, s := range stripes {
-			tried[s] = true
-			go func() {
-				data, err := r.readChunk(ctx, b, s)
-				results <- chunkResult{s, data, err}
-			}()
+	started := make([]bool, width)
+	results := make(chan chunkResult, width) // late readers never block
+	var (
+		failed   []int
+		causes   []error
+		good     int
+		inflight int
+		hedged   bool
+	)
+	start := func(s int) {
+		started[s] = true
+		inflight++
+		go func() {
+			cctx, cancel := context.WithTimeout(ctx, r.s.opts.ChunkTimeout)
+			defer cancel()
+			data, err := r.readChunk(cctx, b, s)
+			results <- chunkResult{s, data, err}
+		}()
+	}
+	startRest := func() {
+		hedged = true
+		for s := range width {
+			if !started[s] {
+				start(s)
+			}
 		}
-		for range stripes {
-			res := <-results
+	}
+	for s, n := range need {
+		switch {
+		case !n:
+		case r.loc.slots[r.l.Slot(b, s)] == nil:
+			failed = append(failed, s)
+			causes = append(causes, fmt.Errorf("slot %d (node %s): %w", r.l.Slot(b, s), r.nodeOf(b, s), errMissing))
+		case !r.s.isSuspect(r.nodeOf(b, s)):
+			start(s)
+		}
+	}
+	if inflight < countTrue(need) {
+		startRest() // a needed chunk sits on a missing or suspect node
+	}
+	for _, s := range failed {
+		started[s] = true // missing: never read
+	}
+	hedge := time.NewTimer(r.s.opts.HedgeDelay)
+	defer hedge.Stop()
+	for {
+		if haveAll(chunks, need) {
+			break
+		}
+		if good >= k {
+			if err := r.codec.ReconstructData(chunks); err != nil {
+				return nil, fmt.Errorf("object %s: block %d: %w", r.path, b, err)
+			}
+			break
+		}
+		if inflight == 0 {
+			if !hedged {
+				startRest()
+				continue
+			}
+			return nil, &UnrecoverableError{Path: r.path, Block: b, Available: good, Need: k, Causes: causes}
+		}
+		select {
+		case res := <-results:
+			inflight--
 			if res.err != nil {
 				failed = append(failed, res.stripe)
 				causes = append(causes, res.err)
+				if ctx.Err() == nil && !errors.Is(res.err, archive.ErrChecksum) {
+					r.s.markSuspect(r.nodeOf(b, res.stripe))
+				}
+				if !hedged {
+					startRest()
+				}
 				continue
 			}
 			chunks[res.stripe] = res.data
 			good++
+		case <-hedge.C:
+			if !hedged {
+				startRest()
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
 	}
-	var first []int
-	for s, n := range need {
-		if n {
-			first = append(first, s)
+	if len(failed) > 0 || hedged {
+		slots := make([]int, len(failed))
+		for i, s := range failed {
+			slots[i] = r.l.Slot(b, s)
 		}
-	}
-	run(first)
-	if len(failed) == 0 {
-		return chunks[:k], nil
-	}
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	// Degraded: read every other chunk and reconstruct.
-	var rest []int
-	for s := range width {
-		if !tried[s] {
-			rest = append(rest, s)
+		if len(failed) > 0 {
+			r.s.opts.Logger.Warn("degraded read", "obj", r.path, "block", b, "failed_slots", slots, "err", causes[0])
+			if f := r.s.opts.Events.DegradedRead; f != nil {
+				f(r.path, b, slots)
+			}
 		}
-	}
-	run(rest)
-	if good < k {
-		return nil, &UnrecoverableError{Path: r.path, Block: b, Available: good, Need: k, Causes: causes}
-	}
-	if err := r.codec.ReconstructData(chunks); err != nil {
-		return nil, fmt.Errorf("object %s: block %d: %w", r.path, b, err)
-	}
-	slots := make([]int, len(failed))
-	for i, s := range failed {
-		slots[i] = r.l.Slot(b, s)
-	}
-	r.s.opts.Logger.Warn("degraded read", "obj", r.path, "block", b, "failed_slots", slots, "err", causes[0])
-	if f := r.s.opts.Events.DegradedRead; f != nil {
-		f(r.path, b, slots)
 	}
 	return chunks[:k], nil
+}
+
+// nodeOf returns the id of the node holding chunk (b, s).
+func (r *Reader) nodeOf(b int64, s int) string {
+	slot := r.l.Slot(b, s)
+	if ref := r.loc.slots[slot]; ref != nil {
+		return ref.node.ID()
+	}
+	return r.loc.meta.Placement[slot]
+}
+
+func haveAll(chunks [][]byte, need []bool) bool {
+	for s, n := range need {
+		if n && chunks[s] == nil {
+			return false
+		}
+	}
+	return true
+}
+
+func countTrue(b []bool) int {
+	n := 0
+	for _, v := range b {
+		if v {
+			n++
+		}
+	}
+	return n
 }
 
 // errMissing means the archive of a slot was not found.

@@ -86,6 +86,23 @@ type Options struct {
 	// ReadAhead is how many blocks a sequential reader fetches ahead.
 	// Default 2.
 	ReadAhead int
+	// HedgeDelay is how long a read waits for a data chunk before it also
+	// reads parity chunks and reconstructs from whichever K arrive first.
+	// Default 250ms.
+	HedgeDelay time.Duration
+	// ChunkTimeout bounds one chunk read from a node. Default 2s.
+	ChunkTimeout time.Duration
+	// WriteTimeout bounds one append to a node's archive; a node slower
+	// than that is dropped from the write (which still needs WriteQuorum).
+	// Default 3s.
+	WriteTimeout time.Duration
+	// ProbeTimeout bounds opening an archive while locating an object.
+	// Default 2s.
+	ProbeTimeout time.Duration
+	// SuspectFor is how long a node that timed out or failed is skipped
+	// by reads (parity is read instead) before it is tried again.
+	// Default 10s.
+	SuspectFor time.Duration
 	// MinFree is the free space below which a node is used for new
 	// archives only as a last resort. Default 64 MiB.
 	MinFree int64
@@ -137,6 +154,21 @@ func (o *Options) withDefaults() error {
 	if o.ReadAhead <= 0 {
 		o.ReadAhead = 2
 	}
+	if o.HedgeDelay <= 0 {
+		o.HedgeDelay = 250 * time.Millisecond
+	}
+	if o.ChunkTimeout <= 0 {
+		o.ChunkTimeout = 2 * time.Second
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 3 * time.Second
+	}
+	if o.ProbeTimeout <= 0 {
+		o.ProbeTimeout = 2 * time.Second
+	}
+	if o.SuspectFor <= 0 {
+		o.SuspectFor = 10 * time.Second
+	}
 	if o.MinFree == 0 {
 		o.MinFree = 64 << 20
 	}
@@ -157,6 +189,25 @@ type Store struct {
 	byID    map[string]node.Node
 	workers chan struct{} // encoding slots
 	bufs    bufPools
+	suspect sync.Map // node id -> time.Time until which reads avoid it
+}
+
+// markSuspect makes reads avoid node id for SuspectFor.
+func (s *Store) markSuspect(id string) {
+	s.suspect.Store(id, s.opts.Now().Add(s.opts.SuspectFor))
+}
+
+// isSuspect reports whether reads should avoid node id for now.
+func (s *Store) isSuspect(id string) bool {
+	v, ok := s.suspect.Load(id)
+	if !ok {
+		return false
+	}
+	if s.opts.Now().After(v.(time.Time)) {
+		s.suspect.Delete(id)
+		return false
+	}
+	return true
 }
 
 // New returns a Store over nodes, whose ids must be unique. The erasure

@@ -65,19 +65,25 @@ type slotWriter struct {
 	up     node.Upload
 	aw     *archive.Writer
 	ch     chan *blockJob
-	err    error // set by the slot goroutine; read after wg.Wait
 	upload uploadWriter
+	// dropped is set when the slot failed; err holds why (written once,
+	// by whoever sets dropped, and read after the pipeline stopped).
+	dropped atomic.Bool
+	err     error
 }
 
 // uploadWriter adapts an Upload to io.Writer for archive.Writer, with the
-// writer's context.
+// writer's context and a deadline per append.
 type uploadWriter struct {
-	ctx context.Context
-	up  node.Upload
+	ctx     context.Context
+	up      node.Upload
+	timeout time.Duration
 }
 
 func (u *uploadWriter) Write(p []byte) (int, error) {
-	if err := u.up.Write(u.ctx, p); err != nil {
+	ctx, cancel := context.WithTimeout(u.ctx, u.timeout)
+	defer cancel()
+	if err := u.up.Write(ctx, p); err != nil {
 		return 0, err
 	}
 	return len(p), nil
@@ -173,7 +179,7 @@ func (w *Writer) open(primary, spare []string) error {
 				up, err := n.Create(w.ctx, w.path)
 				if err == nil {
 					sw := &slotWriter{slot: i, node: n, up: up, ch: make(chan *blockJob, w.s.opts.InFlight)}
-					sw.upload = uploadWriter{ctx: w.ctx, up: up}
+					sw.upload = uploadWriter{ctx: w.ctx, up: up, timeout: w.s.opts.WriteTimeout}
 					sw.aw = archive.NewWriter(&sw.upload, modTime)
 					w.slots[i] = sw
 					return
@@ -348,8 +354,28 @@ func (w *Writer) dispatch() {
 		}
 		job.refs.Store(int32(len(w.slots)))
 		for _, sw := range w.slots {
-			sw.ch <- job
+			w.send(sw, job)
 		}
+	}
+}
+
+// send queues job for a slot writer. A slot that has failed, or that does
+// not take the job within WriteTimeout (its node hangs), is dropped from
+// the write rather than stalling every other slot.
+func (w *Writer) send(sw *slotWriter, job *blockJob) {
+	if !sw.dropped.Load() {
+		t := time.NewTimer(w.s.opts.WriteTimeout)
+		defer t.Stop()
+		select {
+		case sw.ch <- job:
+			return
+		case <-t.C:
+			w.slotFailed(sw, fmt.Errorf("node did not take a chunk within %v", w.s.opts.WriteTimeout))
+		case <-w.ctx.Done():
+		}
+	}
+	if job.refs.Add(-1) == 0 {
+		w.release(job, false)
 	}
 }
 
@@ -357,7 +383,7 @@ func (w *Writer) dispatch() {
 func (w *Writer) writeSlot(sw *slotWriter) {
 	defer w.wg.Done()
 	for job := range sw.ch {
-		if sw.err == nil && w.ctx.Err() == nil {
+		if !sw.dropped.Load() && w.ctx.Err() == nil {
 			s := w.geo.Stripe(job.block, sw.slot)
 			if err := sw.aw.WriteChunk(job.block, s, job.chunks[s], job.crcs[s]); err != nil {
 				w.slotFailed(sw, err)
@@ -381,7 +407,12 @@ func (w *Writer) release(job *blockJob, failed bool) {
 	_ = failed
 }
 
+// slotFailed drops a slot from the write (once); the write fails when
+// fewer than WriteQuorum slots remain.
 func (w *Writer) slotFailed(sw *slotWriter, err error) {
+	if !sw.dropped.CompareAndSwap(false, true) {
+		return
+	}
 	sw.err = fmt.Errorf("slot %d on node %s: %w", sw.slot, sw.node.ID(), err)
 	w.s.opts.Logger.Warn("archive write failed", "obj", w.path, "node", sw.node.ID(), "slot", sw.slot, "err", err)
 	if int(w.failed.Add(1)) > w.geo.Width()-w.s.opts.WriteQuorum {
@@ -457,7 +488,7 @@ func (w *Writer) commit() error {
 	// Finish every healthy archive in parallel.
 	var wg sync.WaitGroup
 	for _, sw := range w.slots {
-		if sw.err != nil {
+		if sw.dropped.Load() {
 			continue
 		}
 		wg.Add(1)
@@ -490,13 +521,14 @@ func (w *Writer) commit() error {
 	// Commit: rename into place.
 	var committed atomic.Int32
 	for _, sw := range w.slots {
-		if sw.err != nil {
+		if sw.dropped.Load() {
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if err := sw.up.Commit(w.ctx); err != nil {
+				sw.dropped.Store(true)
 				sw.err = err
 				w.s.opts.Logger.Warn("archive commit failed", "obj", w.path, "node", sw.node.ID(), "err", err)
 				return
@@ -507,7 +539,7 @@ func (w *Writer) commit() error {
 	wg.Wait()
 	var missing []int
 	for _, sw := range w.slots {
-		if sw.err != nil {
+		if sw.dropped.Load() {
 			missing = append(missing, sw.slot)
 			_ = sw.up.Abort(context.WithoutCancel(w.ctx))
 		}

@@ -1,0 +1,221 @@
+package object
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/layout"
+	"github.com/ecstore/ecstore/internal/node"
+)
+
+// faultyCluster wraps every node of a test cluster in a fault injector.
+func faultyCluster(t *testing.T, n int, g layout.Geometry, mod ...func(*Options)) (*cluster, []*node.Faulty) {
+	t.Helper()
+	c := newCluster(t, n, g)
+	fs := make([]*node.Faulty, n)
+	wrapped := make([]node.Node, n)
+	for i, nd := range c.nodes {
+		fs[i] = node.Wrap(nd)
+		wrapped[i] = fs[i]
+	}
+	opts := Options{Geometry: g, MinFree: -1, HedgeDelay: 50 * time.Millisecond,
+		ChunkTimeout: time.Second, WriteTimeout: 500 * time.Millisecond, ProbeTimeout: time.Second}
+	for _, m := range mod {
+		m(&opts)
+	}
+	s, err := New(wrapped, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.store, c.nodes = s, wrapped
+	return c, fs
+}
+
+// slotNode returns the index of the node holding slot i of path.
+func (c *cluster) slotNode(t *testing.T, path string, slot int) int {
+	t.Helper()
+	info, err := c.store.Stat(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range c.nodes {
+		if n.ID() == info.Placement[slot] {
+			return i
+		}
+	}
+	t.Fatalf("node %s not found", info.Placement[slot])
+	return -1
+}
+
+func TestHungNodeReadIsHedged(t *testing.T) {
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	c, fs := faultyCluster(t, 6, g)
+	data := randBytes(rand.New(rand.NewPCG(seed(t), 1)), 40*g.BlockSize())
+	put(t, c.store, "/h", data)
+	hung := c.slotNode(t, "/h", 0)
+	// Rebuild the store with a wrapper whose reads hang in place of node hung.
+	rule := node.Inject(node.OpRead, node.Hang())
+	nodes := slices.Clone(c.nodes)
+	nodes[hung] = node.Wrap(fs[hung], rule)
+	s, err := New(nodes, c.store.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	r, err := s.Open(context.Background(), "/h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := r.WriteTo(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	took := time.Since(start)
+	if !bytes.Equal(buf.Bytes(), data) {
+		t.Fatal("wrong bytes with a hung node")
+	}
+	// 40 blocks: without remembering the hung node each would wait for
+	// the hedge delay (2s); with it, only the first does.
+	if took > time.Second {
+		t.Fatalf("read with one hung node took %v", took)
+	}
+	if rule.Fired() == 0 {
+		t.Fatal("the hung node was never asked")
+	}
+	t.Logf("read of %d blocks with a hung node: %v", 40, took)
+}
+
+func TestTwoNodesDownStillReadable(t *testing.T) {
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 1000}
+	c, fs := faultyCluster(t, 7, g)
+	data := randBytes(rand.New(rand.NewPCG(seed(t), 2)), 9*g.BlockSize()+5)
+	put(t, c.store, "/d", data)
+	a, b := c.slotNode(t, "/d", 1), c.slotNode(t, "/d", 4)
+	fs[a].SetDown(true)
+	fs[b].SetDown(true)
+	got, err := get(c.store, "/d")
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("two nodes down: %v", err)
+	}
+	if info, err := c.store.Stat(context.Background(), "/d"); err != nil || info.Archives != 4 {
+		t.Fatalf("stat with two nodes down: %+v %v", info, err)
+	}
+}
+
+func TestHungNodeDuringWriteIsDropped(t *testing.T) {
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	var mu sync.Mutex
+	var degraded []int
+	c, fs := faultyCluster(t, 6, g, func(o *Options) {
+		o.Events.DegradedWrite = func(_ string, slots []int) { mu.Lock(); degraded = slots; mu.Unlock() }
+	})
+	// Every node's writes hang after its 3rd append on one node.
+	rule := node.Inject(node.OpWrite, node.Hang()).OnIndex(3)
+	hung := node.Wrap(fs[2], rule)
+	nodes := slices.Clone(c.nodes)
+	nodes[2] = hung
+	s, err := New(nodes, c.store.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := randBytes(rand.New(rand.NewPCG(seed(t), 3)), 20*g.BlockSize())
+	start := time.Now()
+	put(t, s, "/w", data)
+	took := time.Since(start)
+	if took > 3*time.Second {
+		t.Fatalf("write with a hung node took %v", took)
+	}
+	got, err := get(s, "/w")
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read back: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(degraded) != 1 {
+		t.Fatalf("degraded write event: %v", degraded)
+	}
+	info, _ := s.Stat(context.Background(), "/w")
+	if info.Archives != 5 {
+		t.Fatalf("%d archives, want 5", info.Archives)
+	}
+	t.Logf("write with a hung node took %v", took)
+}
+
+func TestBelowQuorumWriteFailsCleanly(t *testing.T) {
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 512}
+	c, fs := faultyCluster(t, 6, g) // no spares available: 6 nodes, width 6
+	// Two nodes fail their writes midway: 4 archives left < quorum 5.
+	nodes := slices.Clone(c.nodes)
+	for _, i := range []int{1, 4} {
+		nodes[i] = node.Wrap(fs[i], node.Inject(node.OpWrite, node.Fail(errors.New("disk full"))).OnIndex(2))
+	}
+	s, err := New(nodes, c.store.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Create(context.Background(), "/q", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, werr := w.Write(make([]byte, 30*g.BlockSize()))
+	cerr := w.Close()
+	if werr == nil && cerr == nil || !errors.Is(errors.Join(werr, cerr), ErrQuorum) {
+		t.Fatalf("write below quorum: write %v, close %v", werr, cerr)
+	}
+	if _, err := s.Stat(context.Background(), "/q"); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("failed write is visible: %v", err)
+	}
+	for _, d := range c.dirs {
+		if ents, _ := readDirNames(d); len(ents) != 0 {
+			t.Fatalf("debris in %s: %v", d, ents)
+		}
+	}
+}
+
+func TestCreateFailsOverToSpare(t *testing.T) {
+	g := layout.Geometry{K: 3, M: 1, ChunkSize: 256}
+	c, fs := faultyCluster(t, 6, g)
+	// Find the first-choice node for the path and make its creates fail.
+	probe, _ := faultyCluster(t, 6, g)
+	put(t, probe.store, "/s", []byte("x"))
+	first := probe.slotNode(t, "/s", 0)
+	nodes := slices.Clone(c.nodes)
+	nodes[first] = node.Wrap(fs[first], node.Inject(node.OpCreate, node.Fail(nil)))
+	s, err := New(nodes, c.store.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, "/s", []byte("spare me"))
+	info, err := s.Stat(context.Background(), "/s")
+	if err != nil || slices.Contains(info.Placement, nodes[first].ID()) || info.Archives != 4 {
+		t.Fatalf("placement %v (failing node %s), archives %d, err %v", info.Placement, nodes[first].ID(), info.Archives, err)
+	}
+}
+
+func TestCorruptReadsFromNodeAreCaught(t *testing.T) {
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 2048}
+	c, fs := faultyCluster(t, 6, g)
+	data := randBytes(rand.New(rand.NewPCG(seed(t), 4)), 7*g.BlockSize()+99)
+	put(t, c.store, "/x", data)
+	nodes := slices.Clone(c.nodes)
+	for _, i := range []int{c.slotNode(t, "/x", 0), c.slotNode(t, "/x", 2)} {
+		nodes[i] = node.Wrap(fs[i], node.Inject(node.OpRead, node.Corrupt()).WithProbability(0.5, seed(t)))
+	}
+	s, err := New(nodes, c.store.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		got, err := get(s, "/x")
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("corrupting nodes: %v", err)
+		}
+	}
+}
