@@ -1,0 +1,256 @@
+// Package gateway binds the erasure-coding engine (internal/object) to the
+// user-facing frontends. FS serves an object.Store's namespace through the
+// XRootD protocol server (internal/xrootd): objects are written
+// sequentially and become visible when the client closes them, reads may
+// be at any offset, and checksums come from the objects' stored metadata.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"iter"
+	"log/slog"
+	"syscall"
+
+	"github.com/ecstore/ecstore/internal/node"
+	"github.com/ecstore/ecstore/internal/object"
+	"github.com/ecstore/ecstore/internal/xrootd"
+)
+
+// FS is the EC namespace as an xrootd.FileSystem. It is safe for
+// concurrent use and keeps no per-object state.
+type FS struct {
+	store *object.Store
+	log   *slog.Logger
+}
+
+// NewFS returns an FS over store. A nil logger discards.
+func NewFS(store *object.Store, log *slog.Logger) *FS {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &FS{store: store, log: log}
+}
+
+// Compile-time checks of the optional capabilities FS offers.
+var (
+	_ xrootd.FileSystem    = (*FS)(nil)
+	_ xrootd.Remover       = (*FS)(nil)
+	_ xrootd.Renamer       = (*FS)(nil)
+	_ xrootd.DirMaker      = (*FS)(nil)
+	_ xrootd.DirRemover    = (*FS)(nil)
+	_ xrootd.Checksummer   = (*FS)(nil)
+	_ xrootd.SpaceReporter = (*FS)(nil)
+)
+
+// Open opens an object for reading, or starts writing a new version of it
+// when the client opens for writing with kXR_new or kXR_delete (what
+// xrdcp sends). Updating an existing object in place is not supported.
+func (f *FS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (xrootd.File, error) {
+	if !opts.Flags.Writable() {
+		r, err := f.store.Open(ctx, name)
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		return &readFile{r: r}, nil
+	}
+	if !opts.Flags.Create() {
+		return nil, xrootd.Errorf(xrootd.ErrUnsupported,
+			"%s: objects are written once, sequentially: open with kXR_new or kXR_delete to replace one", name)
+	}
+	if opts.Flags&xrootd.OpenNew != 0 && opts.Flags&xrootd.OpenDelete == 0 {
+		if info, err := f.store.Stat(ctx, name); err == nil {
+			if info.IsDir {
+				return nil, xrootd.Errorf(xrootd.ErrIsDirectory, "%s is a directory", name)
+			}
+			return nil, xrootd.Errorf(xrootd.ErrItExists, "%s exists", name)
+		}
+	}
+	w, err := f.store.Create(ctx, name, nil)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return &writeFile{w: w, name: name}, nil
+}
+
+// Stat describes an object or directory.
+func (f *FS) Stat(ctx context.Context, name string) (xrootd.FileInfo, error) {
+	info, err := f.store.Stat(ctx, name)
+	if err != nil {
+		return xrootd.FileInfo{}, mapErr(err)
+	}
+	return fileInfo(info), nil
+}
+
+// List lists a directory: one entry per object, with its real size.
+func (f *FS) List(ctx context.Context, dir string) iter.Seq2[xrootd.FileInfo, error] {
+	return func(yield func(xrootd.FileInfo, error) bool) {
+		infos, err := f.store.List(ctx, dir)
+		if err != nil {
+			yield(xrootd.FileInfo{}, mapErr(err))
+			return
+		}
+		for i := range infos {
+			fi := fileInfo(&infos[i])
+			fi.Name = infos[i].Name
+			if !yield(fi, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Remove deletes an object.
+func (f *FS) Remove(ctx context.Context, name string) error {
+	return mapErr(f.store.Remove(ctx, name))
+}
+
+// Rename moves an object or directory.
+func (f *FS) Rename(ctx context.Context, oldName, newName string) error {
+	return mapErr(f.store.Rename(ctx, oldName, newName))
+}
+
+// Mkdir creates a directory; without parents, its parent must exist and
+// the directory must not.
+func (f *FS) Mkdir(ctx context.Context, name string, _ fs.FileMode, parents bool) error {
+	if !parents {
+		if _, err := f.store.Stat(ctx, name); err == nil {
+			return xrootd.Errorf(xrootd.ErrItExists, "%s exists", name)
+		}
+		if dir, _ := node.Split(name); dir != "/" {
+			info, err := f.store.Stat(ctx, dir)
+			if err != nil {
+				return mapErr(err)
+			}
+			if !info.IsDir {
+				return mapErr(fmt.Errorf("%s: %w", dir, object.ErrNotDir))
+			}
+		}
+	}
+	return mapErr(f.store.Mkdir(ctx, name))
+}
+
+// Rmdir removes an empty directory.
+func (f *FS) Rmdir(ctx context.Context, name string) error {
+	return mapErr(f.store.Rmdir(ctx, name))
+}
+
+// ChecksumAlgorithms lists the whole-object checksums kept in metadata.
+func (f *FS) ChecksumAlgorithms() []string { return []string{"adler32", "crc32c"} }
+
+// Checksum returns a whole-object checksum from the object's metadata; no
+// data is read.
+func (f *FS) Checksum(ctx context.Context, name, algorithm string) (string, error) {
+	info, err := f.store.Stat(ctx, name)
+	if err != nil {
+		return "", mapErr(err)
+	}
+	if info.IsDir {
+		return "", xrootd.Errorf(xrootd.ErrIsDirectory, "%s is a directory", name)
+	}
+	switch algorithm {
+	case "adler32":
+		return info.Adler32, nil
+	case "crc32c":
+		return info.CRC32C, nil
+	}
+	return "", xrootd.Errorf(xrootd.ErrUnsupported, "checksum %q not supported (adler32, crc32c)", algorithm)
+}
+
+// Space reports the usable capacity: the nodes' space times K/(K+M).
+func (f *FS) Space(ctx context.Context, _ string) (xrootd.Space, error) {
+	var total, free, largest int64
+	for _, n := range f.store.Nodes() {
+		sp, err := n.Space(ctx)
+		if err != nil {
+			continue
+		}
+		total += sp.Total
+		free += sp.Free
+		largest = max(largest, sp.Free)
+	}
+	g := f.store.Geometry()
+	scale := func(v int64) int64 { return v / int64(g.Width()) * int64(g.K) }
+	return xrootd.Space{Total: scale(total), Free: scale(free), Used: scale(total - free),
+		LargestFree: largest * int64(g.K)}, nil
+}
+
+func fileInfo(info *object.Info) xrootd.FileInfo {
+	fi := xrootd.FileInfo{Size: info.Size, ModTime: info.MTime, Mode: 0o644}
+	if info.IsDir {
+		fi.Mode = fs.ModeDir | 0o755
+		fi.Size = 4096
+	}
+	return fi
+}
+
+// readFile is an object open for reading.
+type readFile struct{ r *object.Reader }
+
+func (rf *readFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	n, err := rf.r.ReadAt(ctx, p, off)
+	return n, mapErr(err)
+}
+
+func (rf *readFile) Stat(context.Context) (xrootd.FileInfo, error) {
+	return fileInfo(rf.r.Info()), nil
+}
+
+func (rf *readFile) Close(context.Context) error { return rf.r.Close() }
+
+// writeFile is a new object version being written.
+type writeFile struct {
+	w    *object.Writer
+	name string
+}
+
+var _ xrootd.FileAborter = (*writeFile)(nil)
+
+func (wf *writeFile) WriteAt(_ context.Context, p []byte, off int64) (int, error) {
+	if off != wf.w.Size() {
+		return 0, xrootd.Errorf(xrootd.ErrUnsupported,
+			"%s: objects are written sequentially: write at offset %d, expected %d", wf.name, off, wf.w.Size())
+	}
+	n, err := wf.w.Write(p)
+	return n, mapErr(err)
+}
+
+func (wf *writeFile) ReadAt(context.Context, []byte, int64) (int, error) {
+	return 0, xrootd.Errorf(xrootd.ErrUnsupported, "%s is open for writing", wf.name)
+}
+
+func (wf *writeFile) Stat(context.Context) (xrootd.FileInfo, error) {
+	return xrootd.FileInfo{Size: wf.w.Size(), Mode: 0o644}, nil
+}
+
+// Close commits the object: the client hears "closed" only once it is
+// durable on at least the write quorum of nodes.
+func (wf *writeFile) Close(context.Context) error { return mapErr(wf.w.Close()) }
+
+// Abort discards an upload whose client went away.
+func (wf *writeFile) Abort(context.Context) error { return wf.w.Abort() }
+
+// mapErr turns engine errors into the XRootD error codes clients expect.
+// Errors wrapping io/fs sentinels are mapped by the server itself.
+func mapErr(err error) error {
+	var ue *object.UnrecoverableError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, object.ErrIsDir), errors.Is(err, node.ErrIsDir):
+		return xrootd.Errorf(xrootd.ErrIsDirectory, "%v", err)
+	case errors.Is(err, object.ErrNotDir), errors.Is(err, node.ErrNotDir):
+		return fmt.Errorf("%v: %w", err, syscall.ENOTDIR)
+	case errors.Is(err, object.ErrNotEmpty):
+		return fmt.Errorf("%v: %w", err, syscall.ENOTEMPTY)
+	case errors.Is(err, node.ErrPath):
+		return xrootd.Errorf(xrootd.ErrArgInvalid, "%v", err)
+	case errors.As(err, &ue), errors.Is(err, object.ErrQuorum):
+		return xrootd.Errorf(xrootd.ErrIOError, "%v", err)
+	case errors.Is(err, node.ErrNoSpace):
+		return xrootd.Errorf(xrootd.ErrNoSpace, "%v", err)
+	}
+	return err
+}

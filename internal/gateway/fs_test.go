@@ -1,0 +1,155 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"testing"
+
+	"github.com/ecstore/ecstore/internal/erasure"
+	"github.com/ecstore/ecstore/internal/layout"
+	"github.com/ecstore/ecstore/internal/testcluster"
+	"github.com/ecstore/ecstore/internal/xrootd"
+)
+
+// serve starts a protocol server over a fresh test cluster and returns a
+// connected client.
+func serve(t *testing.T) (*testcluster.Cluster, *xrootd.Client) {
+	t.Helper()
+	c := testcluster.New(t, 7, layout.Geometry{K: 4, M: 2, ChunkSize: 64 << 10})
+	srv := &xrootd.Server{Handler: NewFS(c.Store, nil)}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go srv.Serve(ctx, ln)
+	t.Cleanup(func() { cancel(); srv.Shutdown(context.Background()) })
+	cl, err := xrootd.Dial(ctx, ln.Addr().String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	return c, cl
+}
+
+func upload(t *testing.T, cl *xrootd.Client, path string, data []byte) {
+	t.Helper()
+	ctx := context.Background()
+	f, err := cl.Open(ctx, path, xrootd.OpenNew|xrootd.OpenMkpath|xrootd.OpenUpdate, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for off := 0; off < len(data); {
+		n := min(len(data)-off, 1<<20)
+		if _, err := f.WriteAt(ctx, data[off:off+n], int64(off)); err != nil {
+			t.Fatal(err)
+		}
+		off += n
+	}
+	if err := f.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func download(t *testing.T, cl *xrootd.Client, path string) []byte {
+	t.Helper()
+	ctx := context.Background()
+	f, err := cl.Open(ctx, path, xrootd.OpenRead, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close(ctx)
+	var out bytes.Buffer
+	buf := make([]byte, 3<<20)
+	for off := int64(0); ; {
+		n, err := f.ReadAt(ctx, buf, off)
+		out.Write(buf[:n])
+		off += int64(n)
+		if errors.Is(err, io.EOF) || n == 0 {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out.Bytes()
+}
+
+func TestRoundTripThroughProtocol(t *testing.T) {
+	c, cl := serve(t)
+	ctx := context.Background()
+	data := testcluster.Rand(rand.New(rand.NewPCG(1, 1)), 5<<20+12345)
+	upload(t, cl, "/run1/f.root", data)
+	if got := download(t, cl, "/run1/f.root"); !bytes.Equal(got, data) {
+		t.Fatalf("downloaded %d bytes, differ from %d uploaded", len(got), len(data))
+	}
+	// The same object through the engine directly.
+	if got, err := c.Get("/run1/f.root"); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("engine read: %v", err)
+	}
+	st, err := cl.Stat(ctx, "/run1/f.root")
+	if err != nil || st.Size != int64(len(data)) {
+		t.Fatalf("stat: %+v %v", st, err)
+	}
+	sums := erasure.NewObjectSums()
+	sums.Write(data)
+	if _, v, err := cl.Checksum(ctx, "/run1/f.root", "adler32"); err != nil || v != erasure.FormatSum(sums.Adler32()) {
+		t.Fatalf("adler32 %q %v", v, err)
+	}
+	ents, err := cl.Dirlist(ctx, "/run1", true)
+	if err != nil || len(ents) != 1 || ents[0].Name != "f.root" || ents[0].Size != int64(len(data)) {
+		t.Fatalf("dirlist: %+v %v", ents, err)
+	}
+	if err := cl.Mv(ctx, "/run1/f.root", "/run2/g.root"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Rm(ctx, "/run2/g.root"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Stat(ctx, "/run2/g.root"); !hasCode(err, xrootd.ErrNotFound) {
+		t.Fatalf("stat after rm: %v", err)
+	}
+}
+
+func TestWriteRulesOverProtocol(t *testing.T) {
+	_, cl := serve(t)
+	ctx := context.Background()
+	upload(t, cl, "/x", []byte("one"))
+	// kXR_new on an existing object fails; kXR_delete replaces it.
+	if _, err := cl.Open(ctx, "/x", xrootd.OpenNew|xrootd.OpenUpdate, 0o644); !hasCode(err, xrootd.ErrItExists) {
+		t.Fatalf("kXR_new over existing: %v", err)
+	}
+	f, err := cl.Open(ctx, "/x", xrootd.OpenDelete|xrootd.OpenUpdate, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(ctx, []byte("two"), 5); !hasCode(err, xrootd.ErrUnsupported) {
+		t.Fatalf("write with a hole: %v", err)
+	}
+	if _, err := f.WriteAt(ctx, []byte("two"), 0); err != nil {
+		t.Fatal(err)
+	}
+	// Not visible before close.
+	if got := download(t, cl, "/x"); string(got) != "one" {
+		t.Fatalf("before close: %q", got)
+	}
+	if err := f.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := download(t, cl, "/x"); string(got) != "two" {
+		t.Fatalf("after close: %q", got)
+	}
+	// Updating in place is refused clearly.
+	if _, err := cl.Open(ctx, "/x", xrootd.OpenUpdate, 0); !hasCode(err, xrootd.ErrUnsupported) {
+		t.Fatalf("open for update: %v", err)
+	}
+}
+
+func hasCode(err error, code xrootd.ErrorCode) bool {
+	var xe *xrootd.Error
+	return errors.As(err, &xe) && xe.Code == code
+}
