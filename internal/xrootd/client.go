@@ -37,8 +37,8 @@ type DialOptions struct {
 	// Default 256.
 	MaxInflight int
 	// ReadChunk and WriteChunk bound the data of one read or write
-	// request; larger transfers are split. Default 8 MiB each, capped
-	// at MaxFrame.
+	// request; larger transfers are split. Default 8 MiB each; ReadChunk
+	// is capped at MaxFrame and WriteChunk at 16 MiB.
 	ReadChunk, WriteChunk int
 	// WriteWindow is how many write requests of one WriteAt or
 	// PgWriteAt call may be outstanding at once. They are sent in
@@ -86,7 +86,8 @@ func (o *DialOptions) withDefaults() DialOptions {
 	if d.WriteChunk <= 0 {
 		d.WriteChunk = 8 << 20
 	}
-	d.WriteChunk = min(d.WriteChunk, d.MaxFrame-d.MaxFrame/PageSize*PageCRCLen-PageCRCLen)
+	// Keep a pgwrite payload within the default server payload limit.
+	d.WriteChunk = min(d.WriteChunk, DefaultMaxPayload-64<<10)
 	if d.WriteWindow <= 0 {
 		d.WriteWindow = 4
 	}
@@ -402,6 +403,9 @@ type pending struct {
 
 // start sends req on a free stream id.
 func (c *Client) start(ctx context.Context, req Request) (*pending, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	select {
 	case c.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -495,7 +499,7 @@ func (c *Client) roundTrip(ctx context.Context, req Request, onData func(f *Resp
 			if err != nil {
 				return err
 			}
-			c.log.Debug("xrootd server asks to wait", "req", req.RequestID().String(), "wait", d, "msg", msg)
+			c.log.Debug("xrootd server asks to wait", "req", req.RequestID().String(), "wait", d, "info", msg)
 			if err := sleepCtx(ctx, min(d, c.opts.MaxWait)); err != nil {
 				return err
 			}

@@ -126,7 +126,8 @@ func (f *ClientFile) PgReadAt(ctx context.Context, p []byte, off int64) (int, er
 // ReadV reads several ranges in one kXR_readv request and returns their
 // data in order. A range past the end of the file comes back short. At
 // most MaxReadVItems ranges of at most MaxReadVItemLen bytes each are
-// allowed, as servers enforce these limits.
+// allowed, as servers enforce these limits, and the whole answer must fit
+// DialOptions.MaxResponse.
 func (f *ClientFile) ReadV(ctx context.Context, segs []ReadSegment) ([][]byte, error) {
 	if len(segs) == 0 {
 		return nil, nil

@@ -74,15 +74,14 @@ func truncated(err error) error {
 // 2.3): streamid[2], requestid, 16 bytes of request-specific parameters
 // and the payload length.
 type RequestHeader struct {
-	StreamID StreamID
-	ID       RequestID
-	Params   [16]byte
-	Dlen     int32
+	StreamID StreamID  // echoed in every response frame
+	ID       RequestID // request code
+	Params   [16]byte  // request-specific parameters
+	Dlen     int32     // declared payload length
 }
 
-// ParseRequestHeader decodes a request header from the first
-// RequestHeaderLen bytes of b, which must be that long.
-func ParseRequestHeader(b []byte) RequestHeader {
+// ParseRequestHeader decodes a request header.
+func ParseRequestHeader(b *[RequestHeaderLen]byte) RequestHeader {
 	var h RequestHeader
 	copy(h.StreamID[:], b[0:2])
 	h.ID = RequestID(binary.BigEndian.Uint16(b[2:4]))
@@ -101,10 +100,10 @@ func (h RequestHeader) AppendTo(b []byte) []byte {
 
 // RequestFrame is one client request as it travels on the wire.
 type RequestFrame struct {
-	StreamID StreamID
-	ID       RequestID
-	Params   [16]byte
-	Payload  []byte
+	StreamID StreamID  // echoed in every response frame
+	ID       RequestID // request code
+	Params   [16]byte  // request-specific parameters
+	Payload  []byte    // the dlen bytes after the header
 }
 
 // Header returns the frame's header, with Dlen set from the payload.
@@ -121,9 +120,9 @@ func (f *RequestFrame) AppendTo(b []byte) []byte {
 // header was read, so its stream id is known and the peer can be told, but
 // the connection cannot continue because the payload cannot be skipped.
 type FrameError struct {
-	StreamID StreamID
-	ID       RequestID
-	Err      error
+	StreamID StreamID  // stream of the bad frame
+	ID       RequestID // request code of the bad frame
+	Err      error     // what is wrong
 }
 
 // Error describes the frame and the problem.
@@ -156,7 +155,7 @@ func ReadRequestFrame(r io.Reader, maxPayload int) (*RequestFrame, error) {
 	if _, err := io.ReadFull(r, hb[:]); err != nil {
 		return nil, truncated(err)
 	}
-	h := ParseRequestHeader(hb[:])
+	h := ParseRequestHeader(&hb)
 	if err := checkRequestHeader(h, maxPayload); err != nil {
 		return nil, err
 	}
@@ -216,10 +215,10 @@ func AppendResponseHeader(b []byte, sid StreamID, st Status, dlen int) []byte {
 // holds the raw bytes that follow, whose length the status body declares;
 // for every other status Data is empty.
 type ResponseFrame struct {
-	StreamID StreamID
-	Status   Status
-	Body     []byte
-	Data     []byte
+	StreamID StreamID // stream of the request answered
+	Status   Status   // response status
+	Body     []byte   // the header's dlen bytes
+	Data     []byte   // kXR_status only: raw data after the body
 }
 
 // AppendTo appends the encoded frame to b.
@@ -275,11 +274,11 @@ func ReadResponseFrame(r io.Reader, maxBody int) (*ResponseFrame, error) {
 // info that follows it. Its CRC32C covers every byte after the CRC field
 // up to the end of Info.
 type StatusBody struct {
-	StreamID  StreamID
+	StreamID  StreamID  // same as the response header's
 	RequestID RequestID // full request code; sent as code - 3000
 	RespType  uint8     // RespFinal, RespPartial or RespProgress
 	DataLen   int32     // length of the raw data after the body
-	Info      []byte
+	Info      []byte    // request-specific info, e.g. the pgread offset
 }
 
 // AppendTo appends the encoded status body, computing its CRC32C.

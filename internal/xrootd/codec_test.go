@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"reflect"
@@ -423,5 +424,30 @@ func TestErrorMapping(t *testing.T) {
 	}
 	if ReqPgRead.String() != "pgread" || RequestID(1).String() != "request(1)" || StatusStatus.String() != "status" {
 		t.Error("String methods")
+	}
+}
+
+func BenchmarkPages(b *testing.B) {
+	for _, size := range []int{4 << 10, 1 << 20} {
+		data := make([]byte, size)
+		raw := AppendPages(nil, 0, data)
+		b.Run(fmt.Sprintf("op=encode/size=%d", size), func(b *testing.B) {
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			buf := make([]byte, 0, len(raw))
+			for b.Loop() {
+				buf = AppendPages(buf[:0], 0, data)
+			}
+		})
+		b.Run(fmt.Sprintf("op=decode/size=%d", size), func(b *testing.B) {
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			buf := make([]byte, 0, size)
+			for b.Loop() {
+				if _, err := DecodePages(buf[:0], 0, raw); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

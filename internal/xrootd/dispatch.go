@@ -608,6 +608,7 @@ func (s *session) doDirlist(ctx context.Context, sid StreamID, r *DirlistRequest
 		buf = append(buf, dirlistStatLead...)
 	}
 	entries := 0
+	var entry []byte
 	for fi, err := range s.srv.Handler.List(ctx, name) {
 		if err != nil {
 			return fmt.Errorf("dirlist %s: %w", name, err)
@@ -616,20 +617,20 @@ func (s *session) doDirlist(ctx context.Context, sid StreamID, r *DirlistRequest
 			s.log.Debug("xrootd dirlist skips unlistable name", "path", name, "name", fi.Name)
 			continue
 		}
-		// Send what is buffered before it grows past a chunk; the last
-		// entry always goes in the final kXR_ok.
-		if entries > 0 && len(buf)+len(fi.Name)+128 > chunk {
+		entry = append(append(entry[:0], fi.Name...), '\n')
+		if withStat {
+			entry = append(AppendStat(entry, &fi), '\n')
+		}
+		// Send what is buffered before it grows past a chunk; entries end
+		// with a newline, and the last entry always goes in the final
+		// kXR_ok, where its newline becomes the terminating NUL.
+		if entries > 0 && len(buf)+len(entry) > chunk {
 			if err := s.send(sid, StatusOKSoFar, buf); err != nil {
 				return sent(err)
 			}
 			buf = buf[:0]
 		}
-		buf = append(buf, fi.Name...)
-		buf = append(buf, '\n')
-		if withStat {
-			buf = AppendStat(buf, &fi)
-			buf = append(buf, '\n')
-		}
+		buf = append(buf, entry...)
 		entries++
 	}
 	if len(buf) > 0 {

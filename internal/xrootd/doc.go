@@ -21,6 +21,44 @@
 // of asking the client to resend the page, because handlers may accept
 // only sequential writes.
 //
+// # Behaviour of the real clients
+//
+// What XRootD 5.5 clients send and expect, as observed on the wire:
+//
+//   - The handshake and a kXR_protocol request (flags kXR_secreqs,
+//     kXR_ableTLS, kXR_bifreqs; expect kXR_ExpLogin) arrive in one write.
+//     xrootd answers with two frames on stream 0: the handshake answer
+//     and an 8-byte kXR_protocol answer (kXR_isServer, kXR_suppgrw and kXR_supposc) with no
+//     security requirements appended.
+//   - kXR_login is answered with the bare 16-byte session id when no
+//     authentication is required.
+//   - xrdfs ls first sends kXR_locate for "*<path>" (kXR_prefname|
+//     kXR_4dirlist|kXR_compress) and expects "Sw[::ip]:port", then
+//     kXR_dirlist. With kXR_dstat the listing starts with ".\n0 0 0 0\n";
+//     entries are "name\nstat\n", the last one ends with a NUL instead of
+//     the newline, and long listings come as kXR_oksofar parts that end on
+//     entry boundaries.
+//   - Stat text is "id size flags mtime ctime atime mode owner group".
+//   - xrdcp uploads: kXR_stat of the target (kXR_NotFound is expected),
+//     kXR_open with kXR_delete|kXR_open_updt|kXR_async|kXR_retstat and CGI
+//     "oss.asize=<size>", then 8 MiB kXR_pgwrite requests on several
+//     streams at once, then kXR_close. It does not set kXR_mkpath and
+//     relies on the server creating missing parent directories.
+//   - xrdcp downloads: kXR_open with kXR_async|kXR_retstat, 8 MiB kXR_pgread
+//     requests in parallel, answered by xrootd in 2 MiB partial kXR_status
+//     frames. XRD_CPUSEPGWRTRD=0 switches xrdcp to kXR_read/kXR_write.
+//   - Page data travels as CRC32C then page, for pgread and pgwrite alike;
+//     the kXR_status body CRC32C covers the bytes after it up to the end of
+//     the info (for pgread and pgwrite, the 8-byte offset).
+//   - Checksum and config queries end their argument with a NUL byte; the
+//     checksum query may carry "?cks.type=adler32". xrootd answers checksum
+//     queries asynchronously (kXR_waitresp, then kXR_attn kXR_asynresp);
+//     this server answers at once. xrdcp prints adler32 without leading
+//     zeros. Unknown config keys are echoed back.
+//   - The Python bindings send kXR_read with an 8-byte read_args payload,
+//     and open for writing with kXR_delete or kXR_new without
+//     kXR_open_updt.
+//
 // # Hostile input
 //
 // Every length and count read from the wire is checked against a limit

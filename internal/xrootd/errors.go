@@ -78,8 +78,8 @@ func (c ErrorCode) String() string {
 // fs.ErrInvalid for kXR_ArgInvalid and errors.ErrUnsupported for
 // kXR_Unsupported.
 type Error struct {
-	Code    ErrorCode
-	Message string
+	Code    ErrorCode // errnum
+	Message string    // errmsg, without the terminating NUL
 }
 
 // Error formats the error as "xrootd: [3011 NotFound] message".
@@ -135,7 +135,7 @@ var (
 // kXR_redirect; following redirects is left to the caller.
 type RedirectError struct {
 	Host string // host name, possibly followed by "?cgi"
-	Port int32
+	Port int32  // port to connect to
 }
 
 // Error formats the redirect target.

@@ -44,8 +44,10 @@ type OpenOptions struct {
 	// Flags are the request's kXR_open options. Flags.Writable tells
 	// whether the file is opened for writing, Flags.Create whether it may
 	// be created; OpenNew fails when the file exists, OpenDelete
-	// truncates an existing file, OpenMkpath creates missing parent
-	// directories, OpenPOSC asks for persist-on-successful-close.
+	// truncates an existing file, OpenPOSC asks for
+	// persist-on-successful-close. OpenMkpath asks for missing parent
+	// directories to be created, but xrdcp does not set it and expects
+	// xrootd's behaviour, which creates them for every create anyway.
 	Flags OpenFlags
 	// Perm holds the permission bits for a created file.
 	Perm fs.FileMode
@@ -149,9 +151,9 @@ type Checksummer interface {
 
 // Space describes the capacity behind a path, in bytes.
 type Space struct {
-	Total       int64
-	Free        int64
-	Used        int64
+	Total       int64 // capacity
+	Free        int64 // bytes available
+	Used        int64 // bytes in use
 	LargestFree int64 // largest free extent; Free when unknown
 }
 

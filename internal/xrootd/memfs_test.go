@@ -102,15 +102,14 @@ func (m *memFS) Open(ctx context.Context, name string, opts OpenOptions) (File, 
 		return nil, fmt.Errorf("open %s: %w", name, fs.ErrNotExist)
 	}
 	if opts.Flags.Create() && (!exists || opts.Flags&OpenDelete != 0) {
-		parent, ok := m.nodes[path.Dir(name)]
-		if !ok {
-			if opts.Flags&OpenMkpath == 0 {
-				return nil, fmt.Errorf("open %s: parent: %w", name, fs.ErrNotExist)
+		// Like xrootd, create missing parents whether or not kXR_mkpath
+		// is set: xrdcp does not set it.
+		for d := path.Dir(name); d != "/"; d = path.Dir(d) {
+			if p, ok := m.nodes[d]; ok && !p.dir {
+				return nil, Errorf(ErrNotFile, "%s is not a directory", d)
 			}
-			m.mkdirAll(path.Dir(name))
-		} else if !parent.dir {
-			return nil, Errorf(ErrNotFile, "%s is not a directory", path.Dir(name))
 		}
+		m.mkdirAll(path.Dir(name))
 		perm := opts.Perm
 		if perm == 0 {
 			perm = 0o600

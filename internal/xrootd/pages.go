@@ -6,7 +6,8 @@ import (
 	"hash/crc32"
 )
 
-// Page checksums of kXR_pgread and kXR_pgwrite (sections 4.15 and 4.16).
+// Page checksums, as the specification's kXR_pgread and kXR_pgwrite
+// sections define them.
 //
 // Data travels as a sequence of pages, each preceded by the big-endian
 // CRC32C (Castagnoli) of its bytes. Pages are aligned on file offsets that
@@ -46,9 +47,9 @@ func AppendPages(dst []byte, off int64, data []byte) []byte {
 // PageError reports the first page whose CRC32C does not match; it wraps
 // ErrChecksum.
 type PageError struct {
-	Offset     int64 // file offset of the page
-	Want, Got  uint32
-	PageLength int
+	Offset     int64  // file offset of the page
+	Want, Got  uint32 // CRC32C of the page's data
+	PageLength int    // data bytes in the page
 }
 
 // Error describes the bad page.

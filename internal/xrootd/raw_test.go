@@ -288,3 +288,22 @@ func TestRandomRequests(t *testing.T) {
 	}
 	rc.ping(StreamID{0xff, 0xff})
 }
+
+func TestTimeouts(t *testing.T) {
+	addr, _ := startServer(t, newMemFS(), Limits{IdleTimeout: 100 * time.Millisecond, HandshakeTimeout: 200 * time.Millisecond})
+	t.Run("idle", func(t *testing.T) {
+		rc := rawDial(t, addr, true)
+		rc.ping(StreamID{1, 1})
+		time.Sleep(30 * time.Millisecond)
+		rc.ping(StreamID{1, 2})
+		rc.expectClosed()
+	})
+	t.Run("handshake", func(t *testing.T) {
+		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		(&rawConn{t: t, conn: conn}).expectClosed()
+	})
+}

@@ -6,7 +6,8 @@ import (
 	"strings"
 )
 
-// Request is a typed client request (section 4). ParseRequest decodes one
+// Request is a typed client request (section 4 of the
+// specification, one subsection per request). ParseRequest decodes one
 // from a frame; EncodeRequest encodes one. The set of implementations is
 // closed: the structs of this file and RawRequest.
 type Request interface {
@@ -197,7 +198,7 @@ func parseMv(p *[16]byte, pl []byte) (Request, error) {
 // ProtocolRequest is kXR_protocol: the client's protocol version and what
 // it wants to learn about the server (section 4.19).
 type ProtocolRequest struct {
-	ClientVersion int32
+	ClientVersion int32 // clientpv
 	Flags         uint8 // ProtoSecReqs, ProtoAbleTLS, ...
 	Expect        uint8 // what the client does next, e.g. ProtoExpectLogin
 }
@@ -214,12 +215,12 @@ func (r *ProtocolRequest) marshal(p *[16]byte) []byte {
 // LoginRequest is kXR_login (section 4.11). Token carries the client's
 // CGI, such as "xrd.appname=xrdcp&xrd.rn=v5.5.3".
 type LoginRequest struct {
-	PID      int32
+	PID      int32  // client process id
 	Username string // at most 8 bytes are sent
-	Ability2 uint8
-	Ability  uint8
-	CapVer   uint8
-	Token    string
+	Ability2 uint8  // XLoginAbility2 flags
+	Ability  uint8  // XLoginAbility flags
+	CapVer   uint8  // XLoginCapVer: capabilities and client version
+	Token    string // login CGI, e.g. xrd.appname=...
 }
 
 // RequestID returns ReqLogin.
@@ -235,8 +236,8 @@ func (r *LoginRequest) marshal(p *[16]byte) []byte {
 // AuthRequest is kXR_auth. The server refuses it: it offers no security
 // protocol.
 type AuthRequest struct {
-	CredType    [4]byte
-	Credentials []byte
+	CredType    [4]byte // credtype, e.g. "gsi"
+	Credentials []byte  // cred
 }
 
 // RequestID returns ReqAuth.
@@ -255,12 +256,12 @@ func (*PingRequest) RequestID() RequestID { return ReqPing }
 
 func (*PingRequest) marshal(*[16]byte) []byte { return nil }
 
-// StatRequest is kXR_stat (section 4.28). With an empty Path it stats the
+// StatRequest is kXR_stat. With an empty Path it stats the
 // open file Handle; with Options&StatVFS it asks for file system space.
 type StatRequest struct {
-	Options uint8
-	Handle  FileHandle
-	Path    string
+	Options uint8      // StatVFS for file system information
+	Handle  FileHandle // fhandle, used when Path is empty
+	Path    string     // path; empty to stat Handle
 }
 
 // RequestID returns ReqStat.
@@ -274,7 +275,7 @@ func (r *StatRequest) marshal(p *[16]byte) []byte {
 
 // StatxRequest is kXR_statx: the flags of several paths at once.
 type StatxRequest struct {
-	Paths []string
+	Paths []string // newline-separated on the wire
 }
 
 // RequestID returns ReqStatx.
@@ -284,9 +285,9 @@ func (r *StatxRequest) marshal(*[16]byte) []byte { return []byte(strings.Join(r.
 
 // OpenRequest is kXR_open (section 4.14). Path may carry CGI after "?".
 type OpenRequest struct {
-	Mode    uint16 // permission bits; kXR_ur.. equal the Unix 0400..
-	Options OpenFlags
-	Path    string
+	Mode    uint16    // permission bits; kXR_ur.. equal the Unix 0400..
+	Options OpenFlags // kXR_open options
+	Path    string    // path, optionally followed by ?CGI
 }
 
 // RequestID returns ReqOpen.
@@ -300,7 +301,7 @@ func (r *OpenRequest) marshal(p *[16]byte) []byte {
 
 // CloseRequest is kXR_close.
 type CloseRequest struct {
-	Handle FileHandle
+	Handle FileHandle // fhandle of the open file
 }
 
 // RequestID returns ReqClose.
@@ -314,20 +315,20 @@ func (r *CloseRequest) marshal(p *[16]byte) []byte {
 // ReadSegment is one element of a kXR_readv list or of the read-ahead
 // list of kXR_read (readahead_list / read_list).
 type ReadSegment struct {
-	Handle FileHandle
-	Length int32
-	Offset int64
+	Handle FileHandle // fhandle of the open file
+	Length int32      // rlen: bytes to read (answered: bytes read)
+	Offset int64      // file offset
 }
 
-// ReadRequest is kXR_read (section 4.21). When HasArgs is set, the
+// ReadRequest is kXR_read. When HasArgs is set, the
 // read_args (path id and any read-ahead hints) follow the header.
 type ReadRequest struct {
-	Handle    FileHandle
-	Offset    int64
-	Length    int32
-	HasArgs   bool
-	PathID    uint8
-	ReadAhead []ReadSegment
+	Handle    FileHandle    // fhandle of the open file
+	Offset    int64         // file offset
+	Length    int32         // rlen: bytes to read
+	HasArgs   bool          // the optional arguments are present
+	PathID    uint8         // pathid: data sub-stream, 0 for the main one
+	ReadAhead []ReadSegment // read-ahead hints (readahead_list)
 }
 
 // RequestID returns ReqRead.
@@ -348,15 +349,15 @@ func (r *ReadRequest) marshal(p *[16]byte) []byte {
 	return b
 }
 
-// PgReadRequest is kXR_pgread (section 4.15): a read whose answer carries a
+// PgReadRequest is kXR_pgread: a read whose answer carries a
 // CRC32C per page.
 type PgReadRequest struct {
-	Handle  FileHandle
-	Offset  int64
-	Length  int32
-	HasArgs bool
-	PathID  uint8
-	Flags   uint8 // kXR_pgRetry
+	Handle  FileHandle // fhandle of the open file
+	Offset  int64      // file offset
+	Length  int32      // rlen: bytes to read
+	HasArgs bool       // the optional arguments are present
+	PathID  uint8      // pathid: data sub-stream, 0 for the main one
+	Flags   uint8      // kXR_pgRetry
 }
 
 // RequestID returns ReqPgRead.
@@ -372,11 +373,11 @@ func (r *PgReadRequest) marshal(p *[16]byte) []byte {
 	return []byte{r.PathID, r.Flags}
 }
 
-// ReadVRequest is kXR_readv (section 4.22): a list of reads answered in one
+// ReadVRequest is kXR_readv: a list of reads answered in one
 // response.
 type ReadVRequest struct {
-	PathID   uint8
-	Segments []ReadSegment
+	PathID   uint8         // pathid: data sub-stream, 0 for the main one
+	Segments []ReadSegment // read_list, at most MaxReadVItems
 }
 
 // RequestID returns ReqReadV.
@@ -391,12 +392,12 @@ func (r *ReadVRequest) marshal(p *[16]byte) []byte {
 	return b
 }
 
-// WriteRequest is kXR_write (section 4.33). Data aliases the frame payload.
+// WriteRequest is kXR_write. Data aliases the frame payload.
 type WriteRequest struct {
-	Handle FileHandle
-	Offset int64
-	PathID uint8
-	Data   []byte
+	Handle FileHandle // fhandle of the open file
+	Offset int64      // file offset
+	PathID uint8      // pathid: data sub-stream, 0 for the main one
+	Data   []byte     // payload; aliases the frame on decode
 }
 
 // RequestID returns ReqWrite.
@@ -409,15 +410,15 @@ func (r *WriteRequest) marshal(p *[16]byte) []byte {
 	return r.Data
 }
 
-// PgWriteRequest is kXR_pgwrite (section 4.16). Pages is the raw payload:
+// PgWriteRequest is kXR_pgwrite. Pages is the raw payload:
 // CRC32C-prefixed pages as AppendPages builds them; DecodePages checks
 // and extracts the data. Pages aliases the frame payload.
 type PgWriteRequest struct {
-	Handle FileHandle
-	Offset int64
-	PathID uint8
-	Flags  uint8 // kXR_pgRetry
-	Pages  []byte
+	Handle FileHandle // fhandle of the open file
+	Offset int64      // file offset
+	PathID uint8      // pathid: data sub-stream, 0 for the main one
+	Flags  uint8      // kXR_pgRetry
+	Pages  []byte     // CRC32C-prefixed pages; aliases the frame on decode
 }
 
 // RequestID returns ReqPgWrite.
@@ -432,7 +433,7 @@ func (r *PgWriteRequest) marshal(p *[16]byte) []byte {
 
 // SyncRequest is kXR_sync.
 type SyncRequest struct {
-	Handle FileHandle
+	Handle FileHandle // fhandle of the open file
 }
 
 // RequestID returns ReqSync.
@@ -446,9 +447,9 @@ func (r *SyncRequest) marshal(p *[16]byte) []byte {
 // TruncateRequest is kXR_truncate: by Path when it is set, otherwise the
 // open file Handle.
 type TruncateRequest struct {
-	Handle FileHandle
-	Size   int64
-	Path   string
+	Handle FileHandle // fhandle, used when Path is empty
+	Size   int64      // new file size
+	Path   string     // path; empty to truncate Handle
 }
 
 // RequestID returns ReqTruncate.
@@ -460,10 +461,10 @@ func (r *TruncateRequest) marshal(p *[16]byte) []byte {
 	return []byte(r.Path)
 }
 
-// DirlistRequest is kXR_dirlist (section 4.6).
+// DirlistRequest is kXR_dirlist.
 type DirlistRequest struct {
-	Options uint8 // DirlistStat, DirlistCksum, DirlistOnline
-	Path    string
+	Options uint8  // DirlistStat, DirlistCksum, DirlistOnline
+	Path    string // path, optionally followed by ?CGI
 }
 
 // RequestID returns ReqDirlist.
@@ -476,9 +477,9 @@ func (r *DirlistRequest) marshal(p *[16]byte) []byte {
 
 // MkdirRequest is kXR_mkdir.
 type MkdirRequest struct {
-	Options uint8 // MkdirPath
-	Mode    uint16
-	Path    string
+	Options uint8  // MkdirPath
+	Mode    uint16 // permission bits; kXR_ur..kXR_ox equal Unix 0400..0001
+	Path    string // path, optionally followed by ?CGI
 }
 
 // RequestID returns ReqMkdir.
@@ -492,7 +493,7 @@ func (r *MkdirRequest) marshal(p *[16]byte) []byte {
 
 // RmdirRequest is kXR_rmdir.
 type RmdirRequest struct {
-	Path string
+	Path string // path, optionally followed by ?CGI
 }
 
 // RequestID returns ReqRmdir.
@@ -502,7 +503,7 @@ func (r *RmdirRequest) marshal(*[16]byte) []byte { return []byte(r.Path) }
 
 // RmRequest is kXR_rm.
 type RmRequest struct {
-	Path string
+	Path string // path, optionally followed by ?CGI
 }
 
 // RequestID returns ReqRm.
@@ -513,8 +514,8 @@ func (r *RmRequest) marshal(*[16]byte) []byte { return []byte(r.Path) }
 // MvRequest is kXR_mv. On the wire the two paths are separated by a blank
 // and arg1len gives the length of the first.
 type MvRequest struct {
-	Source string
-	Target string
+	Source string // path renamed
+	Target string // new path
 }
 
 // RequestID returns ReqMv.
@@ -529,9 +530,9 @@ func (r *MvRequest) marshal(p *[16]byte) []byte {
 // typically a path with CGI or a list of configuration names; xrdfs ends
 // it with a NUL byte.
 type QueryRequest struct {
-	InfoType uint16 // QueryCksum, QuerySpace, QueryConfig, QueryStats, ...
-	Handle   FileHandle
-	Args     []byte
+	InfoType uint16     // QueryCksum, QuerySpace, QueryConfig, QueryStats, ...
+	Handle   FileHandle // fhandle, for queries about an open file
+	Args     []byte     // raw argument bytes
 }
 
 // RequestID returns ReqQuery.
@@ -543,10 +544,10 @@ func (r *QueryRequest) marshal(p *[16]byte) []byte {
 	return r.Args
 }
 
-// LocateRequest is kXR_locate (section 4.12).
+// LocateRequest is kXR_locate.
 type LocateRequest struct {
-	Options uint16
-	Path    string
+	Options uint16 // Locate* and kXR_open options
+	Path    string // path, optionally followed by ?CGI
 }
 
 // RequestID returns ReqLocate.
@@ -559,7 +560,7 @@ func (r *LocateRequest) marshal(p *[16]byte) []byte {
 
 // EndsessRequest is kXR_endsess.
 type EndsessRequest struct {
-	SessionID [16]byte
+	SessionID [16]byte // sessid of the session to end
 }
 
 // RequestID returns ReqEndsess.
@@ -572,8 +573,8 @@ func (r *EndsessRequest) marshal(p *[16]byte) []byte {
 
 // SetRequest is kXR_set (e.g. "appid ..." or "monitor ...").
 type SetRequest struct {
-	Modifier uint8
-	Data     string
+	Modifier uint8  // should be zero
+	Data     string // e.g. "appid name"
 }
 
 // RequestID returns ReqSet.
@@ -586,11 +587,11 @@ func (r *SetRequest) marshal(p *[16]byte) []byte {
 
 // PrepareRequest is kXR_prepare.
 type PrepareRequest struct {
-	Options  uint8
-	Priority uint8
-	Port     uint16
-	OptionsX uint16
-	Paths    []string
+	Options  uint8    // XPrepRequestOption flags
+	Priority uint8    // prty
+	Port     uint16   // port for notifications
+	OptionsX uint16   // optionX: extended options such as kXR_evict
+	Paths    []string // newline-separated on the wire
 }
 
 // RequestID returns ReqPrepare.
@@ -605,8 +606,8 @@ func (r *PrepareRequest) marshal(p *[16]byte) []byte {
 
 // ChmodRequest is kXR_chmod.
 type ChmodRequest struct {
-	Mode uint16
-	Path string
+	Mode uint16 // permission bits; kXR_ur..kXR_ox equal Unix 0400..0001
+	Path string // path, optionally followed by ?CGI
 }
 
 // RequestID returns ReqChmod.
@@ -620,9 +621,9 @@ func (r *ChmodRequest) marshal(p *[16]byte) []byte {
 // RawRequest is a request this package has no type for (kXR_fattr,
 // kXR_bind, kXR_writev, unknown codes, ...), kept as it arrived.
 type RawRequest struct {
-	ID      RequestID
-	Params  [16]byte
-	Payload []byte
+	ID      RequestID // request code
+	Params  [16]byte  // the 16 parameter bytes
+	Payload []byte    // the dlen bytes after the header
 }
 
 // RequestID returns the raw request code.

@@ -11,7 +11,7 @@ import (
 )
 
 // FileInfo describes a file or directory as kXR_stat, kXR_open with
-// kXR_retstat and kXR_dirlist with kXR_dstat report it (section 4.28).
+// kXR_retstat and kXR_dirlist with kXR_dstat report it (see kXR_stat in the specification).
 //
 // On the wire it is the text "id size flags mtime ctime atime mode owner
 // group"; servers older than protocol 5 send only the first four tokens,
@@ -21,18 +21,18 @@ type FileInfo struct {
 	Name string
 	// ID identifies the file on its server (xrootd uses device and inode).
 	ID   uint64
-	Size int64
+	Size int64 // bytes
 	// Mode holds the permission bits and fs.ModeDir for directories.
 	Mode fs.FileMode
 	// Flags are the protocol's stat flags. Server derives them from Mode
 	// (see StatFlagsFor) and ignores this field; Client fills it from the
 	// response.
 	Flags      StatFlags
-	ModTime    time.Time
-	ChangeTime time.Time
-	AccessTime time.Time
-	Owner      string
-	Group      string
+	ModTime    time.Time // mtime
+	ChangeTime time.Time // ctime; ModTime when unknown
+	AccessTime time.Time // atime; ModTime when unknown
+	Owner      string    // user name, "-" on the wire when empty
+	Group      string    // group name, "-" on the wire when empty
 }
 
 // IsDir reports whether the entry is a directory.
@@ -289,7 +289,7 @@ func AppendAsyncResponse(b []byte, f *ResponseFrame) []byte {
 
 // ProtocolResponse is the body of the kXR_protocol response.
 type ProtocolResponse struct {
-	Version int32
+	Version int32  // pval: the server's protocol version
 	Flags   uint32 // FlagIsServer, FlagSupPgRW, ...
 	// Security holds the security requirements structure when the server
 	// sent one; this package never does.
@@ -318,8 +318,8 @@ func ParseProtocolResponse(body []byte) (ProtocolResponse, error) {
 // LoginResponse is the body of the kXR_login response: the session id and,
 // when the server requires authentication, its security token ("&P=...").
 type LoginResponse struct {
-	SessionID [16]byte
-	Security  string
+	SessionID [16]byte // sessid
+	Security  string   // security token; empty when no authentication is needed
 }
 
 // ParseLoginResponse decodes the body of a kXR_login response.
@@ -335,7 +335,7 @@ func ParseLoginResponse(body []byte) (LoginResponse, error) {
 
 // OpenResponse is the body of the kXR_open response.
 type OpenResponse struct {
-	Handle FileHandle
+	Handle FileHandle // fhandle for later requests
 	// Stat is set when the request had kXR_retstat (or kXR_compress) and
 	// the server sent stat information.
 	Stat *FileInfo

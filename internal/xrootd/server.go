@@ -15,8 +15,11 @@ import (
 // value of each field selects its default.
 //
 // Memory per connection stays below PayloadBudget (request payloads being
-// read or processed) plus MaxInflight × ResponseChunk (response buffers)
-// plus small per-request overhead.
+// read or processed) plus, for each of MaxInflight requests, its response
+// buffers: about two ResponseChunks for reads (data and its page CRCs),
+// or one readv element of up to MaxReadVItemLen, plus small overhead.
+// Nothing is ever allocated from a length the client declares beyond
+// these bounds.
 type Limits struct {
 	// MaxPayload is the largest request payload accepted. A larger
 	// declared length is answered with kXR_error kXR_ArgTooLong and the
@@ -128,6 +131,7 @@ func (s *Server) init() {
 // listener's error. Serve closes ln before it returns.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if s.Handler == nil {
+		ln.Close()
 		return errors.New("xrootd: Server.Handler is nil")
 	}
 	s.init()

@@ -310,7 +310,7 @@ func TestOpenErrors(t *testing.T) {
 		{"exists", "/f", OpenNew, ErrItExists},
 		{"directory", "/", OpenRead, ErrIsDirectory},
 		{"relative", "f", OpenRead, ErrArgInvalid},
-		{"no parent", "/a/b/c", OpenNew, ErrNotFound},
+		{"parent is a file", "/f/c", OpenNew, ErrNotFile},
 		{"empty", "", OpenRead, ErrArgMissing},
 	}
 	for _, tt := range tests {
@@ -431,7 +431,8 @@ func (f *seqFile) WriteAt(ctx context.Context, p []byte, off int64) (int, error)
 func TestWritesStayOrdered(t *testing.T) {
 	r := rand.New(rand.NewPCG(testSeed(t), 2))
 	m := newMemFS()
-	addr, _ := startServer(t, seqFS{m}, Limits{MaxInflight: 16})
+	// A small payload budget makes the reader wait for earlier writes.
+	addr, _ := startServer(t, seqFS{m}, Limits{MaxInflight: 16, MaxPayload: 8 << 10, PayloadBudget: 20 << 10})
 	c := dial(t, addr, &DialOptions{WriteChunk: 4096 + 17, WriteWindow: 12})
 	ctx := testCtx(t)
 	data := randomBytes(r, 300<<10)
@@ -706,5 +707,28 @@ func TestLargeDirlist(t *testing.T) {
 	}
 	if _, err := c.Dirlist(ctx, "/missing", true); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("dirlist missing: %v", err)
+	}
+}
+
+func TestOpenFileLimit(t *testing.T) {
+	m := newMemFS()
+	m.put("/f", []byte("x"))
+	addr, _ := startServer(t, m, Limits{MaxOpenFiles: 2})
+	c := dial(t, addr, nil)
+	ctx := testCtx(t)
+	f1, err := c.Open(ctx, "/f", OpenRead, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Open(ctx, "/f", OpenRead, 0); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Open(ctx, "/f", OpenRead, 0)
+	wantCode(t, err, ErrOverloaded)
+	if err := f1.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Open(ctx, "/f", OpenRead, 0); err != nil {
+		t.Errorf("open after close: %v", err)
 	}
 }

@@ -174,16 +174,10 @@ func (s *session) run() (graceful bool) {
 
 	var hb [RequestHeaderLen]byte
 	for {
-		if s.limits.IdleTimeout > 0 && len(s.slots) == 0 {
-			s.setReadDeadline(time.Now().Add(s.limits.IdleTimeout))
-		}
-		if _, err := io.ReadFull(s.conn, hb[:]); err != nil {
+		if err := s.readHeader(hb[:]); err != nil {
 			return s.readEnded(err)
 		}
-		if s.limits.IdleTimeout > 0 {
-			s.setReadDeadline(time.Time{})
-		}
-		h := ParseRequestHeader(hb[:])
+		h := ParseRequestHeader(&hb)
 		if err := checkRequestHeader(h, s.limits.MaxPayload); err != nil {
 			code := ErrArgInvalid
 			if errors.Is(err, ErrFrameTooLarge) {
@@ -207,6 +201,10 @@ func (s *session) run() (graceful bool) {
 		if err != nil {
 			s.budget.release(size)
 			<-s.slots
+			if s.draining.Load() {
+				// Shutdown interrupted this request; finish the others.
+				return true
+			}
 			s.log.Debug("xrootd request payload unreadable; closing", "req", h.ID, "err", err)
 			return false
 		}
@@ -214,6 +212,33 @@ func (s *session) run() (graceful bool) {
 		s.wg.Add(1)
 		s.dispatch(f, size)
 	}
+}
+
+// readHeader reads the next request header. With an IdleTimeout, the
+// connection ends when that much time passes with no request in flight
+// and no complete header received.
+func (s *session) readHeader(hb []byte) error {
+	if s.limits.IdleTimeout <= 0 {
+		_, err := io.ReadFull(s.conn, hb)
+		return err
+	}
+	defer s.setReadDeadline(time.Time{})
+	n := 0
+	for n < len(hb) {
+		s.setReadDeadline(time.Now().Add(s.limits.IdleTimeout))
+		m, err := s.conn.Read(hb[n:])
+		n += m
+		switch {
+		case err == nil:
+		case errors.Is(err, os.ErrDeadlineExceeded) && !s.draining.Load() && len(s.slots) > 0:
+			// Busy, not idle: requests are still being answered.
+		case errors.Is(err, io.EOF) && n > 0:
+			return io.ErrUnexpectedEOF
+		default:
+			return err
+		}
+	}
+	return nil
 }
 
 // readEnded classifies the error that stopped the request reader.
