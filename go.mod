@@ -1,10 +1,20 @@
 module github.com/ecstore/ecstore
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/klauspost/reedsolomon v1.14.2
-	golang.org/x/sys v0.30.0
+	github.com/prometheus/client_golang v1.25.0
+	golang.org/x/sys v0.48.0
 )
 
-require github.com/klauspost/cpuid/v2 v2.3.0 // indirect
+require (
+	github.com/beorn7/perks v1.0.1 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/klauspost/cpuid/v2 v2.3.0 // indirect
+	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/prometheus/client_model v0.6.3 // indirect
+	github.com/prometheus/common v0.72.0 // indirect
+	github.com/prometheus/procfs v0.22.0 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
+)

@@ -9,10 +9,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"iter"
 	"log/slog"
 	"syscall"
+	"time"
 
 	"github.com/ecstore/ecstore/internal/node"
 	"github.com/ecstore/ecstore/internal/object"
@@ -24,14 +26,37 @@ import (
 type FS struct {
 	store *object.Store
 	log   *slog.Logger
+	hooks Hooks
+}
+
+// Hooks observe the requests a frontend handles, for metrics. Nil fields
+// are skipped; callbacks must be fast.
+type Hooks struct {
+	// Request is called when a request completes: op is the operation
+	// ("open", "stat", "list", "read", "write", "close", "rm", ...).
+	Request func(op string, took time.Duration, err error)
+	// Bytes is called with the object bytes moved ("read" or "write").
+	Bytes func(direction string, n int)
+}
+
+func (h *Hooks) done(op string, start time.Time, err error) {
+	if h.Request != nil {
+		h.Request(op, time.Since(start), err)
+	}
+}
+
+func (h *Hooks) bytes(direction string, n int) {
+	if h.Bytes != nil && n > 0 {
+		h.Bytes(direction, n)
+	}
 }
 
 // NewFS returns an FS over store. A nil logger discards.
-func NewFS(store *object.Store, log *slog.Logger) *FS {
+func NewFS(store *object.Store, log *slog.Logger, hooks Hooks) *FS {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &FS{store: store, log: log}
+	return &FS{store: store, log: log, hooks: hooks}
 }
 
 // Compile-time checks of the optional capabilities FS offers.
@@ -48,13 +73,14 @@ var (
 // Open opens an object for reading, or starts writing a new version of it
 // when the client opens for writing with kXR_new or kXR_delete (what
 // xrdcp sends). Updating an existing object in place is not supported.
-func (f *FS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (xrootd.File, error) {
+func (f *FS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (_ xrootd.File, err error) {
+	defer func(start time.Time) { f.hooks.done("open", start, err) }(time.Now())
 	if !opts.Flags.Writable() {
 		r, err := f.store.Open(ctx, name)
 		if err != nil {
 			return nil, mapErr(err)
 		}
-		return &readFile{r: r}, nil
+		return &readFile{r: r, hooks: &f.hooks}, nil
 	}
 	if !opts.Flags.Create() {
 		return nil, xrootd.Errorf(xrootd.ErrUnsupported,
@@ -72,11 +98,12 @@ func (f *FS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (xr
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return &writeFile{w: w, name: name}, nil
+	return &writeFile{w: w, name: name, hooks: &f.hooks}, nil
 }
 
 // Stat describes an object or directory.
-func (f *FS) Stat(ctx context.Context, name string) (xrootd.FileInfo, error) {
+func (f *FS) Stat(ctx context.Context, name string) (_ xrootd.FileInfo, err error) {
+	defer func(start time.Time) { f.hooks.done("stat", start, err) }(time.Now())
 	info, err := f.store.Stat(ctx, name)
 	if err != nil {
 		return xrootd.FileInfo{}, mapErr(err)
@@ -87,7 +114,9 @@ func (f *FS) Stat(ctx context.Context, name string) (xrootd.FileInfo, error) {
 // List lists a directory: one entry per object, with its real size.
 func (f *FS) List(ctx context.Context, dir string) iter.Seq2[xrootd.FileInfo, error] {
 	return func(yield func(xrootd.FileInfo, error) bool) {
+		start := time.Now()
 		infos, err := f.store.List(ctx, dir)
+		f.hooks.done("list", start, err)
 		if err != nil {
 			yield(xrootd.FileInfo{}, mapErr(err))
 			return
@@ -103,18 +132,21 @@ func (f *FS) List(ctx context.Context, dir string) iter.Seq2[xrootd.FileInfo, er
 }
 
 // Remove deletes an object.
-func (f *FS) Remove(ctx context.Context, name string) error {
+func (f *FS) Remove(ctx context.Context, name string) (err error) {
+	defer func(start time.Time) { f.hooks.done("rm", start, err) }(time.Now())
 	return mapErr(f.store.Remove(ctx, name))
 }
 
 // Rename moves an object or directory.
-func (f *FS) Rename(ctx context.Context, oldName, newName string) error {
+func (f *FS) Rename(ctx context.Context, oldName, newName string) (err error) {
+	defer func(start time.Time) { f.hooks.done("mv", start, err) }(time.Now())
 	return mapErr(f.store.Rename(ctx, oldName, newName))
 }
 
 // Mkdir creates a directory; without parents, its parent must exist and
 // the directory must not.
-func (f *FS) Mkdir(ctx context.Context, name string, _ fs.FileMode, parents bool) error {
+func (f *FS) Mkdir(ctx context.Context, name string, _ fs.FileMode, parents bool) (err error) {
+	defer func(start time.Time) { f.hooks.done("mkdir", start, err) }(time.Now())
 	if !parents {
 		if _, err := f.store.Stat(ctx, name); err == nil {
 			return xrootd.Errorf(xrootd.ErrItExists, "%s exists", name)
@@ -133,7 +165,8 @@ func (f *FS) Mkdir(ctx context.Context, name string, _ fs.FileMode, parents bool
 }
 
 // Rmdir removes an empty directory.
-func (f *FS) Rmdir(ctx context.Context, name string) error {
+func (f *FS) Rmdir(ctx context.Context, name string) (err error) {
+	defer func(start time.Time) { f.hooks.done("rmdir", start, err) }(time.Now())
 	return mapErr(f.store.Rmdir(ctx, name))
 }
 
@@ -142,7 +175,8 @@ func (f *FS) ChecksumAlgorithms() []string { return []string{"adler32", "crc32c"
 
 // Checksum returns a whole-object checksum from the object's metadata; no
 // data is read.
-func (f *FS) Checksum(ctx context.Context, name, algorithm string) (string, error) {
+func (f *FS) Checksum(ctx context.Context, name, algorithm string) (_ string, err error) {
+	defer func(start time.Time) { f.hooks.done("checksum", start, err) }(time.Now())
 	info, err := f.store.Stat(ctx, name)
 	if err != nil {
 		return "", mapErr(err)
@@ -187,10 +221,20 @@ func fileInfo(info *object.Info) xrootd.FileInfo {
 }
 
 // readFile is an object open for reading.
-type readFile struct{ r *object.Reader }
+type readFile struct {
+	r     *object.Reader
+	hooks *Hooks
+}
 
 func (rf *readFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	start := time.Now()
 	n, err := rf.r.ReadAt(ctx, p, off)
+	if errors.Is(err, io.EOF) {
+		rf.hooks.done("read", start, nil)
+	} else {
+		rf.hooks.done("read", start, err)
+	}
+	rf.hooks.bytes("read", n)
 	return n, mapErr(err)
 }
 
@@ -202,8 +246,9 @@ func (rf *readFile) Close(context.Context) error { return rf.r.Close() }
 
 // writeFile is a new object version being written.
 type writeFile struct {
-	w    *object.Writer
-	name string
+	w     *object.Writer
+	name  string
+	hooks *Hooks
 }
 
 var _ xrootd.FileAborter = (*writeFile)(nil)
@@ -213,7 +258,10 @@ func (wf *writeFile) WriteAt(_ context.Context, p []byte, off int64) (int, error
 		return 0, xrootd.Errorf(xrootd.ErrUnsupported,
 			"%s: objects are written sequentially: write at offset %d, expected %d", wf.name, off, wf.w.Size())
 	}
+	start := time.Now()
 	n, err := wf.w.Write(p)
+	wf.hooks.done("write", start, err)
+	wf.hooks.bytes("write", n)
 	return n, mapErr(err)
 }
 
@@ -227,7 +275,10 @@ func (wf *writeFile) Stat(context.Context) (xrootd.FileInfo, error) {
 
 // Close commits the object: the client hears "closed" only once it is
 // durable on at least the write quorum of nodes.
-func (wf *writeFile) Close(context.Context) error { return mapErr(wf.w.Close()) }
+func (wf *writeFile) Close(context.Context) (err error) {
+	defer func(start time.Time) { wf.hooks.done("close", start, err) }(time.Now())
+	return mapErr(wf.w.Close())
+}
 
 // Abort discards an upload whose client went away.
 func (wf *writeFile) Abort(context.Context) error { return wf.w.Abort() }

@@ -20,7 +20,7 @@ import (
 func serve(t *testing.T) (*testcluster.Cluster, *xrootd.Client) {
 	t.Helper()
 	c := testcluster.New(t, 7, layout.Geometry{K: 4, M: 2, ChunkSize: 64 << 10})
-	srv := &xrootd.Server{Handler: NewFS(c.Store, nil)}
+	srv := &xrootd.Server{Handler: NewFS(c.Store, nil, Hooks{})}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

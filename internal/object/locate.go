@@ -66,8 +66,11 @@ func (s *Store) probe(ctx context.Context, path string, nodes []node.Node) []pro
 			pctx, cancel := context.WithTimeout(ctx, s.opts.ProbeTimeout)
 			defer cancel()
 			r := probeOne(pctx, path, n)
-			if r.err != nil && ctx.Err() == nil && pctx.Err() != nil {
-				s.markSuspect(n.ID())
+			if r.err != nil && ctx.Err() == nil {
+				s.opts.Events.nodeError(n.ID(), "probe", r.err)
+				if pctx.Err() != nil {
+					s.markSuspect(n.ID())
+				}
 			}
 			mu.Lock()
 			defer mu.Unlock()

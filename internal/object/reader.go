@@ -285,8 +285,11 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) ([][]byte,
 			if res.err != nil {
 				failed = append(failed, res.stripe)
 				causes = append(causes, res.err)
-				if ctx.Err() == nil && !errors.Is(res.err, archive.ErrChecksum) {
-					r.s.markSuspect(r.nodeOf(b, res.stripe))
+				if ctx.Err() == nil && !errors.Is(res.err, errMissing) {
+					r.s.opts.Events.nodeError(r.nodeOf(b, res.stripe), "read", res.err)
+					if !errors.Is(res.err, archive.ErrChecksum) {
+						r.s.markSuspect(r.nodeOf(b, res.stripe))
+					}
 				}
 				if !hedged {
 					startRest()

@@ -123,6 +123,16 @@ type Events struct {
 	// DegradedWrite is called when a write committed with fewer than K+M
 	// archives; failed lists the slots that are missing.
 	DegradedWrite func(path string, failed []int)
+	// NodeError is called when an operation on a node fails or times out
+	// (op is "read", "write", "open" or "probe"). Checksum mismatches are
+	// reported too: the node returned wrong bytes.
+	NodeError func(nodeID, op string, err error)
+}
+
+func (e *Events) nodeError(id, op string, err error) {
+	if e.NodeError != nil {
+		e.NodeError(id, op, err)
+	}
 }
 
 // DefaultGeometry is the geometry of new objects unless configured.

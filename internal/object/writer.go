@@ -185,6 +185,7 @@ func (w *Writer) open(primary, spare []string) error {
 					return
 				}
 				w.s.opts.Logger.Warn("archive open failed", "obj", w.path, "node", id, "err", err)
+				w.s.opts.Events.nodeError(id, "open", err)
 				errs[i] = err
 				if id, err = nextSpareOr(nextSpare); err != nil || w.ctx.Err() != nil {
 					return
@@ -414,6 +415,7 @@ func (w *Writer) slotFailed(sw *slotWriter, err error) {
 		return
 	}
 	sw.err = fmt.Errorf("slot %d on node %s: %w", sw.slot, sw.node.ID(), err)
+	w.s.opts.Events.nodeError(sw.node.ID(), "write", err)
 	w.s.opts.Logger.Warn("archive write failed", "obj", w.path, "node", sw.node.ID(), "slot", sw.slot, "err", err)
 	if int(w.failed.Add(1)) > w.geo.Width()-w.s.opts.WriteQuorum {
 		w.fail(fmt.Errorf("%w: %d of %d archives failed: %w", ErrQuorum, w.failed.Load(), w.geo.Width(), sw.err))

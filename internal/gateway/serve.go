@@ -1,0 +1,126 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"sync"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/object"
+	"github.com/ecstore/ecstore/internal/xrootd"
+)
+
+// Config is what a gateway serves and where.
+type Config struct {
+	Store *object.Store
+	// RootAddr is the root:// listen address (default 127.0.0.1:1094).
+	RootAddr string
+	// MetricsAddr serves /metrics when set; Metrics is its handler.
+	MetricsAddr string
+	Metrics     http.Handler
+	// PprofAddr serves /debug/pprof/ when set.
+	PprofAddr string
+	Hooks     Hooks
+	Logger    *slog.Logger
+	// Ready, if set, receives the bound root:// address once listening.
+	Ready func(rootAddr string)
+}
+
+// Serve runs the gateway until ctx is cancelled, then shuts down
+// gracefully (open transfers get 30s to finish).
+func Serve(ctx context.Context, cfg Config) error {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.RootAddr == "" {
+		cfg.RootAddr = "127.0.0.1:1094"
+	}
+	ln, err := net.Listen("tcp", cfg.RootAddr)
+	if err != nil {
+		return fmt.Errorf("gateway: listen root://%s: %w", cfg.RootAddr, err)
+	}
+	srv := &xrootd.Server{Handler: NewFS(cfg.Store, log, cfg.Hooks), Logger: log, SiteName: "ecstore"}
+	var (
+		wg    sync.WaitGroup
+		errMu sync.Mutex
+		first error
+	)
+	fail := func(err error) {
+		errMu.Lock()
+		defer errMu.Unlock()
+		if first == nil {
+			first = err
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var https []*http.Server
+	startHTTP := func(addr, what string, h http.Handler) error {
+		hl, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("gateway: listen %s on %s: %w", what, addr, err)
+		}
+		hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		https = append(https, hs)
+		log.Info("serving "+what, "addr", hl.Addr().String())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := hs.Serve(hl); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				fail(fmt.Errorf("gateway: %s: %w", what, err))
+				cancel()
+			}
+		}()
+		return nil
+	}
+	if cfg.MetricsAddr != "" && cfg.Metrics != nil {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", cfg.Metrics)
+		if err := startHTTP(cfg.MetricsAddr, "metrics", mux); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	if cfg.PprofAddr != "" {
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		if err := startHTTP(cfg.PprofAddr, "pprof", mux); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	log.Info("serving root://", "addr", ln.Addr().String(), "ec", cfg.Store.Geometry().String(), "nodes", len(cfg.Store.Nodes()))
+	if cfg.Ready != nil {
+		cfg.Ready(ln.Addr().String())
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := srv.Serve(ctx, ln); err != nil && !errors.Is(err, xrootd.ErrServerClosed) && ctx.Err() == nil {
+			fail(fmt.Errorf("gateway: root://: %w", err))
+			cancel()
+		}
+	}()
+	<-ctx.Done()
+	log.Info("shutting down")
+	sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer scancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("root:// shutdown", "err", err)
+	}
+	for _, hs := range https {
+		hs.Shutdown(sctx)
+	}
+	wg.Wait()
+	return first
+}

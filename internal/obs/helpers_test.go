@@ -1,0 +1,5 @@
+package obs
+
+import "os"
+
+var osRemove = os.Remove

@@ -1,0 +1,89 @@
+// Package obs binds ecstore's hooks (object.Events, gateway.Hooks) to a
+// Prometheus registry and serves it. It is the only package, besides cmd/,
+// that knows about Prometheus. Metric names follow
+// ec_<subsystem>_<name>_<unit>; labels never hold object names or paths.
+package obs
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ecstore/ecstore/internal/gateway"
+	"github.com/ecstore/ecstore/internal/object"
+)
+
+// Metrics holds the gateway's metrics and their registry.
+type Metrics struct {
+	reg            *prometheus.Registry
+	requests       *prometheus.CounterVec
+	latency        *prometheus.HistogramVec
+	bytes          *prometheus.CounterVec
+	degradedReads  prometheus.Counter
+	degradedWrites prometheus.Counter
+	nodeErrors     *prometheus.CounterVec
+}
+
+// New registers every metric in a fresh registry (with the Go runtime and
+// process collectors).
+func New() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ec_gateway_requests_total", Help: "Requests handled by the gateway, by operation and outcome.",
+		}, []string{"op", "status"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "ec_gateway_request_duration_seconds", Help: "Time to handle a request, by operation.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
+		}, []string{"op"}),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ec_gateway_bytes_total", Help: "Object bytes read and written by clients.",
+		}, []string{"direction"}),
+		degradedReads: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ec_object_degraded_reads_total", Help: "Blocks that needed parity to be read.",
+		}),
+		degradedWrites: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ec_object_degraded_writes_total", Help: "Objects committed with fewer than K+M archives.",
+		}),
+		nodeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ec_node_errors_total", Help: "Failed or timed-out operations on storage nodes.",
+		}, []string{"node", "op"}),
+	}
+	m.reg.MustRegister(m.requests, m.latency, m.bytes, m.degradedReads, m.degradedWrites, m.nodeErrors,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Events returns engine hooks that count degraded reads and writes and
+// node errors.
+func (m *Metrics) Events() object.Events {
+	return object.Events{
+		DegradedRead:  func(string, int64, []int) { m.degradedReads.Inc() },
+		DegradedWrite: func(string, []int) { m.degradedWrites.Inc() },
+		NodeError:     func(id, op string, _ error) { m.nodeErrors.WithLabelValues(id, op).Inc() },
+	}
+}
+
+// GatewayHooks returns frontend hooks that count requests, latencies and
+// bytes.
+func (m *Metrics) GatewayHooks() gateway.Hooks {
+	return gateway.Hooks{
+		Request: func(op string, took time.Duration, err error) {
+			status := "ok"
+			if err != nil {
+				status = "error"
+			}
+			m.requests.WithLabelValues(op, status).Inc()
+			m.latency.WithLabelValues(op).Observe(took.Seconds())
+		},
+		Bytes: func(direction string, n int) { m.bytes.WithLabelValues(direction).Add(float64(n)) },
+	}
+}
+
+// Handler serves the registry in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}

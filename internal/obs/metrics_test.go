@@ -1,0 +1,123 @@
+package obs
+
+import (
+	"context"
+	"fmt"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/gateway"
+	"github.com/ecstore/ecstore/internal/layout"
+	"github.com/ecstore/ecstore/internal/object"
+	"github.com/ecstore/ecstore/internal/testcluster"
+	"github.com/ecstore/ecstore/internal/xrootd"
+)
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// TestMetricsThroughGateway runs a gateway with metrics and checks that a
+// write, a read, a failed stat and a degraded read show up in /metrics.
+func TestMetricsThroughGateway(t *testing.T) {
+	m := New()
+	c := testcluster.New(t, 6, layout.Geometry{K: 3, M: 2, ChunkSize: 1024}, func(o *object.Options) { o.Events = m.Events() })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan string, 1)
+	metricsAddr := freeAddr(t)
+	done := make(chan error, 1)
+	go func() {
+		done <- gateway.Serve(ctx, gateway.Config{Store: c.Store, RootAddr: "127.0.0.1:0", MetricsAddr: metricsAddr,
+			Metrics: m.Handler(), Hooks: m.GatewayHooks(), Ready: func(a string) { ready <- a }})
+	}()
+	addr := <-ready
+	cl, err := xrootd.Dial(ctx, addr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	f, err := cl.Open(ctx, "/m/x", xrootd.OpenNew|xrootd.OpenUpdate, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := []byte(strings.Repeat("metrics!", 1000))
+	if _, err := f.WriteAt(ctx, data, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Stat(ctx, "/nope"); err == nil {
+		t.Fatal("stat of a missing object succeeded")
+	}
+	// Lose one archive so that the read is degraded.
+	info, _ := c.Store.Stat(ctx, "/m/x")
+	if err := removeArchive(c, info.Placement[0], "/m/x"); err != nil {
+		t.Fatal(err)
+	}
+	rf, err := cl.Open(ctx, "/m/x", xrootd.OpenRead, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, len(data))
+	if n, err := rf.ReadAt(ctx, buf, 0); n != len(data) && !errors.Is(err, io.EOF) {
+		t.Fatalf("read %d: %v", n, err)
+	}
+	rf.Close(ctx)
+
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`ec_gateway_bytes_total{direction="write"} 8000`,
+		`ec_gateway_bytes_total{direction="read"} 8000`,
+		`ec_gateway_requests_total{op="stat",status="error"} 1`,
+		`ec_gateway_requests_total{op="close",status="ok"} 1`,
+		fmt.Sprintf("ec_object_degraded_reads_total %d", degradedBlocks(c.Store.Geometry(), int64(len(data)))),
+		`ec_gateway_request_duration_seconds_count{op="write"}`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("gateway did not shut down")
+	}
+}
+
+func removeArchive(c *testcluster.Cluster, nodeID, path string) error {
+	return osRemove(c.Archive(c.NodeIndex(nodeID), path))
+}
+
+// degradedBlocks counts the blocks whose slot-0 chunk holds data, i.e.
+// those a read must reconstruct when slot 0's archive is gone.
+func degradedBlocks(g layout.Geometry, size int64) int {
+	l := layout.Layout{Geometry: g, Size: size}
+	n := 0
+	for b := int64(0); b < l.Blocks(); b++ {
+		if g.Stripe(b, 0) < g.K {
+			n++
+		}
+	}
+	return n
+}
