@@ -3,11 +3,12 @@ GO      ?= go
 BIN     ?= bin/ecstore
 GOBIN   := $(shell $(GO) env GOPATH)/bin
 DATA    ?= ./ecstore-data
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo devel)
 
 .PHONY: build run test test-fast test-slow lint deps bench clean
 
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/ecstore
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/ecstore
 
 # run: the main job on the embedded default cluster (local directories in $(DATA)).
 run: build

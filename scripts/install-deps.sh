@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what ecstore's tests need on a fresh Debian machine: the real
-# XRootD client and server, the Python bindings, unzip, and staticcheck.
+# XRootD client and server, the Python bindings, unzip, GNU time
+# (/usr/bin/time -v measures peak memory in test/), and staticcheck.
 # Idempotent: does nothing when everything is already there.
 set -euo pipefail
 
-pkgs=(unzip xrootd-client xrootd-server python3-xrootd libxrootd-dev)
+pkgs=(unzip time xrootd-client xrootd-server python3-xrootd libxrootd-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+const putHelp = `
+Stores the local file LOCAL as the object /path, replacing any object
+there. LOCAL "-" reads standard input. If /path ends with a slash, the
+object is named after LOCAL inside that directory.
+
+The object is streamed: memory use stays a few blocks whatever its size.
+It becomes visible only when it is complete; on an error, SIGINT or
+SIGTERM the write is aborted and nothing is stored. With the default
+--fsync=true the object is on stable storage on every node when put
+returns. The first put creates the embedded cluster.
+
+Examples:
+  ecstore put run1.root /atlas/run1.root
+  tar c results | ecstore put - /backup/results.tar
+`
+
+// cmdPut is "ecstore put LOCAL /path".
+func cmdPut(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "put", "put [flags] LOCAL /path", putHelp)
+	cf := fs.addClusterFlags()
+	pos, err := fs.parse(args, 2, 2)
+	if err != nil {
+		return err
+	}
+	local, path := pos[0], pos[1]
+	if strings.HasSuffix(path, "/") && local != "-" {
+		path += filepath.Base(local)
+	}
+	if err := checkObjectPath(path); err != nil {
+		return err
+	}
+
+	src, size := e.stdin, int64(-1)
+	if local != "-" {
+		f, err := os.Open(local)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		if fi.IsDir() {
+			return fmt.Errorf("%s: is a directory", local)
+		}
+		if fi.Mode().IsRegular() {
+			size = fi.Size()
+		}
+		src = f
+	}
+
+	c, err := cf.open(e, true)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	w, err := c.Store().Create(ctx, path, nil)
+	if err != nil {
+		return describe(ctx, path, err)
+	}
+	in, stop := pump(ctx, src)
+	defer stop()
+	bar := startProgress(e, path, size)
+	_, err = w.ReadFrom(progressReader{in, bar})
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		bar.finish(false)
+		w.Abort()
+		if ctx.Err() != nil {
+			return fmt.Errorf("put %s: %w; nothing was stored", path, errInterrupted)
+		}
+		return fmt.Errorf("put %s: %w; nothing was stored", path, describe(ctx, path, err))
+	}
+	if err := w.Close(); err != nil {
+		bar.finish(false)
+		if ctx.Err() != nil {
+			return fmt.Errorf("put %s: %w; nothing was stored", path, errInterrupted)
+		}
+		return fmt.Errorf("put %s: %w", path, describe(ctx, path, err))
+	}
+	bar.finish(true)
+	return nil
+}
+
+// pump returns a reader of src whose Read fails with ctx's error as soon
+// as ctx is done, even while a Read of src is blocked (on a terminal or an
+// idle pipe). A goroutine copies src into a pipe; stop releases it unless
+// it is blocked reading src, which only happens when the process is about
+// to exit.
+func pump(ctx context.Context, src io.Reader) (io.Reader, func()) {
+	pr, pw := io.Pipe()
+	go func() {
+		buf := make([]byte, 1<<20)
+		_, err := io.CopyBuffer(pw, struct{ io.Reader }{src}, buf)
+		pw.CloseWithError(err) // nil: EOF
+	}()
+	unhook := context.AfterFunc(ctx, func() { pw.CloseWithError(ctx.Err()) })
+	return pr, func() {
+		unhook()
+		pr.Close()
+	}
+}

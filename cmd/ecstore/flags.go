@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/ecstore/ecstore/internal/cluster"
+	"github.com/ecstore/ecstore/internal/node"
+	"github.com/ecstore/ecstore/internal/object"
+)
+
+// flagSet is a subcommand's flags with its help text.
+type flagSet struct {
+	*flag.FlagSet
+	e        *env
+	synopsis string // "put [flags] LOCAL /path"
+	help     string // paragraphs after the synopsis
+	cluster  *clusterFlags
+}
+
+// newFlagSet returns the flags of subcommand name. synopsis follows
+// "usage: ecstore "; help explains the command.
+func newFlagSet(e *env, name, synopsis, help string) *flagSet {
+	fs := &flagSet{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError), e: e, synopsis: synopsis, help: help}
+	fs.SetOutput(io.Discard) // errors are reported by run; help by printHelp
+	return fs
+}
+
+// parse parses args, allowing flags after positional arguments ("ls /d
+// -l"); "--" ends the flags. It prints the help and returns errHelp for
+// -h/--help, and returns a usage error if the number of positional
+// arguments is outside [min, max] (max < 0: no limit).
+func (fs *flagSet) parse(args []string, min, max int) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fs.printHelp(fs.e.stdout)
+				return nil, errHelp
+			}
+			return nil, usageErrorf("%s: %v", fs.Name(), err)
+		}
+		rest := fs.Args()
+		consumed := args[:len(args)-len(rest)]
+		if len(rest) == 0 || len(consumed) > 0 && consumed[len(consumed)-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+	if len(pos) < min || max >= 0 && len(pos) > max {
+		want := fmt.Sprintf("%d", min)
+		switch {
+		case max < 0:
+			want = fmt.Sprintf("at least %d", min)
+		case max == min:
+		case min == 0:
+			want = fmt.Sprintf("at most %d", max)
+		default:
+			want = fmt.Sprintf("%d to %d", min, max)
+		}
+		return nil, usageErrorf("%s: takes %s arguments, got %d\nusage: ecstore %s", fs.Name(), want, len(pos), fs.synopsis)
+	}
+	return pos, nil
+}
+
+// printHelp prints the synopsis, the help text and the flags.
+func (fs *flagSet) printHelp(w io.Writer) {
+	fmt.Fprintf(w, "usage: ecstore %s\n\n%s\n", fs.synopsis, strings.TrimSpace(fs.help))
+	var own, common []*flag.Flag
+	fs.VisitAll(func(f *flag.Flag) {
+		if fs.cluster == nil || !slices.Contains(clusterFlagNames, f.Name) {
+			own = append(own, f)
+		}
+	})
+	if fs.cluster != nil {
+		for _, name := range clusterFlagNames {
+			common = append(common, fs.Lookup(name))
+		}
+	}
+	printFlags := func(title string, flags []*flag.Flag) {
+		if len(flags) == 0 {
+			return
+		}
+		fmt.Fprintf(w, "\n%s:\n", title)
+		for _, f := range flags {
+			arg, usage := flag.UnquoteUsage(f)
+			if cf, ok := f.Value.(*configFlag); ok {
+				arg = cf.arg
+			}
+			if isBool(f) {
+				arg = ""
+			}
+			head := "  --" + f.Name
+			if arg != "" {
+				head += " " + arg
+			}
+			fmt.Fprintf(w, "%s\n      %s\n", head, strings.ReplaceAll(usage, "\n", "\n      "))
+		}
+	}
+	printFlags("flags", own)
+	printFlags("cluster flags (all commands that use a cluster)", common)
+}
+
+func isBool(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// clusterFlags are the flags every cluster command takes.
+type clusterFlags struct {
+	data     string
+	config   string
+	nodes    string
+	settings cluster.Config
+	logLevel slog.Level
+}
+
+// clusterFlagNames are the cluster flags in the order the help lists them.
+var clusterFlagNames = []string{"data", "config", "nodes", cluster.KeyEC, cluster.KeyChunkSize,
+	cluster.KeySpares, cluster.KeyFsync, cluster.KeyWriteQuorum, "log-level"}
+
+// configFlag sets one cluster.Config key from a flag.
+type configFlag struct {
+	cfg  *cluster.Config
+	key  string
+	arg  string // argument name in the help
+	def  string
+	bool bool
+}
+
+func (f *configFlag) String() string {
+	if f == nil || f.cfg == nil {
+		return ""
+	}
+	return f.def
+}
+func (f *configFlag) Set(v string) error { return f.cfg.Set(f.key, v) }
+func (f *configFlag) IsBoolFlag() bool   { return f.bool }
+
+// addClusterFlags adds the cluster flags to fs.
+func (fs *flagSet) addClusterFlags() *clusterFlags {
+	cf := &clusterFlags{logLevel: slog.LevelWarn}
+	fs.StringVar(&cf.data, "data", "", "directory `DIR` of the embedded cluster (default ./ecstore-data);\ncreated by the first put or mkdir")
+	fs.StringVar(&cf.config, "config", "", "cluster config `FILE` listing the nodes (key = value lines; see README)")
+	fs.StringVar(&cf.nodes, "nodes", "", "comma-separated `LIST` of node directories, instead of --data or --config")
+	cfgFlag := func(key, arg, def, usage string, isBool bool) {
+		fs.Var(&configFlag{cfg: &cf.settings, key: key, arg: arg, def: def, bool: isBool}, key, usage)
+	}
+	cfgFlag(cluster.KeyEC, "K+M", "8+2", "data and parity chunks per block of a new cluster (default 8+2;\nfixed when the cluster is created)", false)
+	cfgFlag(cluster.KeyChunkSize, "SIZE", "1MiB", "chunk size of a new cluster (default 1MiB; fixed at creation)", false)
+	cfgFlag(cluster.KeySpares, "N", "2", "spare nodes of a new cluster, used when a node fails during a write\n(default 2; fixed at creation)", false)
+	cfgFlag(cluster.KeyFsync, "", "true", "make every write durable (file fsync, rename, directory fsync) before\nthe command returns (default true). --fsync=false is for scratch data:\na crash may lose or corrupt recently written objects", true)
+	cfgFlag(cluster.KeyWriteQuorum, "N", "", "archives that must be durable for a write to succeed (default K+1)", false)
+	fs.TextVar(&cf.logLevel, "log-level", slog.LevelWarn, "log `LEVEL`: debug, info, warn or error (default warn)")
+	fs.cluster = cf
+	return cf
+}
+
+// open opens the cluster the flags name. create allows creating the
+// embedded cluster (for commands that write).
+func (cf *clusterFlags) open(e *env, create bool) (*cluster.Cluster, error) {
+	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: cf.logLevel}))
+	opts := cluster.Options{DataDir: cf.data, ConfigFile: cf.config, Flags: cf.settings, Create: create, Logger: log}
+	if cf.nodes != "" {
+		nodes, err := cluster.SplitNodes(cf.nodes)
+		if err != nil {
+			return nil, usageErrorf("--nodes: %v", err)
+		}
+		opts.Nodes = nodes
+	}
+	c, err := cluster.Open(opts)
+	if errors.Is(err, cluster.ErrUsage) {
+		return nil, usageErrorf("%v", strings.TrimPrefix(err.Error(), "cluster: bad usage: "))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// errHelp is returned after a command printed its help.
+var errHelp = errors.New("help printed")
+
+// usageError is an error in how a command was invoked (exit code 2).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// errInterrupted is returned when a signal cancelled a command.
+var errInterrupted = errors.New("interrupted")
+
+// report prints err for command name and returns the exit code.
+func report(w io.Writer, name string, err error) int {
+	var ue *usageError
+	switch {
+	case err == nil || errors.Is(err, errHelp):
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(w, "ecstore: %s\nRun 'ecstore help %s' for usage.\n", ue.msg, name)
+		return exitUsage
+	}
+	fmt.Fprintf(w, "ecstore: %s\n", err)
+	return exitError
+}
+
+// checkObjectPath validates a user-given object path.
+func checkObjectPath(p string) error {
+	if err := node.CheckPath(p); err != nil {
+		return usageErrorf("invalid object path %q: object paths are absolute slash paths such as /dir/file,\nwithout '.', '..', empty elements or a trailing slash", p)
+	}
+	return nil
+}
+
+// describe turns an engine error about path into a message for people.
+// Unrecoverable objects keep the engine's message (it names the block and
+// the chunks available).
+func describe(ctx context.Context, path string, err error) error {
+	var ue *object.UnrecoverableError
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return errInterrupted
+	case errors.As(err, &ue):
+		return ue
+	case errors.Is(err, object.ErrNotExist):
+		return fmt.Errorf("%s: no such object", path)
+	case errors.Is(err, object.ErrIsDir):
+		return fmt.Errorf("%s: is a directory", path)
+	case errors.Is(err, object.ErrNotDir):
+		return fmt.Errorf("%s: not a directory", path)
+	case errors.Is(err, object.ErrNotEmpty):
+		return fmt.Errorf("%s: directory not empty", path)
+	case errors.Is(err, object.ErrExist):
+		return fmt.Errorf("%s: already exists", path)
+	}
+	return err
+}

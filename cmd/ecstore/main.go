@@ -1,0 +1,141 @@
+// Command ecstore is the erasure-coded object store: one binary whose
+// subcommands store, read and manage objects in a cluster of storage
+// nodes. Run "ecstore help" for the list of commands.
+//
+// Each subcommand lives in its own file (cmd_put.go, cmd_get.go, ...) as a
+// function that parses its own flag.FlagSet and returns an error; run maps
+// errors to messages and exit codes. Tests call run in-process.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// command is one subcommand.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, e *env, args []string) error
+}
+
+// commands in the order "ecstore help" lists them.
+var commands []command
+
+func init() {
+	commands = []command{
+		{"put", "store a local file (or standard input) as an object", cmdPut},
+		{"get", "read an object into a local file (or standard output)", cmdGet},
+		{"ls", "list a directory (-l: type, size, mtime, geometry)", cmdLs},
+		{"stat", "describe an object: size, checksums, version, placement", cmdStat},
+		{"rm", "remove objects", cmdRm},
+		{"mv", "rename an object or a directory", cmdMv},
+		{"mkdir", "create directories and their parents", cmdMkdir},
+		{"rmdir", "remove empty directories", cmdRmdir},
+		// fsck: the lead registers it here (see fsck.go).
+		{"version", "print the version", cmdVersion},
+		{"help", "show help for a command", cmdHelp},
+	}
+}
+
+// env is what a command may touch of the outside world; tests replace it.
+type env struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	// isTerminal reports whether w is a terminal (for progress bars).
+	isTerminal func(w io.Writer) bool
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal kills at once
+	}()
+	e := &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, isTerminal: isTerminal}
+	os.Exit(run(ctx, e, os.Args[1:]))
+}
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// run runs the command line args (without the program name) and returns
+// the exit code. Errors are printed to e.stderr as "ecstore: <message>".
+func run(ctx context.Context, e *env, args []string) int {
+	if len(args) == 0 {
+		topUsage(e.stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		topUsage(e.stdout)
+		return exitOK
+	}
+	cmd := lookup(args[0])
+	if cmd == nil {
+		fmt.Fprintf(e.stderr, "ecstore: unknown command %q\nRun 'ecstore help' for the list of commands.\n", args[0])
+		return exitUsage
+	}
+	err := cmd.run(ctx, e, args[1:])
+	return report(e.stderr, cmd.name, err)
+}
+
+func lookup(name string) *command {
+	for i := range commands {
+		if commands[i].name == name {
+			return &commands[i]
+		}
+	}
+	return nil
+}
+
+func topUsage(w io.Writer) {
+	fmt.Fprint(w, `ecstore: an erasure-coded object store for scientific data.
+
+usage: ecstore COMMAND [flags] [arguments]
+
+commands:
+`)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, `
+Objects are named by absolute slash paths (/dir/file). The cluster is the
+embedded one in ./ecstore-data unless --data DIR, --config FILE or
+--nodes LIST names another; the first put or mkdir creates it (8+2 with
+1 MiB chunks and 2 spare nodes unless --ec, --chunk-size, --spares say
+otherwise).
+
+Run 'ecstore help COMMAND' for a command's flags and arguments.
+`)
+}
+
+// cmdHelp is "ecstore help [COMMAND]".
+func cmdHelp(ctx context.Context, e *env, args []string) error {
+	switch {
+	case len(args) == 0:
+		topUsage(e.stdout)
+		return nil
+	case len(args) > 1:
+		return usageErrorf("help takes at most one command")
+	}
+	cmd := lookup(args[0])
+	if cmd == nil || cmd.name == "help" {
+		if cmd == nil {
+			return usageErrorf("unknown command %q", args[0])
+		}
+		topUsage(e.stdout)
+		return nil
+	}
+	// Every command prints its help on stdout for --help.
+	return cmd.run(ctx, e, []string{"--help"})
+}

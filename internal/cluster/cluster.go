@@ -1,0 +1,459 @@
+// Package cluster resolves how a command names a cluster — --data DIR,
+// --nodes LIST, --config FILE — into storage nodes and engine options.
+//
+// There are three ways to name a cluster:
+//
+//   - An embedded cluster in a directory (--data DIR, default
+//     ./ecstore-data). Its first use (by a command that writes) creates
+//     DIR/nodes/00 … DIR/nodes/NN, one local node per directory (K+M plus
+//     spares of them), and the config file DIR/ecstore.conf, which records
+//     the geometry and lists the node directories. Later runs read it.
+//   - A config file (--config FILE) in the same format, listing the nodes
+//     (one directory per disk, for instance) under "nodes".
+//   - A node list on the command line (--nodes LIST), with the geometry
+//     taken from flags or the defaults. Nothing is recorded.
+//
+// The geometry (ec, chunk-size) and the spares are fixed when a cluster
+// is created: a flag that contradicts the config is an error, never
+// silently ignored. fsync and write-quorum are per-run settings that flags
+// may override.
+//
+// Node ids are the zero-padded positions of the nodes in the list ("00",
+// "01", …), which for an embedded cluster are also the directory names.
+// Archives record the ids of their placement, so the order of a node list
+// is part of the cluster's identity: append new nodes at the end and
+// replace a dead disk's entry in place; never reorder or delete entries.
+//
+// A node directory that cannot be opened (a missing disk) is reported and
+// treated as a node that is down, so that reads can still reconstruct
+// from the others. Remote nodes (root://) do not exist yet (issue 3).
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/ecstore/ecstore/internal/node"
+	"github.com/ecstore/ecstore/internal/object"
+)
+
+// DefaultDataDir is the embedded cluster's directory when a command names
+// no cluster.
+const DefaultDataDir = "ecstore-data"
+
+// ConfigName is the config file of an embedded cluster, inside its
+// directory.
+const ConfigName = "ecstore.conf"
+
+// Errors of Open; test with errors.Is.
+var (
+	// ErrNoCluster means the embedded cluster does not exist and the
+	// command may not create it.
+	ErrNoCluster = errors.New("cluster: not created yet")
+	// ErrUsage means the options name a cluster in contradictory ways.
+	ErrUsage = errors.New("cluster: bad usage")
+	// ErrNodeDown is returned by every call on a node that could not be
+	// opened.
+	ErrNodeDown = errors.New("cluster: node is down")
+	// ErrNotSupported is returned for node kinds that do not exist yet.
+	ErrNotSupported = errors.New("cluster: not supported")
+)
+
+// Options name a cluster and carry the settings given on the command line.
+type Options struct {
+	// DataDir is the directory of an embedded cluster. Empty means
+	// DefaultDataDir, unless ConfigFile or Nodes is given.
+	DataDir string
+	// ConfigFile names a config file that lists the nodes.
+	ConfigFile string
+	// Nodes lists node directories directly (no config file).
+	Nodes []string
+	// Flags are the settings given as flags (Config.Set with the flag
+	// names). ec, chunk-size and spares must agree with an existing
+	// config; fsync and write-quorum override it. Its nodes key is not
+	// used: see Nodes.
+	Flags Config
+	// Create allows Open to create the embedded cluster when DataDir holds
+	// none. Commands that only read leave it false.
+	Create bool
+	// Logger receives the cluster's and the engine's logs. Default:
+	// discard.
+	Logger *slog.Logger
+}
+
+// NodeInfo describes one node of a cluster.
+type NodeInfo struct {
+	ID   string
+	Path string // absolute local directory
+	Node node.Node
+	// Err is why the node is down (its directory could not be opened);
+	// nil when the node is up.
+	Err error
+}
+
+// Cluster is an opened cluster: its nodes and the engine over them.
+type Cluster struct {
+	store   *object.Store
+	nodes   []NodeInfo
+	config  *Config
+	file    string
+	created bool
+}
+
+// Store returns the engine over the cluster's nodes.
+func (c *Cluster) Store() *object.Store { return c.store }
+
+// Nodes returns the cluster's nodes in id order, including those down.
+func (c *Cluster) Nodes() []NodeInfo { return c.nodes }
+
+// Config returns the effective settings (config file plus flags).
+func (c *Cluster) Config() *Config { return c.config }
+
+// ConfigFile returns the path of the config file read or written, or ""
+// for a cluster named by --nodes.
+func (c *Cluster) ConfigFile() string { return c.file }
+
+// Created reports whether Open created the embedded cluster.
+func (c *Cluster) Created() bool { return c.created }
+
+// Close releases the node directories.
+func (c *Cluster) Close() error {
+	var errs []error
+	for _, n := range c.nodes {
+		if l, ok := n.Node.(*node.Local); ok {
+			errs = append(errs, l.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Open resolves opts into a cluster. See the package documentation for
+// the rules.
+func Open(opts Options) (*Cluster, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	named := 0
+	for _, b := range []bool{opts.DataDir != "", opts.ConfigFile != "", len(opts.Nodes) > 0} {
+		if b {
+			named++
+		}
+	}
+	if named > 1 {
+		return nil, fmt.Errorf("%w: name the cluster with one of --data, --config and --nodes", ErrUsage)
+	}
+	if opts.Flags.IsSet(KeyNodes) {
+		return nil, fmt.Errorf("%w: nodes go in Options.Nodes", ErrUsage)
+	}
+	switch {
+	case len(opts.Nodes) > 0:
+		cfg := opts.Flags
+		cfg.nodes = opts.Nodes
+		cfg.set = withKey(cfg.set, KeyNodes)
+		if err := cfg.validate(); err != nil {
+			return nil, err
+		}
+		return build(&cfg, "", "", opts)
+	case opts.ConfigFile != "":
+		cfg, err := readConfig(opts.ConfigFile)
+		if err != nil {
+			return nil, err
+		}
+		return openConfig(cfg, opts.ConfigFile, opts)
+	}
+	dir := opts.DataDir
+	if dir == "" {
+		dir = DefaultDataDir
+	}
+	file := filepath.Join(dir, ConfigName)
+	cfg, err := readConfig(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		if !opts.Create {
+			return nil, fmt.Errorf("%w: %s does not exist (the first put or mkdir creates the cluster)", ErrNoCluster, file)
+		}
+		cfg, err = create(dir, &opts.Flags, opts.Logger)
+		if err != nil {
+			return nil, err
+		}
+		c, err := openConfig(cfg, file, opts)
+		if c != nil {
+			c.created = true
+		}
+		return c, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	return openConfig(cfg, file, opts)
+}
+
+func withKey(set map[string]bool, key string) map[string]bool {
+	out := map[string]bool{key: true}
+	for k, v := range set {
+		out[k] = v
+	}
+	return out
+}
+
+func readConfig(file string) (*Config, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: config: %w", err)
+	}
+	defer f.Close()
+	return ParseConfig(f, file)
+}
+
+// openConfig merges the flags into a stored config and opens its nodes.
+func openConfig(stored *Config, file string, opts Options) (*Cluster, error) {
+	if len(stored.Nodes()) == 0 {
+		return nil, fmt.Errorf("%s: %w: no nodes listed", file, ErrConfig)
+	}
+	cfg := *stored
+	cfg.set = withKey(stored.set, KeyNodes)
+	for _, key := range []string{KeyEC, KeyChunkSize, KeySpares} {
+		if opts.Flags.IsSet(key) && opts.Flags.value(key) != stored.value(key) {
+			return nil, fmt.Errorf("%w: --%s=%s contradicts %s = %s in %s (fixed when the cluster was created)",
+				ErrUsage, key, opts.Flags.value(key), key, stored.value(key), file)
+		}
+	}
+	if opts.Flags.IsSet(KeyFsync) {
+		cfg.fsync = opts.Flags.fsync
+		cfg.set[KeyFsync] = true
+	}
+	if opts.Flags.IsSet(KeyWriteQuorum) {
+		cfg.writeQuorum = opts.Flags.writeQuorum
+		cfg.set[KeyWriteQuorum] = true
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return build(&cfg, file, filepath.Dir(file), opts)
+}
+
+// build opens the nodes of cfg (relative paths against base) and the
+// engine over them.
+func build(cfg *Config, file, base string, opts Options) (*Cluster, error) {
+	g := cfg.Geometry()
+	paths := cfg.Nodes()
+	width := len(strconv.Itoa(len(paths) - 1))
+	c := &Cluster{config: cfg, file: file}
+	var nodes []node.Node
+	up := 0
+	for i, p := range paths {
+		id := fmt.Sprintf("%0*d", max(2, width), i)
+		if strings.HasPrefix(p, "root://") || strings.HasPrefix(p, "xroot://") {
+			return nil, fmt.Errorf("%w: node %s: %s: root:// nodes are not supported yet (issue 3)", ErrNotSupported, id, p)
+		}
+		if strings.Contains(p, "://") {
+			return nil, fmt.Errorf("%w: node %s: %q: only local directories are supported", ErrNotSupported, id, p)
+		}
+		if base != "" && !filepath.IsAbs(p) {
+			p = filepath.Join(base, p)
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: node %s: %w", id, err)
+		}
+		info := NodeInfo{ID: id, Path: abs}
+		l, err := openLocal(id, abs, cfg.Fsync())
+		if err != nil {
+			info.Err = err
+			info.Node = &downNode{id: id, err: fmt.Errorf("node %s (%s): %w: %v", id, abs, ErrNodeDown, err)}
+			opts.Logger.Warn("node is down", "node", id, "dir", abs, "err", err)
+		} else {
+			info.Node = l
+			up++
+		}
+		c.nodes = append(c.nodes, info)
+		nodes = append(nodes, info.Node)
+	}
+	if up == 0 {
+		return nil, fmt.Errorf("cluster: none of the %d nodes can be opened: %w", len(paths), c.nodes[0].Err)
+	}
+	store, err := object.New(nodes, object.Options{
+		Geometry:    g,
+		Spares:      sparesOption(cfg.Spares()),
+		WriteQuorum: cfg.WriteQuorum(),
+		Logger:      opts.Logger,
+	})
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	c.store = store
+	return c, nil
+}
+
+// sparesOption maps a spare count to object.Options.Spares, where 0 means
+// the default and a negative value means none.
+func sparesOption(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
+
+// openLocal opens a node directory, which must exist.
+func openLocal(id, dir string, fsync bool) (*node.Local, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory", dir)
+	}
+	return node.NewLocal(id, dir, node.LocalOptions{Fsync: fsync})
+}
+
+// create makes a new embedded cluster in dir from the flags and returns
+// its config. dir must not exist, be empty, or hold only the node
+// directories of an earlier creation that did not finish.
+func create(dir string, flags *Config, log *slog.Logger) (*Config, error) {
+	if err := checkFresh(dir); err != nil {
+		return nil, err
+	}
+	cfg := *flags
+	cfg.set = withKey(flags.set, KeyEC)
+	for _, k := range []string{KeyChunkSize, KeySpares, KeyFsync} {
+		cfg.set[k] = true
+	}
+	cfg.k, cfg.m, cfg.chunkSize = flags.Geometry().K, flags.Geometry().M, flags.Geometry().ChunkSize
+	cfg.spares, cfg.fsync = flags.Spares(), flags.Fsync()
+	n := cfg.Geometry().Width() + cfg.Spares()
+	width := max(2, len(strconv.Itoa(n-1)))
+	cfg.nodes = make([]string, n)
+	for i := range n {
+		rel := filepath.Join("nodes", fmt.Sprintf("%0*d", width, i))
+		if err := os.MkdirAll(filepath.Join(dir, rel), 0o755); err != nil {
+			return nil, fmt.Errorf("cluster: create %s: %w", dir, err)
+		}
+		cfg.nodes[i] = rel
+	}
+	cfg.set[KeyNodes] = true
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	const header = "ecstore embedded cluster.\n" +
+		"ec, chunk-size and spares are fixed at creation. Node ids are the positions\n" +
+		"in the nodes list (00, 01, ...): never reorder or delete entries."
+	file := filepath.Join(dir, ConfigName)
+	if err := writeFileOnce(file, cfg.Format(header), cfg.Fsync()); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			// Another process created the cluster first: use its config.
+			return readConfig(file)
+		}
+		return nil, fmt.Errorf("cluster: create %s: %w", dir, err)
+	}
+	if cfg.Fsync() {
+		for _, d := range []string{filepath.Join(dir, "nodes"), dir} {
+			if err := syncDir(d); err != nil {
+				return nil, fmt.Errorf("cluster: create %s: %w", dir, err)
+			}
+		}
+	}
+	log.Info("created embedded cluster", "dir", dir, "geometry", cfg.Geometry().String(), "nodes", n)
+	return &cfg, nil
+}
+
+// checkFresh reports whether a cluster may be created in dir.
+func checkFresh(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: create %s: %w", dir, err)
+	}
+	for _, e := range ents {
+		switch {
+		case strings.HasPrefix(e.Name(), "."+ConfigName+".tmp"):
+		case e.Name() == "nodes" && e.IsDir():
+			sub, err := os.ReadDir(filepath.Join(dir, "nodes"))
+			if err != nil {
+				return fmt.Errorf("cluster: create %s: %w", dir, err)
+			}
+			for _, s := range sub {
+				if inner, err := os.ReadDir(filepath.Join(dir, "nodes", s.Name())); err != nil || len(inner) > 0 {
+					return notFresh(dir, filepath.Join("nodes", s.Name()))
+				}
+			}
+		default:
+			return notFresh(dir, e.Name())
+		}
+	}
+	return nil
+}
+
+func notFresh(dir, what string) error {
+	return fmt.Errorf("%w: %s has no %s but is not empty (it holds %s); refusing to create a cluster in it",
+		ErrNoCluster, dir, ConfigName, what)
+}
+
+// writeFileOnce writes data to file through a temporary file, failing with
+// fs.ErrExist if file exists. The link is atomic: no reader ever sees a
+// partial file.
+func writeFileOnce(file string, data []byte, fsync bool) error {
+	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if fsync {
+		if err := tmp.Sync(); err != nil {
+			tmp.Close()
+			return err
+		}
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Link(tmp.Name(), file)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// downNode stands for a node whose directory could not be opened: every
+// call fails with ErrNodeDown, so that the engine treats it as
+// unreachable (reads reconstruct, writes fall back on spares).
+type downNode struct {
+	id  string
+	err error
+}
+
+var _ node.Node = (*downNode)(nil)
+
+func (d *downNode) ID() string { return d.id }
+func (d *downNode) Create(context.Context, string) (node.Upload, error) {
+	return nil, d.err
+}
+func (d *downNode) Open(context.Context, string) (node.File, error) { return nil, d.err }
+func (d *downNode) Stat(context.Context, string) (node.FileInfo, error) {
+	return node.FileInfo{}, d.err
+}
+func (d *downNode) List(context.Context, string) ([]node.FileInfo, error) { return nil, d.err }
+func (d *downNode) Remove(context.Context, string) error                  { return d.err }
+func (d *downNode) Rename(context.Context, string, string) error          { return d.err }
+func (d *downNode) Mkdir(context.Context, string) error                   { return d.err }
+func (d *downNode) Space(context.Context) (node.Space, error)             { return node.Space{}, d.err }

@@ -1,0 +1,311 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ecstore/ecstore/internal/layout"
+)
+
+func flags(t *testing.T, kv ...string) Config {
+	t.Helper()
+	var c Config
+	for i := 0; i < len(kv); i += 2 {
+		if err := c.Set(kv[i], kv[i+1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+func putGet(t *testing.T, c *Cluster, path string, data []byte) {
+	t.Helper()
+	ctx := context.Background()
+	w, err := c.Store().Create(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Store().Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var got bytes.Buffer
+	if _, err := r.WriteTo(ctx, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), data) {
+		t.Fatalf("read back %d bytes, differ from the %d written", got.Len(), len(data))
+	}
+}
+
+func TestCreateThenReopen(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	c, err := Open(Options{DataDir: dir, Create: true, Flags: flags(t, "fsync", "false")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Created() {
+		t.Errorf("Created() false for a new cluster")
+	}
+	if got := len(c.Nodes()); got != 12 {
+		t.Fatalf("%d nodes, want 12 (8+2 plus 2 spares)", got)
+	}
+	for i, n := range c.Nodes() {
+		want := filepath.Join(dir, "nodes", []string{"00", "01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11"}[i])
+		if n.ID != filepath.Base(want) || n.Err != nil {
+			t.Errorf("node %d: id %q err %v", i, n.ID, n.Err)
+		}
+		if abs, _ := filepath.Abs(want); n.Path != abs {
+			t.Errorf("node %d: path %s, want %s", i, n.Path, abs)
+		}
+	}
+	if g := c.Store().Geometry(); g != (layout.Geometry{K: 8, M: 2, ChunkSize: 1 << 20}) {
+		t.Errorf("geometry %v", g)
+	}
+	putGet(t, c, "/a/b", []byte("hello"))
+	c.Close()
+
+	text, err := os.ReadFile(filepath.Join(dir, ConfigName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ec = 8+2\n", "chunk-size = 1MiB\n", "spares = 2\n", "fsync = false\n", "nodes = nodes/00, nodes/01,"} {
+		if !strings.Contains(string(text), want) {
+			t.Errorf("config lacks %q:\n%s", want, text)
+		}
+	}
+
+	// Reopen without flags: the stored settings apply, nothing is created.
+	c, err = Open(Options{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Created() || len(c.Nodes()) != 12 || c.Config().Fsync() {
+		t.Errorf("reopen: created %v, %d nodes, fsync %v", c.Created(), len(c.Nodes()), c.Config().Fsync())
+	}
+	putGet(t, c, "/a/c", bytes.Repeat([]byte("x"), 3<<20+5))
+	c.Close()
+
+	// Same geometry given again is fine; fsync may be overridden.
+	c, err = Open(Options{DataDir: dir, Flags: flags(t, "ec", "8+2", "chunk-size", "1024KiB", "fsync", "true")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Config().Fsync() {
+		t.Errorf("--fsync=true did not override the config")
+	}
+	c.Close()
+
+	// Contradicting the stored geometry is an error.
+	for _, kv := range [][]string{{"ec", "4+2"}, {"chunk-size", "4MiB"}, {"spares", "0"}} {
+		_, err := Open(Options{DataDir: dir, Flags: flags(t, kv...)})
+		if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "--"+kv[0]) {
+			t.Errorf("--%s=%s: got %v, want a usage error naming the flag", kv[0], kv[1], err)
+		}
+	}
+}
+
+func TestCreateGeometryFromFlags(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Open(Options{DataDir: dir, Create: true, Flags: flags(t, "ec", "4+1", "chunk-size", "64KiB", "spares", "0", "fsync", "false")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Nodes()) != 5 {
+		t.Errorf("%d nodes, want 5", len(c.Nodes()))
+	}
+	if g := c.Store().Geometry(); g != (layout.Geometry{K: 4, M: 1, ChunkSize: 64 << 10}) {
+		t.Errorf("geometry %v", g)
+	}
+	putGet(t, c, "/x", bytes.Repeat([]byte("abc"), 100000))
+	c.Close()
+
+	// A write quorum is checked against the cluster's geometry, not the
+	// default one.
+	c, err = Open(Options{DataDir: dir, Flags: flags(t, "write-quorum", "5")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if _, err := Open(Options{DataDir: dir, Flags: flags(t, "write-quorum", "6")}); err == nil || !strings.Contains(err.Error(), "write-quorum 6 outside [4, 5]") {
+		t.Errorf("write-quorum 6 on a 4+1 cluster: %v", err)
+	}
+}
+
+func TestNoClusterWithoutCreate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "none")
+	_, err := Open(Options{DataDir: dir})
+	if !errors.Is(err, ErrNoCluster) {
+		t.Fatalf("got %v, want ErrNoCluster", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a read-only open created %s", dir)
+	}
+}
+
+func TestRefuseNonEmptyDir(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "precious.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(Options{DataDir: dir, Create: true})
+	if !errors.Is(err, ErrNoCluster) || !strings.Contains(err.Error(), "precious.txt") {
+		t.Fatalf("got %v, want a refusal naming precious.txt", err)
+	}
+}
+
+func TestResumeUnfinishedCreate(t *testing.T) {
+	dir := t.TempDir()
+	// An earlier creation made empty node directories and then died.
+	for _, n := range []string{"00", "01", "02"} {
+		if err := os.MkdirAll(filepath.Join(dir, "nodes", n), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := Open(Options{DataDir: dir, Create: true, Flags: flags(t, "fsync", "false")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+}
+
+func TestMissingNodeDirIsDown(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Open(Options{DataDir: dir, Create: true, Flags: flags(t, "fsync", "false")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("0123456789"), 1<<20)
+	putGet(t, c, "/obj", data)
+	info, err := c.Store().Stat(context.Background(), "/obj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	// Lose two whole node directories of the object's placement.
+	for _, id := range info.Placement[:2] {
+		if err := os.RemoveAll(filepath.Join(dir, "nodes", id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err = Open(Options{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	down := 0
+	for _, n := range c.Nodes() {
+		if n.Err != nil {
+			down++
+		}
+	}
+	if down != 2 {
+		t.Errorf("%d nodes down, want 2", down)
+	}
+	r, err := c.Store().Open(context.Background(), "/obj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	got, err := io.ReadAll(io.NewSectionReader(readerAt{r}, 0, r.Size()))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("degraded read: %v (%d bytes)", err, len(got))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "nodes", info.Placement[0])); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a missing node directory was recreated")
+	}
+}
+
+type readerAt struct {
+	r interface {
+		ReadAt(context.Context, []byte, int64) (int, error)
+	}
+}
+
+func (r readerAt) ReadAt(p []byte, off int64) (int, error) {
+	return r.r.ReadAt(context.Background(), p, off)
+}
+
+func TestConfigFileAndNodes(t *testing.T) {
+	dir := t.TempDir()
+	var list []string
+	for _, n := range []string{"d0", "d1", "d2", "d3"} {
+		if err := os.Mkdir(filepath.Join(dir, n), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		list = append(list, n)
+	}
+	conf := filepath.Join(dir, "my.conf")
+	text := "# test cluster\nec = 2+1\nchunk-size = 4KiB\nspares = 1\nfsync = false\nnodes = " + strings.Join(list, ", ") + "\n"
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open(Options{ConfigFile: conf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Nodes()) != 4 || c.Nodes()[3].Path != filepath.Join(dir, "d3") || c.Nodes()[3].ID != "03" {
+		t.Errorf("nodes %+v", c.Nodes())
+	}
+	putGet(t, c, "/f", bytes.Repeat([]byte("y"), 20000))
+	c.Close()
+
+	// The same directories named by --nodes read the object back.
+	var abs []string
+	for _, n := range list {
+		abs = append(abs, filepath.Join(dir, n))
+	}
+	c, err = Open(Options{Nodes: abs, Flags: flags(t, "ec", "2+1", "fsync", "false")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Store().Stat(context.Background(), "/f"); err != nil {
+		t.Error(err)
+	}
+	c.Close()
+}
+
+func TestOpenErrors(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name string
+		opts Options
+		is   error
+		want string
+	}{
+		{"two ways", Options{DataDir: dir, Nodes: []string{dir}}, ErrUsage, "one of --data, --config and --nodes"},
+		{"root url", Options{Nodes: []string{dir, "root://host:1094//data"}, Flags: Config{}}, ErrNotSupported, "issue 3"},
+		{"other url", Options{Nodes: []string{"s3://bucket"}}, ErrNotSupported, "only local directories"},
+		{"missing config", Options{ConfigFile: filepath.Join(dir, "nope.conf")}, os.ErrNotExist, "nope.conf"},
+		{"no node opens", Options{Nodes: []string{filepath.Join(dir, "x"), filepath.Join(dir, "y")}, Flags: Config{k: 1, m: 1, set: map[string]bool{"ec": true}}}, os.ErrNotExist, "none of the 2 nodes"},
+		{"too few nodes", Options{Nodes: []string{dir}}, nil, "cannot hold"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Open(tt.opts)
+			if err == nil {
+				c.Close()
+				t.Fatal("no error")
+			}
+			if tt.is != nil && !errors.Is(err, tt.is) {
+				t.Errorf("error %v is not %v", err, tt.is)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q does not contain %q", err, tt.want)
+			}
+		})
+	}
+}
