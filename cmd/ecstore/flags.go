@@ -167,8 +167,13 @@ func (fs *flagSet) addClusterFlags() *clusterFlags {
 // open opens the cluster the flags name. create allows creating the
 // embedded cluster (for commands that write).
 func (cf *clusterFlags) open(e *env, create bool) (*cluster.Cluster, error) {
-	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: cf.logLevel}))
-	opts := cluster.Options{DataDir: cf.data, ConfigFile: cf.config, Flags: cf.settings, Create: create, Logger: log}
+	return cf.openWith(e, create, object.Events{})
+}
+
+// openWith is open with engine event hooks (for the gateway's metrics).
+func (cf *clusterFlags) openWith(e *env, create bool, events object.Events) (*cluster.Cluster, error) {
+	opts := cluster.Options{DataDir: cf.data, ConfigFile: cf.config, Flags: cf.settings, Create: create,
+		Logger: cf.logger(e), Events: events}
 	if cf.nodes != "" {
 		nodes, err := cluster.SplitNodes(cf.nodes)
 		if err != nil {
@@ -184,6 +189,11 @@ func (cf *clusterFlags) open(e *env, create bool) (*cluster.Cluster, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// logger is the command's logger: text lines on stderr at --log-level.
+func (cf *clusterFlags) logger(e *env) *slog.Logger {
+	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: cf.logLevel}))
 }
 
 // errHelp is returned after a command printed its help.

@@ -36,7 +36,8 @@ func init() {
 		{"mv", "rename an object or a directory", cmdMv},
 		{"mkdir", "create directories and their parents", cmdMkdir},
 		{"rmdir", "remove empty directories", cmdRmdir},
-		// fsck: the lead registers it here (see fsck.go).
+		{"fsck", "check every object's redundancy and find debris", cmdFsck},
+		{"serve", "run the gateway: root:// (and /metrics) over the cluster", cmdServe},
 		{"version", "print the version", cmdVersion},
 		{"help", "show help for a command", cmdHelp},
 	}

@@ -86,6 +86,8 @@ type Options struct {
 	// Logger receives the cluster's and the engine's logs. Default:
 	// discard.
 	Logger *slog.Logger
+	// Events are passed to the engine (metrics, repair queues).
+	Events object.Events
 }
 
 // NodeInfo describes one node of a cluster.
@@ -283,6 +285,7 @@ func build(cfg *Config, file, base string, opts Options) (*Cluster, error) {
 		Spares:      sparesOption(cfg.Spares()),
 		WriteQuorum: cfg.WriteQuorum(),
 		Logger:      opts.Logger,
+		Events:      opts.Events,
 	})
 	if err != nil {
 		c.Close()

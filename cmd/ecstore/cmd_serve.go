@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	"github.com/ecstore/ecstore/internal/gateway"
+	"github.com/ecstore/ecstore/internal/obs"
+)
+
+const serveHelp = `
+Runs the gateway: the erasure-coded namespace of the cluster served over
+the XRootD protocol (root://), so that xrdcp, xrdfs, ROOT and the Python
+XRootD bindings work unchanged, with Prometheus metrics on /metrics.
+
+With no --data, --config or --nodes it serves the embedded cluster in
+./ecstore-data, creating it (8+2, 1 MiB chunks, 12 local directories) on
+first use. Listening on an address other than loopback must be asked for
+explicitly with --root-addr; there is no authentication yet, so do that
+only on a trusted network.
+
+Objects are written sequentially and become visible when the client
+closes the file (after the write quorum of archives is durable); reads
+may be at any offset. SIGINT or SIGTERM stops the gateway gracefully.
+`
+
+// cmdServe is "ecstore serve".
+func cmdServe(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "serve", "serve [flags]", serveHelp)
+	cf := fs.addClusterFlags()
+	rootAddr := fs.String("root-addr", "127.0.0.1:1094", "root:// listen `HOST:PORT`")
+	metricsAddr := fs.String("metrics-addr", "127.0.0.1:9094", "Prometheus /metrics listen `HOST:PORT` (empty: off)")
+	pprofAddr := fs.String("pprof-addr", "", "Go pprof listen `HOST:PORT` for profiling (empty: off)")
+	if _, err := fs.parse(args, 0, 0); err != nil {
+		return err
+	}
+	for _, a := range []string{*rootAddr, *metricsAddr, *pprofAddr} {
+		if a == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return usageErrorf("bad listen address %q: %v", a, err)
+		}
+	}
+	m := obs.New()
+	c, err := cf.openWith(e, true, m.Events())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	log := cf.logger(e)
+	return gateway.Serve(ctx, gateway.Config{
+		Store: c.Store(), RootAddr: *rootAddr, MetricsAddr: *metricsAddr, Metrics: m.Handler(),
+		PprofAddr: *pprofAddr, Hooks: m.GatewayHooks(), Logger: log,
+		Ready: func(addr string) {
+			fmt.Fprintf(e.stderr, "ecstore: serving root://%s (%s, %d nodes)", addr, c.Store().Geometry(), len(c.Store().Nodes()))
+			if *metricsAddr != "" {
+				fmt.Fprintf(e.stderr, ", metrics on http://%s/metrics", *metricsAddr)
+			}
+			fmt.Fprintln(e.stderr)
+		},
+	})
+}

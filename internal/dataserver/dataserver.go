@@ -1,0 +1,591 @@
+// Package dataserver serves a plain local directory over the XRootD
+// protocol: a vanilla data server in the manner of xrootd with
+// "all.export /" and "oss.localroot DIR", for `ecstore node --dir DIR`.
+//
+// FS implements xrootd.FileSystem and the optional Remover, Renamer,
+// DirMaker, DirRemover and SpaceReporter; its files implement
+// xrootd.FileWriter, FileSyncer and FileAborter. Run it with
+//
+//	srv := &xrootd.Server{Handler: fs}
+//	srv.Serve(ctx, ln)
+//
+// It knows nothing of erasure coding, archives or temporary names: files
+// are stored, listed, renamed and removed as they are. Writes are
+// accepted at any offset. Where the behaviour of a plain file server is
+// a choice, FS does what xrootd 5.5 does, as observed on the wire:
+//
+//   - A create (kXR_new or kXR_delete) makes missing parent directories
+//     when the request carries kXR_mkpath or kXR_async (xrdcp sends the
+//     latter and never the former); otherwise a missing parent is
+//     kXR_NotFound.
+//   - kXR_mv replaces an existing file and creates the target's missing
+//     parent directories.
+//   - kXR_mkdir of an existing directory succeeds, with or without
+//     kXR_mkdirpath.
+//   - "not a directory" and "directory not empty" have no protocol code
+//     and are kXR_FSError with that text, as in xrootd.
+//   - A file left open when its client goes away (FileAborter) is closed
+//     and kept, partial as it is: the server has no persist-on-close.
+//
+// Unlike xrootd, kXR_rm of a directory fails with kXR_isDirectory (use
+// kXR_rmdir); kXR_rmdir of a missing directory is kXR_NotFound; kXR_mv
+// never replaces a directory (kXR_ItExists; xrootd answers
+// kXR_isDirectory for a file and replaces an empty directory with a
+// directory, as rename(2) does); and symbolic links are followed only
+// within the directory.
+//
+// All access goes through an os.Root: no path, including one that meets a
+// symbolic link, reaches outside the directory; such paths are refused
+// with kXR_NotAuthorized.
+//
+// Not supported: extended attributes, checksums (kXR_query checksum),
+// truncate, chmod. Durability: see Options.Fsync.
+package dataserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"iter"
+	"os"
+	"os/user"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ecstore/ecstore/internal/xrootd"
+)
+
+// Options configure an FS.
+type Options struct {
+	// Fsync makes the server durable: a file opened for writing is
+	// fsynced when the client closes it, before the close is
+	// acknowledged, and creating, renaming or removing an entry fsyncs
+	// the directories it changes. Without it only kXR_sync fsyncs.
+	Fsync bool
+}
+
+// FS serves a local directory. It is safe for concurrent use.
+type FS struct {
+	dir   string
+	root  *os.Root
+	fsync bool
+
+	mu    sync.Mutex
+	users map[uint32]string
+	group map[uint32]string
+}
+
+// Compile-time checks of the optional interfaces FS implements.
+var (
+	_ xrootd.FileSystem    = (*FS)(nil)
+	_ xrootd.Remover       = (*FS)(nil)
+	_ xrootd.Renamer       = (*FS)(nil)
+	_ xrootd.DirMaker      = (*FS)(nil)
+	_ xrootd.DirRemover    = (*FS)(nil)
+	_ xrootd.SpaceReporter = (*FS)(nil)
+)
+
+// New returns an FS serving dir, which must be an existing directory: a
+// missing mount point must not silently become a directory on the root
+// file system. Call Close to release it.
+func New(dir string, opts Options) (*FS, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("dataserver: %s: %w", dir, err)
+	}
+	root, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, fmt.Errorf("dataserver: %w", err)
+	}
+	return &FS{
+		dir:   abs,
+		root:  root,
+		fsync: opts.Fsync,
+		users: make(map[uint32]string),
+		group: make(map[uint32]string),
+	}, nil
+}
+
+// Dir returns the absolute directory served.
+func (s *FS) Dir() string { return s.dir }
+
+// Close releases the directory. Files already open keep working; every
+// other later call fails.
+func (s *FS) Close() error {
+	if err := s.root.Close(); err != nil {
+		return fmt.Errorf("dataserver: close: %w", err)
+	}
+	return nil
+}
+
+// Open implements xrootd.FileSystem. A file opened for reading must be a
+// regular file. For writing, kXR_new fails if the file exists, kXR_delete
+// truncates it, and kXR_open_updt (or kXR_open_wrto, kXR_open_apnd)
+// without either opens an existing file; see the package doc for
+// parent directories. Writes go to the offsets the client names, even
+// in append mode.
+func (s *FS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (xrootd.File, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	fl := opts.Flags
+	if !fl.Writable() {
+		// O_NONBLOCK keeps a FIFO planted in the tree from blocking the
+		// open; it has no effect on regular files.
+		f, err := s.root.OpenFile(rel(name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		if err != nil {
+			return nil, osErr(err)
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, osErr(err)
+		}
+		switch {
+		case fi.IsDir():
+			f.Close()
+			return nil, xrootd.Errorf(xrootd.ErrIsDirectory, "%s is a directory", name)
+		case !fi.Mode().IsRegular():
+			f.Close()
+			return nil, xrootd.Errorf(xrootd.ErrNotFile, "%s is not a regular file", name)
+		}
+		return &file{fs: s, name: name, f: f}, nil
+	}
+
+	flag := os.O_RDWR
+	switch {
+	case fl&xrootd.OpenNew != 0:
+		flag |= os.O_CREATE | os.O_EXCL
+	case fl&xrootd.OpenDelete != 0:
+		flag |= os.O_CREATE | os.O_TRUNC
+	}
+	if name == "/" {
+		return nil, xrootd.Errorf(xrootd.ErrIsDirectory, "/ is a directory")
+	}
+	perm := opts.Perm
+	if perm == 0 {
+		perm = 0o644
+	}
+	create := flag&os.O_CREATE != 0
+	f, err := s.root.OpenFile(rel(name), flag|syscall.O_NONBLOCK, perm)
+	if errors.Is(err, fs.ErrNotExist) && create && fl&(xrootd.OpenMkpath|xrootd.OpenAsync) != 0 {
+		if err := s.mkdirs(path.Dir(name), 0o755); err != nil {
+			return nil, osErr(err)
+		}
+		f, err = s.root.OpenFile(rel(name), flag|syscall.O_NONBLOCK, perm)
+	}
+	if err != nil {
+		return nil, osErr(err)
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = xrootd.Errorf(xrootd.ErrNotFile, "%s is not a regular file", name)
+	}
+	if err == nil && create {
+		err = s.syncDir(path.Dir(name))
+	}
+	if err != nil {
+		f.Close()
+		return nil, osErr(err)
+	}
+	return &file{fs: s, name: name, f: f, writable: true}, nil
+}
+
+// Stat implements xrootd.FileSystem. Symbolic links inside the directory
+// are followed.
+func (s *FS) Stat(ctx context.Context, name string) (xrootd.FileInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return xrootd.FileInfo{}, err
+	}
+	fi, err := s.root.Stat(rel(name))
+	if err != nil {
+		return xrootd.FileInfo{}, osErr(err)
+	}
+	return s.info(fi), nil
+}
+
+// listBatch is how many directory entries List reads at a time.
+const listBatch = 256
+
+// List implements xrootd.FileSystem. Entries are read lazily in batches
+// and described without following symbolic links.
+func (s *FS) List(ctx context.Context, dir string) iter.Seq2[xrootd.FileInfo, error] {
+	return func(yield func(xrootd.FileInfo, error) bool) {
+		if err := ctx.Err(); err != nil {
+			yield(xrootd.FileInfo{}, err)
+			return
+		}
+		f, err := s.root.OpenFile(rel(dir), os.O_RDONLY|syscall.O_DIRECTORY, 0)
+		if err != nil {
+			yield(xrootd.FileInfo{}, osErr(err))
+			return
+		}
+		defer f.Close()
+		for {
+			// Readdir describes entries with fstatat on the directory's
+			// descriptor, so it cannot escape the root either.
+			fis, err := f.Readdir(listBatch)
+			for _, fi := range fis {
+				if !yield(s.info(fi), nil) {
+					return
+				}
+			}
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				yield(xrootd.FileInfo{}, osErr(err))
+				return
+			}
+			if err := ctx.Err(); err != nil {
+				yield(xrootd.FileInfo{}, err)
+				return
+			}
+		}
+	}
+}
+
+// Remove implements xrootd.Remover: it removes a file or a symbolic
+// link. A directory is refused with kXR_isDirectory.
+func (s *FS) Remove(ctx context.Context, name string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if name == "/" {
+		return xrootd.Errorf(xrootd.ErrNotAuthorized, "rm /: the root cannot be removed")
+	}
+	fi, err := s.root.Lstat(rel(name))
+	if err != nil {
+		return fmt.Errorf("rm %s: %w", name, osErr(err))
+	}
+	if fi.IsDir() {
+		return xrootd.Errorf(xrootd.ErrIsDirectory, "rm %s: is a directory; use rmdir", name)
+	}
+	if err := s.root.Remove(rel(name)); err != nil {
+		return fmt.Errorf("rm %s: %w", name, osErr(err))
+	}
+	if err := s.syncDir(path.Dir(name)); err != nil {
+		return fmt.Errorf("rm %s: %w", name, osErr(err))
+	}
+	return nil
+}
+
+// Rmdir implements xrootd.DirRemover: it removes an empty directory.
+func (s *FS) Rmdir(ctx context.Context, name string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if name == "/" {
+		return xrootd.Errorf(xrootd.ErrNotAuthorized, "rmdir /: the root cannot be removed")
+	}
+	fi, err := s.root.Lstat(rel(name))
+	if err != nil {
+		return fmt.Errorf("rmdir %s: %w", name, osErr(err))
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("rmdir %s: %w", name, syscall.ENOTDIR)
+	}
+	if err := s.root.Remove(rel(name)); err != nil {
+		return fmt.Errorf("rmdir %s: %w", name, osErr(err))
+	}
+	if err := s.syncDir(path.Dir(name)); err != nil {
+		return fmt.Errorf("rmdir %s: %w", name, osErr(err))
+	}
+	return nil
+}
+
+// Rename implements xrootd.Renamer. It replaces an existing file at
+// newName, creates newName's missing parent directories, and refuses to
+// replace a directory (kXR_ItExists).
+func (s *FS) Rename(ctx context.Context, oldName, newName string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if oldName == "/" || newName == "/" {
+		return xrootd.Errorf(xrootd.ErrNotAuthorized, "the root cannot be renamed")
+	}
+	if oldName == newName {
+		_, err := s.root.Lstat(rel(oldName))
+		return osErr(err)
+	}
+	err := s.root.Rename(rel(oldName), rel(newName))
+	if errors.Is(err, fs.ErrNotExist) {
+		// Either oldName is missing or newName's parent is.
+		if _, serr := s.root.Lstat(rel(oldName)); serr != nil {
+			return osErr(serr)
+		}
+		if err := s.mkdirs(path.Dir(newName), 0o755); err != nil {
+			return osErr(err)
+		}
+		err = s.root.Rename(rel(oldName), rel(newName))
+	}
+	if err != nil {
+		return osErr(err)
+	}
+	if err := s.syncDir(path.Dir(newName)); err != nil {
+		return osErr(err)
+	}
+	if path.Dir(oldName) != path.Dir(newName) {
+		if err := s.syncDir(path.Dir(oldName)); err != nil {
+			return osErr(err)
+		}
+	}
+	return nil
+}
+
+// Mkdir implements xrootd.DirMaker. An existing directory is not an
+// error, with or without parents; an existing file is kXR_ItExists.
+func (s *FS) Mkdir(ctx context.Context, name string, perm fs.FileMode, parents bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if parents {
+		return osErr(s.mkdirs(name, perm))
+	}
+	err := s.root.Mkdir(rel(name), perm)
+	if errors.Is(err, fs.ErrExist) {
+		if fi, serr := s.root.Stat(rel(name)); serr == nil && fi.IsDir() {
+			return nil
+		}
+	}
+	if err != nil {
+		return osErr(err)
+	}
+	return osErr(s.syncDir(path.Dir(name)))
+}
+
+// Space implements xrootd.SpaceReporter with statfs of the directory
+// (whatever name is): Free is the space available to unprivileged users.
+func (s *FS) Space(ctx context.Context, name string) (xrootd.Space, error) {
+	if err := ctx.Err(); err != nil {
+		return xrootd.Space{}, err
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(s.dir, &st); err != nil {
+		return xrootd.Space{}, fmt.Errorf("statfs: %w", err)
+	}
+	bs := int64(st.Bsize)
+	sp := xrootd.Space{
+		Total: int64(st.Blocks) * bs,
+		Free:  int64(st.Bavail) * bs,
+		Used:  int64(st.Blocks-st.Bfree) * bs,
+	}
+	sp.LargestFree = sp.Free
+	return sp, nil
+}
+
+// mkdirs creates directory p and its missing parents with perm, fsyncing
+// the parent of every directory it creates when the server is durable.
+// An existing directory is not an error; a file in the way is EEXIST
+// (for p itself) or ENOTDIR (for a parent), as mkdir(2) reports them.
+func (s *FS) mkdirs(p string, perm fs.FileMode) error {
+	if fi, err := s.root.Stat(rel(p)); err == nil {
+		if !fi.IsDir() {
+			return &fs.PathError{Op: "mkdir", Path: p, Err: syscall.EEXIST}
+		}
+		return nil
+	}
+	parent := "/"
+	for _, el := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
+		cur := path.Join(parent, el)
+		err := s.root.Mkdir(rel(cur), perm)
+		switch {
+		case err == nil:
+			if err := s.syncDir(parent); err != nil {
+				return err
+			}
+		case errors.Is(err, fs.ErrExist):
+			fi, serr := s.root.Stat(rel(cur))
+			if serr != nil {
+				return serr
+			}
+			if !fi.IsDir() {
+				if cur == p {
+					return err
+				}
+				return &fs.PathError{Op: "mkdir", Path: p, Err: syscall.ENOTDIR}
+			}
+		default:
+			return err
+		}
+		parent = cur
+	}
+	return nil
+}
+
+// syncDir fsyncs directory dir when the server is durable.
+func (s *FS) syncDir(dir string) error {
+	if !s.fsync {
+		return nil
+	}
+	f, err := s.root.OpenFile(rel(dir), os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// info converts an fs.FileInfo. ID combines the device and inode numbers
+// as xrootd does; owner and group are names when they resolve.
+func (s *FS) info(fi fs.FileInfo) xrootd.FileInfo {
+	out := xrootd.FileInfo{
+		Name:    fi.Name(),
+		Size:    fi.Size(),
+		Mode:    fi.Mode(),
+		ModTime: fi.ModTime(),
+	}
+	out.ChangeTime, out.AccessTime = out.ModTime, out.ModTime
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		out.ID = uint64(st.Dev)<<32 | uint64(st.Ino)&0xffffffff
+		out.ChangeTime = time.Unix(st.Ctim.Unix())
+		out.AccessTime = time.Unix(st.Atim.Unix())
+		out.Owner = s.name(s.users, st.Uid, true)
+		out.Group = s.name(s.group, st.Gid, false)
+	}
+	return out
+}
+
+// name resolves a user or group id through a cache; unknown ids are
+// shown as numbers.
+func (s *FS) name(cache map[uint32]string, id uint32, isUser bool) string {
+	s.mu.Lock()
+	n, ok := cache[id]
+	s.mu.Unlock()
+	if ok {
+		return n
+	}
+	n = strconv.FormatUint(uint64(id), 10)
+	if isUser {
+		if u, err := user.LookupId(n); err == nil {
+			n = u.Username
+		}
+	} else if g, err := user.LookupGroupId(n); err == nil {
+		n = g.Name
+	}
+	s.mu.Lock()
+	cache[id] = n
+	s.mu.Unlock()
+	return n
+}
+
+// rel converts a cleaned absolute path to one relative to the root.
+func rel(name string) string {
+	if name == "/" || name == "" {
+		return "."
+	}
+	return strings.TrimPrefix(name, "/")
+}
+
+// osErr strips the operation and root-relative path off an os error,
+// keeping its errno, which the server maps to a protocol code (see
+// xrootd.FileSystem); the server adds the request's own path. A path
+// that leads out of the directory is fs.ErrPermission.
+func osErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if isEscape(err) {
+		return fmt.Errorf("%w: path leads outside the exported directory", fs.ErrPermission)
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno
+	}
+	return err
+}
+
+// isEscape reports whether err is os.Root's refusal to follow a path out
+// of the root. The os package does not export that error, so its text is
+// matched; the server has cleaned "..", so only symbolic links get here.
+func isEscape(err error) bool {
+	for ; err != nil; err = errors.Unwrap(err) {
+		if err.Error() == "path escapes from parent" {
+			return true
+		}
+	}
+	return false
+}
+
+// file is an open file of an FS.
+type file struct {
+	fs       *FS
+	name     string
+	f        *os.File
+	writable bool
+}
+
+var (
+	_ xrootd.File        = (*file)(nil)
+	_ xrootd.FileWriter  = (*file)(nil)
+	_ xrootd.FileSyncer  = (*file)(nil)
+	_ xrootd.FileAborter = (*file)(nil)
+)
+
+func (f *file) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	n, err := f.f.ReadAt(p, off)
+	if err != nil && err != io.EOF {
+		return n, osErr(err)
+	}
+	return n, err
+}
+
+func (f *file) Stat(ctx context.Context) (xrootd.FileInfo, error) {
+	fi, err := f.f.Stat()
+	if err != nil {
+		return xrootd.FileInfo{}, osErr(err)
+	}
+	return f.fs.info(fi), nil
+}
+
+// WriteAt writes p at off; the server calls it only on files opened for
+// writing.
+func (f *file) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	n, err := f.f.WriteAt(p, off)
+	return n, osErr(err)
+}
+
+// Sync fsyncs the file (kXR_sync), whatever Options.Fsync says.
+func (f *file) Sync(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return osErr(f.f.Sync())
+}
+
+// Close closes the file, fsyncing it first if it was written and the
+// server is durable: a nil error is the durability point.
+func (f *file) Close(ctx context.Context) error {
+	var err error
+	if f.writable && f.fs.fsync {
+		err = f.f.Sync()
+	}
+	if cerr := f.f.Close(); err == nil {
+		err = cerr
+	}
+	return osErr(err)
+}
+
+// Abort closes a file whose client went away. The file is kept as it is,
+// like xrootd does without persist-on-close.
+func (f *file) Abort(ctx context.Context) error {
+	return osErr(f.f.Close())
+}

@@ -1,0 +1,539 @@
+package dataserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/xrootd"
+)
+
+var seedFlag = flag.Uint64("seed", 0, "seed for random test data (0: time-based)")
+
+// testRand returns a seeded source of test data and logs the seed.
+func testRand(t testing.TB) *rand.Rand {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -seed=%d)", seed, seed)
+	return rand.New(rand.NewPCG(seed, 0x5eed))
+}
+
+func randomBytes(r *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+// serve runs an FS on a fresh directory behind a real xrootd.Server on
+// a loopback port until the test ends, and returns the directory and
+// the server's address.
+func serve(t testing.TB, opts Options) (dir, addr string) {
+	t.Helper()
+	dir = t.TempDir()
+	fsys, err := New(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &xrootd.Server{Handler: fsys, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(context.Background(), ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		if err := <-done; !errors.Is(err, xrootd.ErrServerClosed) {
+			t.Errorf("Serve: %v", err)
+		}
+		if err := fsys.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return dir, ln.Addr().String()
+}
+
+// dial connects a client for the test.
+func dial(t testing.TB, addr string) *xrootd.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := xrootd.Dial(ctx, addr, &xrootd.DialOptions{WriteChunk: 256 << 10, ReadChunk: 256 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// wantCode fails t unless err is a kXR_error with code.
+func wantCode(t *testing.T, what string, err error, code xrootd.ErrorCode) {
+	t.Helper()
+	var xe *xrootd.Error
+	if !errors.As(err, &xe) || xe.Code != code {
+		t.Errorf("%s: err = %v; want kXR_error %v", what, err, code)
+	}
+}
+
+// wantFSError fails t unless err is kXR_FSError whose text holds msg.
+func wantFSError(t *testing.T, what string, err error, msg string) {
+	t.Helper()
+	var xe *xrootd.Error
+	if !errors.As(err, &xe) || xe.Code != xrootd.ErrFSError || !strings.Contains(xe.Message, msg) {
+		t.Errorf("%s: err = %v; want kXR_FSError %q", what, err, msg)
+	}
+}
+
+// put creates name with data through the protocol.
+func put(t *testing.T, c *xrootd.Client, name string, data []byte) {
+	t.Helper()
+	ctx := testCtx(t)
+	f, err := c.Open(ctx, name, xrootd.OpenDelete|xrootd.OpenMkpath, 0o644)
+	if err != nil {
+		t.Fatalf("open %s: %v", name, err)
+	}
+	if _, err := f.WriteAt(ctx, data, 0); err != nil {
+		t.Fatalf("write %s: %v", name, err)
+	}
+	if err := f.Close(ctx); err != nil {
+		t.Fatalf("close %s: %v", name, err)
+	}
+}
+
+func readAll(t *testing.T, c *xrootd.Client, name string) []byte {
+	t.Helper()
+	ctx := testCtx(t)
+	f, err := c.Open(ctx, name, xrootd.OpenRead, 0)
+	if err != nil {
+		t.Fatalf("open %s: %v", name, err)
+	}
+	defer f.Close(ctx)
+	buf := make([]byte, f.OpenInfo().Size+1)
+	n, err := f.ReadAt(ctx, buf, 0)
+	if err != io.EOF {
+		t.Fatalf("read %s: %d, %v; want io.EOF", name, n, err)
+	}
+	return buf[:n]
+}
+
+func TestNewMissingDir(t *testing.T) {
+	if _, err := New(filepath.Join(t.TempDir(), "missing"), Options{}); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("New(missing dir) = %v; want fs.ErrNotExist", err)
+	}
+}
+
+func TestOpenWrite(t *testing.T) {
+	for _, fsync := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fsync=%v", fsync), func(t *testing.T) {
+			r := testRand(t)
+			dir, addr := serve(t, Options{Fsync: fsync})
+			c := dial(t, addr)
+			ctx := testCtx(t)
+			data := randomBytes(r, 1<<20+12345)
+
+			// Pages, then plain writes, then out of order and with a hole.
+			f, err := c.Open(ctx, "/w/f", xrootd.OpenNew|xrootd.OpenMkpath, 0o640)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.PgWriteAt(ctx, data[:700000], 0); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteAt(ctx, data[900000:], 900000); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteAt(ctx, data[700000:900000], 700000); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if fi, err := f.Stat(ctx); err != nil || fi.Size != int64(len(data)) {
+				t.Errorf("stat by handle = %+v, %v; want size %d", fi, err, len(data))
+			}
+			if err := f.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := os.ReadFile(filepath.Join(dir, "w", "f")); err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("file on disk: %d bytes, %v; want the %d written", len(got), err, len(data))
+			}
+			if fi, err := os.Stat(filepath.Join(dir, "w", "f")); err != nil || fi.Mode().Perm() != 0o640 {
+				t.Errorf("mode on disk = %v, %v; want 0640", fi.Mode(), err)
+			}
+			if got := readAll(t, c, "/w/f"); !bytes.Equal(got, data) {
+				t.Error("read back differs")
+			}
+
+			_, err = c.Open(ctx, "/w/f", xrootd.OpenNew|xrootd.OpenMkpath, 0o644)
+			wantCode(t, "kXR_new on an existing file", err, xrootd.ErrItExists)
+
+			// kXR_delete truncates.
+			put(t, c, "/w/f", []byte("short"))
+			if got := readAll(t, c, "/w/f"); string(got) != "short" {
+				t.Errorf("after kXR_delete: %q", got)
+			}
+
+			// kXR_open_updt rewrites in place; it does not create.
+			f, err = c.Open(ctx, "/w/f", xrootd.OpenUpdate, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteAt(ctx, []byte("SH"), 0); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := readAll(t, c, "/w/f"); string(got) != "SHort" {
+				t.Errorf("after update: %q", got)
+			}
+			_, err = c.Open(ctx, "/w/none", xrootd.OpenUpdate, 0)
+			wantCode(t, "update of a missing file", err, xrootd.ErrNotFound)
+		})
+	}
+}
+
+func TestOpenParents(t *testing.T) {
+	_, addr := serve(t, Options{})
+	c := dial(t, addr)
+	ctx := testCtx(t)
+	put(t, c, "/file", []byte("x"))
+	tests := []struct {
+		name  string
+		path  string
+		flags xrootd.OpenFlags
+		code  xrootd.ErrorCode // 0: success
+	}{
+		{"new+mkpath", "/a/b/new", xrootd.OpenNew | xrootd.OpenMkpath, 0},
+		{"delete+async (xrdcp)", "/c/d/del", xrootd.OpenDelete | xrootd.OpenUpdate | xrootd.OpenAsync, 0},
+		{"new without mkpath", "/e/f/g", xrootd.OpenNew, xrootd.ErrNotFound},
+		{"delete without mkpath", "/e/f/g", xrootd.OpenDelete | xrootd.OpenUpdate, xrootd.ErrNotFound},
+		{"under a file", "/file/x", xrootd.OpenNew | xrootd.OpenMkpath, xrootd.ErrFSError},
+		{"new on a directory", "/a", xrootd.OpenNew | xrootd.OpenMkpath, xrootd.ErrItExists},
+		{"delete on a directory", "/a", xrootd.OpenDelete | xrootd.OpenMkpath, xrootd.ErrIsDirectory},
+		{"read a directory", "/a", xrootd.OpenRead, xrootd.ErrIsDirectory},
+		{"read missing", "/missing", xrootd.OpenRead, xrootd.ErrNotFound},
+		{"write the root", "/", xrootd.OpenDelete, xrootd.ErrIsDirectory},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := c.Open(ctx, tt.path, tt.flags, 0o644)
+			if tt.code != 0 {
+				wantCode(t, "open", err, tt.code)
+				return
+			}
+			if err != nil {
+				t.Fatalf("open: %v", err)
+			}
+			if err := f.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if fi, err := c.Stat(ctx, tt.path); err != nil || fi.Size != 0 || fi.IsDir() {
+				t.Errorf("stat = %+v, %v; want an empty file", fi, err)
+			}
+		})
+	}
+}
+
+func TestRead(t *testing.T) {
+	r := testRand(t)
+	dir, addr := serve(t, Options{})
+	c := dial(t, addr)
+	ctx := testCtx(t)
+	data := randomBytes(r, 3<<20+77)
+	if err := os.WriteFile(filepath.Join(dir, "r"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := c.Open(ctx, "/r", xrootd.OpenRead, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close(ctx)
+	if f.OpenInfo().Size != int64(len(data)) {
+		t.Errorf("open stat size %d", f.OpenInfo().Size)
+	}
+	for _, tt := range []struct {
+		off int64
+		n   int
+	}{{0, 10}, {4095, 1 << 20}, {int64(len(data)) - 5, 5}, {int64(len(data)) - 5, 50}, {int64(len(data)), 1}} {
+		for _, pages := range []bool{false, true} {
+			buf := make([]byte, tt.n)
+			read := f.ReadAt
+			if pages {
+				read = f.PgReadAt
+			}
+			n, err := read(ctx, buf, tt.off)
+			want := data[min(tt.off, int64(len(data))):min(tt.off+int64(tt.n), int64(len(data)))]
+			wantEOF := len(want) < tt.n
+			if !bytes.Equal(buf[:n], want) || (err == io.EOF) != wantEOF || (err != nil && err != io.EOF) {
+				t.Errorf("read(off %d, len %d, pages %v) = %d, %v; want %d bytes, EOF %v", tt.off, tt.n, pages, n, err, len(want), wantEOF)
+			}
+		}
+	}
+	if _, err := f.WriteAt(ctx, []byte("x"), 0); err == nil {
+		t.Error("write to a file opened for reading succeeded")
+	}
+}
+
+func TestStatList(t *testing.T) {
+	dir, addr := serve(t, Options{})
+	c := dial(t, addr)
+	ctx := testCtx(t)
+	put(t, c, "/s/f1", []byte("0123456789"))
+	if err := c.Mkdir(ctx, "/s/sub", 0o755, true); err != nil {
+		t.Fatal(err)
+	}
+	const many = 3*listBatch + 7
+	for i := range many {
+		if err := os.WriteFile(filepath.Join(dir, "s", "sub", fmt.Sprintf("f%04d", i)), make([]byte, i), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	past := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
+	if err := os.Chtimes(filepath.Join(dir, "s", "f1"), past, past); err != nil {
+		t.Fatal(err)
+	}
+
+	fi, err := c.Stat(ctx, "/s/f1")
+	if err != nil || fi.Size != 10 || fi.IsDir() || !fi.ModTime.Equal(past) || fi.Flags&xrootd.StatReadable == 0 {
+		t.Errorf("stat file = %+v, %v; want size 10, mtime %v, readable", fi, err, past)
+	}
+	if fi, err := c.Stat(ctx, "/s/sub"); err != nil || !fi.IsDir() {
+		t.Errorf("stat dir = %+v, %v", fi, err)
+	}
+	if fi, err := c.Stat(ctx, "/"); err != nil || !fi.IsDir() {
+		t.Errorf("stat / = %+v, %v", fi, err)
+	}
+	_, err = c.Stat(ctx, "/s/missing")
+	wantCode(t, "stat missing", err, xrootd.ErrNotFound)
+	_, err = c.Stat(ctx, "/s/f1/x")
+	wantFSError(t, "stat under a file", err, "not a directory")
+
+	list, err := c.Dirlist(ctx, "/s", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(list, func(a, b xrootd.FileInfo) int { return strings.Compare(a.Name, b.Name) })
+	if len(list) != 2 || list[0].Name != "f1" || list[0].Size != 10 || list[0].IsDir() || !list[0].ModTime.Equal(past) ||
+		list[1].Name != "sub" || !list[1].IsDir() {
+		t.Errorf("dirlist /s = %+v", list)
+	}
+	list, err = c.Dirlist(ctx, "/s/sub", true)
+	if err != nil || len(list) != many {
+		t.Fatalf("dirlist of %d entries: %d, %v", many, len(list), err)
+	}
+	for _, e := range list {
+		var i int
+		if _, err := fmt.Sscanf(e.Name, "f%04d", &i); err != nil || e.Size != int64(i) {
+			t.Errorf("entry %+v", e)
+		}
+	}
+	_, err = c.Dirlist(ctx, "/s/f1", true)
+	wantFSError(t, "dirlist of a file", err, "not a directory")
+	_, err = c.Dirlist(ctx, "/nope", false)
+	wantCode(t, "dirlist missing", err, xrootd.ErrNotFound)
+}
+
+func TestRemove(t *testing.T) {
+	_, addr := serve(t, Options{Fsync: true})
+	c := dial(t, addr)
+	ctx := testCtx(t)
+	put(t, c, "/d/f", []byte("x"))
+	put(t, c, "/d/sub/g", []byte("y"))
+	if err := c.Mkdir(ctx, "/d/empty", 0o755, false); err != nil {
+		t.Fatal(err)
+	}
+
+	wantCode(t, "rm dir", c.Rm(ctx, "/d/empty"), xrootd.ErrIsDirectory)
+	wantCode(t, "rm missing", c.Rm(ctx, "/d/missing"), xrootd.ErrNotFound)
+	wantCode(t, "rm /", c.Rm(ctx, "/"), xrootd.ErrNotAuthorized)
+	if err := c.Rm(ctx, "/d/f"); err != nil {
+		t.Errorf("rm file: %v", err)
+	}
+	_, err := c.Stat(ctx, "/d/f")
+	wantCode(t, "stat removed", err, xrootd.ErrNotFound)
+
+	wantFSError(t, "rmdir non-empty", c.Rmdir(ctx, "/d/sub"), "directory not empty")
+	wantFSError(t, "rmdir file", c.Rmdir(ctx, "/d/sub/g"), "not a directory")
+	wantCode(t, "rmdir missing", c.Rmdir(ctx, "/d/missing"), xrootd.ErrNotFound)
+	wantCode(t, "rmdir /", c.Rmdir(ctx, "/"), xrootd.ErrNotAuthorized)
+	if err := c.Rmdir(ctx, "/d/empty"); err != nil {
+		t.Errorf("rmdir empty: %v", err)
+	}
+	if _, err := c.Stat(ctx, "/d/empty"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("stat of removed dir: %v", err)
+	}
+}
+
+func TestRename(t *testing.T) {
+	_, addr := serve(t, Options{Fsync: true})
+	c := dial(t, addr)
+	ctx := testCtx(t)
+	put(t, c, "/a", []byte("a"))
+	put(t, c, "/b", []byte("bbb"))
+	put(t, c, "/dir/x", []byte("x"))
+
+	if err := c.Mv(ctx, "/a", "/b"); err != nil {
+		t.Fatalf("mv replacing a file: %v", err)
+	}
+	if got := readAll(t, c, "/b"); string(got) != "a" {
+		t.Errorf("replaced content %q", got)
+	}
+	if err := c.Mv(ctx, "/b", "/new/deep/b"); err != nil {
+		t.Fatalf("mv into new directories: %v", err)
+	}
+	if got := readAll(t, c, "/new/deep/b"); string(got) != "a" {
+		t.Errorf("moved content %q", got)
+	}
+	if err := c.Mv(ctx, "/dir", "/dir2"); err != nil {
+		t.Fatalf("mv directory: %v", err)
+	}
+	if got := readAll(t, c, "/dir2/x"); string(got) != "x" {
+		t.Errorf("content in moved dir %q", got)
+	}
+	if err := c.Mv(ctx, "/dir2/x", "/dir2/x"); err != nil {
+		t.Errorf("mv onto itself: %v", err)
+	}
+	if err := c.Mkdir(ctx, "/emptydir", 0o755, false); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, "mv file onto a directory", c.Mv(ctx, "/new/deep/b", "/dir2"), xrootd.ErrItExists)
+	wantCode(t, "mv directory onto an empty directory", c.Mv(ctx, "/dir2", "/emptydir"), xrootd.ErrItExists)
+	wantCode(t, "mv missing", c.Mv(ctx, "/missing", "/m2"), xrootd.ErrNotFound)
+	wantFSError(t, "mv under a file", c.Mv(ctx, "/dir2/x", "/new/deep/b/x"), "not a directory")
+	wantCode(t, "mv /", c.Mv(ctx, "/", "/root2"), xrootd.ErrNotAuthorized)
+}
+
+func TestMkdir(t *testing.T) {
+	_, addr := serve(t, Options{Fsync: true})
+	c := dial(t, addr)
+	ctx := testCtx(t)
+	for range 2 {
+		if err := c.Mkdir(ctx, "/m/n/o", 0o750, true); err != nil {
+			t.Errorf("mkdir -p: %v", err)
+		}
+	}
+	if fi, err := c.Stat(ctx, "/m/n/o"); err != nil || !fi.IsDir() || fi.Mode.Perm() != 0o750 {
+		t.Errorf("stat = %+v, %v; want a 0750 directory", fi, err)
+	}
+	if err := c.Mkdir(ctx, "/m", 0o755, false); err != nil {
+		t.Errorf("mkdir of an existing directory: %v", err)
+	}
+	wantCode(t, "mkdir without parents", c.Mkdir(ctx, "/x/y", 0o755, false), xrootd.ErrNotFound)
+	put(t, c, "/m/file", nil)
+	wantCode(t, "mkdir -p over a file", c.Mkdir(ctx, "/m/file", 0o755, true), xrootd.ErrItExists)
+	wantCode(t, "mkdir over a file", c.Mkdir(ctx, "/m/file", 0o755, false), xrootd.ErrItExists)
+	wantFSError(t, "mkdir -p under a file", c.Mkdir(ctx, "/m/file/sub", 0o755, true), "not a directory")
+	if err := c.Mkdir(ctx, "/", 0o755, true); err != nil {
+		t.Errorf("mkdir -p /: %v", err)
+	}
+}
+
+func TestSpace(t *testing.T) {
+	_, addr := serve(t, Options{})
+	c := dial(t, addr)
+	sp, err := c.Space(testCtx(t), "/")
+	if err != nil || sp.Total <= 0 || sp.Free < 0 || sp.Free > sp.Total || sp.Used < 0 {
+		t.Errorf("space = %+v, %v", sp, err)
+	}
+}
+
+func TestSymlinks(t *testing.T) {
+	dir, addr := serve(t, Options{})
+	c := dial(t, addr)
+	ctx := testCtx(t)
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	put(t, c, "/in/f", []byte("inside"))
+	for name, target := range map[string]string{
+		"out":     outside,
+		"outfile": filepath.Join(outside, "secret"),
+		"rel":     "../" + filepath.Base(outside),
+		"ok":      "in/f",
+	} {
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{"/out/secret", "/outfile", "/rel/secret"} {
+		_, err := c.Open(ctx, p, xrootd.OpenRead, 0)
+		wantCode(t, "open "+p, err, xrootd.ErrNotAuthorized)
+		_, err = c.Stat(ctx, p)
+		wantCode(t, "stat "+p, err, xrootd.ErrNotAuthorized)
+		_, err = c.Open(ctx, p, xrootd.OpenDelete|xrootd.OpenMkpath, 0o644)
+		wantCode(t, "create "+p, err, xrootd.ErrNotAuthorized)
+	}
+	_, err := c.Dirlist(ctx, "/out", false)
+	wantCode(t, "dirlist /out", err, xrootd.ErrNotAuthorized)
+	wantCode(t, "mv into /out", c.Mv(ctx, "/in/f", "/out/stolen"), xrootd.ErrNotAuthorized)
+	if got := readAll(t, c, "/ok"); string(got) != "inside" {
+		t.Errorf("symlink within the tree: %q", got)
+	}
+	// rm removes the link, not its target.
+	if err := c.Rm(ctx, "/outfile"); err != nil {
+		t.Errorf("rm of a symlink: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(outside, "secret")); err != nil || string(b) != "secret" {
+		t.Errorf("target of a removed link: %q, %v", b, err)
+	}
+}
+
+// TestAbortKeepsPartial checks that a file left open by a client that
+// goes away is closed and kept as written.
+func TestAbortKeepsPartial(t *testing.T) {
+	dir, addr := serve(t, Options{Fsync: true})
+	c := dial(t, addr)
+	ctx := testCtx(t)
+	f, err := c.Open(ctx, "/p/partial", xrootd.OpenNew|xrootd.OpenMkpath, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(ctx, []byte("partial"), 0); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	c2 := dial(t, addr)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		// The handle is released once the server notices the disconnect;
+		// until then the file may still be open, but its bytes are there.
+		if b, err := os.ReadFile(filepath.Join(dir, "p", "partial")); err == nil && string(b) == "partial" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("partial file not kept")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if fi, err := c2.Stat(ctx, "/p/partial"); err != nil || fi.Size != 7 {
+		t.Errorf("stat partial = %+v, %v", fi, err)
+	}
+}

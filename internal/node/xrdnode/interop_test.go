@@ -1,0 +1,197 @@
+//go:build interop
+
+package xrdnode
+
+// The driver against the real xrootd data server of XRootD 5.5:
+//
+//	go test -tags interop ./internal/node/xrdnode/
+//
+// A missing xrootd skips these tests, except with CI=true, where it
+// fails them.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/node"
+	"github.com/ecstore/ecstore/internal/node/nodetest"
+)
+
+func TestInteropConformance(t *testing.T) {
+	s := startReal(t)
+	var seq atomic.Int32
+	nodetest.Run(t, func(t *testing.T) node.Node {
+		return newNode(t, fmt.Sprintf("root://%s//nodes/n%d", s.addr, seq.Add(1)), Options{Fsync: true})
+	})
+}
+
+// TestInteropNames checks names that root:// carries as they are.
+func TestInteropNames(t *testing.T) {
+	s := startReal(t)
+	n := newNode(t, "root://"+s.addr+"//names", Options{})
+	ctx := context.Background()
+	for _, name := range []string{"with space", "per%25cent", "hash#tag", "amp&eq=1", "ünïcödé", "semi;colon", "'quote\""} {
+		t.Run(name, func(t *testing.T) {
+			p := "/d/" + name
+			u, err := n.Create(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := u.Write(ctx, []byte(name)); err != nil {
+				t.Fatal(err)
+			}
+			if err := u.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := readAll(t, n, ctx, p); string(got) != name {
+				t.Errorf("content %q", got)
+			}
+			ents, err := n.List(ctx, "/d")
+			if err != nil || !slices.ContainsFunc(ents, func(fi node.FileInfo) bool { return fi.Name == name }) {
+				t.Errorf("List = %+v, %v; want %q", ents, err, name)
+			}
+			if err := n.Rename(ctx, p, p+" moved"); err != nil {
+				t.Fatal(err)
+			}
+			if err := n.Remove(ctx, p+" moved"); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestInteropRenameOntoDirectory checks the mapping of xrootd's answers
+// (and of rename(2)'s replacing an empty directory) to the contract.
+func TestInteropRenameOntoDirectory(t *testing.T) {
+	s := startReal(t)
+	testRenameOntoDirectory(t, newNode(t, "root://"+s.addr+"//mv", Options{}))
+}
+
+// TestInteropReconnect kills xrootd and starts it again on the same
+// port: calls after the restart succeed on new connections.
+func TestInteropReconnect(t *testing.T) {
+	s := startReal(t)
+	n := newNode(t, "root://"+s.addr+"//r", Options{Conns: 3})
+	ctx := context.Background()
+	data := bytes.Repeat([]byte("0123456789abcdef"), 1<<16)
+	u, err := n.Create(ctx, "/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Write(ctx, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 6 {
+		if _, err := n.Stat(ctx, "/f"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.stop()
+	start := time.Now()
+	s.start()
+	t.Logf("xrootd restarted in %v", time.Since(start))
+	for i := range 6 {
+		if fi, err := n.Stat(ctx, "/f"); err != nil || fi.Size != int64(len(data)) {
+			t.Fatalf("Stat #%d after restart = %+v, %v", i, fi, err)
+		}
+	}
+	if got := readAll(t, n, ctx, "/f"); !bytes.Equal(got, data) {
+		t.Error("content differs after restart")
+	}
+}
+
+// TestInteropStopped stops xrootd with SIGSTOP: calls return at their
+// deadline, and the node works again after SIGCONT.
+func TestInteropStopped(t *testing.T) {
+	s := startReal(t)
+	n := newNode(t, "root://"+s.addr+"//s", Options{
+		DialTimeout:    300 * time.Millisecond,
+		CleanupTimeout: 300 * time.Millisecond,
+		WriteBuffer:    64 << 10,
+	})
+	ctx := context.Background()
+	u, err := n.Create(ctx, "/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Write(ctx, []byte("data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f, err := n.Open(ctx, "/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w, err := n.Create(ctx, "/g")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	s.pause()
+	// All at once, so that each meets a hung connection rather than one
+	// already dropped as unresponsive.
+	const deadline = 300 * time.Millisecond
+	var wg sync.WaitGroup
+	check := func(what string, fn func(ctx context.Context) error) {
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, deadline)
+			defer cancel()
+			start := time.Now()
+			err := fn(cctx)
+			took := time.Since(start)
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("%s: err = %v; want context.DeadlineExceeded", what, err)
+			}
+			if took > deadline+time.Second {
+				t.Errorf("%s took %v; deadline %v", what, took, deadline)
+			}
+		})
+	}
+	check("ReadAt", func(ctx context.Context) error { _, err := f.ReadAt(ctx, make([]byte, 4), 0); return err })
+	check("Stat", func(ctx context.Context) error { _, err := n.Stat(ctx, "/f"); return err })
+	check("List", func(ctx context.Context) error { _, err := n.List(ctx, "/"); return err })
+	check("Create", func(ctx context.Context) error { _, err := n.Create(ctx, "/h"); return err })
+	check("Write+Finish", func(ctx context.Context) error {
+		for range 16 {
+			if err := w.Write(ctx, make([]byte, 64<<10)); err != nil {
+				return err
+			}
+		}
+		return w.Finish(ctx)
+	})
+	wg.Wait()
+	start := time.Now()
+	_ = w.Abort(ctx)
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("Abort took %v", took)
+	}
+	s.signal(syscall.SIGCONT)
+
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	// Connections whose pings failed were dropped; the others answer
+	// again.
+	if got := readAll(t, n, cctx, "/f"); string(got) != "data" {
+		t.Errorf("read after SIGCONT = %q", got)
+	}
+}
+
+func init() {
+	benchServers = append(benchServers, benchServer{name: "xrootd", remote: true, start: func(b *testing.B) (string, node.Node) {
+		return "root://" + startReal(b).addr + "//bench", nil
+	}})
+}

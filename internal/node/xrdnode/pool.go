@@ -1,0 +1,211 @@
+package xrdnode
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ecstore/ecstore/internal/xrootd"
+)
+
+// pool is a fixed number of slots, each holding at most one connection.
+// Connections are dialled lazily by the first call that needs one, in a
+// goroutine bounded by Options.DialTimeout (callers wait with their own
+// context). A connection is replaced by the next call that picks its slot
+// once it is dead: its socket failed, a request on it failed with
+// xrootd.ErrClosed, or it did not answer a ping after a request timed
+// out. The xrootd.Client does not reconnect by itself; this is where
+// that happens.
+type pool struct {
+	n     *Node
+	slots []slot
+	next  atomic.Uint32
+}
+
+type slot struct {
+	mu  sync.Mutex
+	cur *conn
+}
+
+// conn is one pooled connection. c and err are set before ready is
+// closed and never change afterwards.
+type conn struct {
+	ready   chan struct{}
+	c       *xrootd.Client
+	err     error
+	dead    atomic.Bool
+	probing atomic.Bool
+}
+
+// failed reports whether the connection should be replaced: its dial
+// failed or it died. A dial in progress is not failed.
+func (cn *conn) failed() bool {
+	select {
+	case <-cn.ready:
+		return cn.err != nil || cn.dead.Load()
+	default:
+		return false
+	}
+}
+
+// kill marks the connection dead and closes it.
+func (cn *conn) kill() {
+	cn.dead.Store(true)
+	if cn.c != nil {
+		cn.c.Close()
+	}
+}
+
+// get returns a live connection, dialling one if its slot has none. It
+// waits for a dial in progress until ctx is done.
+func (p *pool) get(ctx context.Context) (*conn, error) {
+	if p.n.closed.Load() {
+		return nil, ErrClosed
+	}
+	s := &p.slots[int(p.next.Add(1))%len(p.slots)]
+	s.mu.Lock()
+	cn := s.cur
+	if cn == nil || cn.failed() {
+		if cn != nil && cn.c != nil {
+			cn.c.Close()
+		}
+		cn = p.dial()
+		s.cur = cn
+	}
+	s.mu.Unlock()
+	select {
+	case <-cn.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if cn.err != nil {
+		return nil, cn.err
+	}
+	return cn, nil
+}
+
+// dial starts connecting in the background and returns at once.
+func (p *pool) dial() *conn {
+	n := p.n
+	cn := &conn{ready: make(chan struct{})}
+	do := n.dialOpts
+	inner := do.Dial
+	do.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := inner(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &watchedConn{Conn: c, dead: &cn.dead}, nil
+	}
+	go func() {
+		defer close(cn.ready)
+		ctx, cancel := context.WithTimeout(n.base, n.opts.DialTimeout)
+		defer cancel()
+		c, err := xrootd.Dial(ctx, n.addr, &do)
+		if err != nil {
+			if n.base.Err() != nil {
+				err = ErrClosed
+			}
+			cn.err = err
+			n.log.Debug("xrdnode dial failed", "node", n.id, "err", err)
+			return
+		}
+		cn.c = c
+		n.log.Debug("xrdnode connected", "node", n.id)
+	}()
+	return cn
+}
+
+// observe looks at the error of a request sent on cn. A closed
+// connection is dead. A request that ran out of time may mean a hung
+// server, so the connection is pinged in the background and dropped if
+// the ping fails within DialTimeout.
+func (p *pool) observe(cn *conn, err error) {
+	switch {
+	case err == nil || cn.dead.Load():
+	case errors.Is(err, xrootd.ErrClosed):
+		cn.kill()
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+		if !cn.probing.CompareAndSwap(false, true) {
+			return
+		}
+		n := p.n
+		go func() {
+			defer cn.probing.Store(false)
+			ctx, cancel := context.WithTimeout(n.base, n.opts.DialTimeout)
+			defer cancel()
+			if perr := cn.c.Ping(ctx); perr != nil && n.base.Err() == nil {
+				n.log.Warn("xrdnode drops an unresponsive connection", "node", n.id, "err", perr)
+				cn.kill()
+			}
+		}()
+	}
+}
+
+// close closes every connection; dials in progress were cancelled by
+// the node's base context.
+func (p *pool) close() {
+	for i := range p.slots {
+		s := &p.slots[i]
+		s.mu.Lock()
+		cn := s.cur
+		s.cur = nil
+		s.mu.Unlock()
+		if cn != nil {
+			<-cn.ready
+			cn.kill()
+		}
+	}
+}
+
+// call runs fn on a pooled connection. When fn fails because the
+// connection was closed and the request is idempotent, it is retried on
+// the next connection, up to once per slot: after a server restart every
+// pooled connection may be dead before the client has noticed, and the
+// restart then costs no failed idempotent call.
+func (p *pool) call(ctx context.Context, idempotent bool, fn func(c *xrootd.Client) error) error {
+	return p.callConn(ctx, idempotent, func(cn *conn) error { return fn(cn.c) })
+}
+
+// callConn is call for functions that keep the connection, such as
+// those that open a file on it.
+func (p *pool) callConn(ctx context.Context, idempotent bool, fn func(cn *conn) error) error {
+	for attempt := 0; ; attempt++ {
+		cn, err := p.get(ctx)
+		if err != nil {
+			return err
+		}
+		err = fn(cn)
+		p.observe(cn, err)
+		if err != nil && idempotent && attempt < len(p.slots) && errors.Is(err, xrootd.ErrClosed) && ctx.Err() == nil {
+			continue
+		}
+		return err
+	}
+}
+
+// watchedConn marks its pool connection dead on the first failed read or
+// write, which the client's read loop notices as soon as the server goes
+// away.
+type watchedConn struct {
+	net.Conn
+	dead *atomic.Bool
+}
+
+func (c *watchedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil {
+		c.dead.Store(true)
+	}
+	return n, err
+}
+
+func (c *watchedConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if err != nil {
+		c.dead.Store(true)
+	}
+	return n, err
+}

@@ -1,0 +1,422 @@
+package xrdnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ecstore/ecstore/internal/node"
+	"github.com/ecstore/ecstore/internal/xrootd"
+)
+
+// Upload states.
+const (
+	upWriting = iota
+	upFinished
+	upCommitted
+	upAborted
+)
+
+// buffersPerUpload is how many write buffers an upload uses: one being
+// sent while the other fills.
+const buffersPerUpload = 2
+
+// chunk is a buffer handed to the background writer.
+type chunk struct {
+	b   []byte
+	off int64
+}
+
+// upload is the node.Upload of a Node. Write copies into buffers that a
+// background goroutine (writer) sends in order, one buffer at a time; an
+// error it meets is reported by the next Write or by Finish.
+type upload struct {
+	n          *Node
+	cn         *conn
+	f          *xrootd.ClientFile
+	path       string // final node path
+	tmp        string // temporary node path
+	state      int
+	err        error // sticky
+	fileClosed bool
+
+	buf   []byte // being filled; nil when none
+	off   int64  // file offset of buf[0]
+	nbufs int    // buffers taken from the pool
+
+	ctx       context.Context // the writer's; Abort cancels it
+	cancel    context.CancelFunc
+	queue     chan chunk    // to the writer (unbuffered)
+	free      chan []byte   // buffers back from the writer
+	done      chan struct{} // closed when the writer exits
+	queueShut bool
+	werr      atomic.Pointer[error] // the writer's first error
+}
+
+var _ node.Upload = (*upload)(nil)
+
+func newUpload(n *Node, cn *conn, f *xrootd.ClientFile, path, tmp string) *upload {
+	u := &upload{
+		n:     n,
+		cn:    cn,
+		f:     f,
+		path:  path,
+		tmp:   tmp,
+		queue: make(chan chunk),
+		free:  make(chan []byte, buffersPerUpload),
+		done:  make(chan struct{}),
+	}
+	u.ctx, u.cancel = context.WithCancel(n.base)
+	go u.writer()
+	return u
+}
+
+// writer sends the chunks of the queue in order. After an error it only
+// returns the buffers. It exits when the queue is closed or when the
+// upload is aborted or the node closed (u.ctx).
+func (u *upload) writer() {
+	defer close(u.done)
+	for {
+		var ch chunk
+		select {
+		case c, ok := <-u.queue:
+			if !ok {
+				return
+			}
+			ch = c
+		case <-u.ctx.Done():
+			err := fmt.Errorf("upload stopped: %w", ErrClosed)
+			u.werr.CompareAndSwap(nil, &err)
+			return
+		}
+		if u.werr.Load() == nil {
+			var err error
+			if u.n.pages {
+				_, err = u.f.PgWriteAt(u.ctx, ch.b, ch.off)
+			} else {
+				_, err = u.f.WriteAt(u.ctx, ch.b, ch.off)
+			}
+			if err != nil {
+				if u.ctx.Err() == nil {
+					u.n.pool.observe(u.cn, err)
+				}
+				u.werr.CompareAndSwap(nil, &err)
+			}
+		}
+		u.free <- ch.b[:0]
+	}
+}
+
+// writerErr returns the writer's error, if any.
+func (u *upload) writerErr() error {
+	if p := u.werr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// stick records err as the upload's sticky error and returns it.
+func (u *upload) stick(op string, err error) error {
+	u.err = u.n.fail(op, u.path, err)
+	return u.err
+}
+
+// Write implements node.Upload. It returns once p is copied; the bytes
+// reach the server in the background, and a failure to send them is
+// returned by a later Write or by Finish. A Write that fails for any
+// reason but a context done before it started fails the upload.
+func (u *upload) Write(ctx context.Context, p []byte) error {
+	switch {
+	case u.state != upWriting:
+		return u.n.wrap("write", u.path, errors.New("upload already finished"))
+	case u.err != nil:
+		return u.err
+	}
+	if err := u.writerErr(); err != nil {
+		return u.stick("write", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return u.n.wrap("write", u.path, err)
+	}
+	for len(p) > 0 {
+		if u.buf == nil {
+			b, err := u.getBuf(ctx)
+			if err != nil {
+				return u.stick("write", err)
+			}
+			u.buf = b
+		}
+		k := min(cap(u.buf)-len(u.buf), len(p))
+		u.buf = append(u.buf, p[:k]...)
+		p = p[k:]
+		if len(u.buf) == cap(u.buf) {
+			if err := u.send(ctx); err != nil {
+				return u.stick("write", err)
+			}
+		}
+	}
+	return nil
+}
+
+// getBuf returns an empty buffer: a new one while the upload has fewer
+// than buffersPerUpload, else one the writer is done with.
+func (u *upload) getBuf(ctx context.Context) ([]byte, error) {
+	select {
+	case b := <-u.free:
+		return b, nil
+	default:
+	}
+	if u.nbufs < buffersPerUpload {
+		u.nbufs++
+		return u.n.bufs.get(), nil
+	}
+	select {
+	case b := <-u.free:
+		return b, nil
+	case <-ctx.Done():
+		u.n.pool.observe(u.cn, ctx.Err())
+		return nil, ctx.Err()
+	}
+}
+
+// send hands the filled buffer to the writer, waiting until the writer
+// has sent the previous one.
+func (u *upload) send(ctx context.Context) error {
+	select {
+	case u.queue <- chunk{b: u.buf, off: u.off}:
+		u.off += int64(len(u.buf))
+		u.buf = nil
+		return nil
+	case <-ctx.Done():
+		u.n.pool.observe(u.cn, ctx.Err())
+		return ctx.Err()
+	case <-u.done:
+		if err := u.writerErr(); err != nil {
+			return err
+		}
+		return fmt.Errorf("upload stopped: %w", ErrClosed)
+	}
+}
+
+// stopWriter closes the queue and waits for the writer to exit, or for
+// ctx to be done.
+func (u *upload) stopWriter(ctx context.Context) error {
+	if !u.queueShut {
+		u.queueShut = true
+		close(u.queue)
+	}
+	select {
+	case <-u.done:
+		return nil
+	case <-ctx.Done():
+		u.n.pool.observe(u.cn, ctx.Err())
+		return ctx.Err()
+	}
+}
+
+// Finish implements node.Upload: it sends the buffered bytes, waits for
+// every write to be acknowledged, sends kXR_sync if the node is durable
+// (Options.Fsync) and closes the file.
+func (u *upload) Finish(ctx context.Context) error {
+	if u.state != upWriting {
+		if u.state == upFinished {
+			return u.err
+		}
+		return u.n.wrap("finish", u.path, errors.New("upload already committed or aborted"))
+	}
+	if u.err != nil {
+		return u.err
+	}
+	if err := ctx.Err(); err != nil {
+		return u.n.wrap("finish", u.path, err)
+	}
+	u.state = upFinished
+	if len(u.buf) > 0 {
+		if err := u.send(ctx); err != nil {
+			return u.stick("finish", err)
+		}
+	}
+	if err := u.stopWriter(ctx); err != nil {
+		return u.stick("finish", err)
+	}
+	u.releaseBufs()
+	if err := u.writerErr(); err != nil {
+		return u.stick("finish", err)
+	}
+	if u.n.opts.Fsync {
+		if err := u.f.Sync(ctx); err != nil {
+			u.n.pool.observe(u.cn, err)
+			return u.stick("finish", err)
+		}
+	}
+	err := u.f.Close(ctx)
+	u.n.pool.observe(u.cn, err)
+	if err != nil {
+		return u.stick("finish", err)
+	}
+	u.fileClosed = true
+	return nil
+}
+
+// Commit implements node.Upload: kXR_mv of the temporary file onto the
+// final path. Commit onto a directory fails with node.ErrIsDir.
+func (u *upload) Commit(ctx context.Context) error {
+	switch u.state {
+	case upCommitted, upAborted:
+		return u.n.wrap("commit", u.path, errors.New("upload already committed or aborted"))
+	case upWriting:
+		if err := u.Finish(ctx); err != nil {
+			return err
+		}
+	}
+	if u.err != nil {
+		return u.err
+	}
+	if err := ctx.Err(); err != nil {
+		return u.n.wrap("commit", u.path, err)
+	}
+	n := u.n
+	err := n.pool.call(ctx, false, func(c *xrootd.Client) error {
+		return c.Mv(ctx, n.remote(u.tmp), n.remote(u.path))
+	})
+	if err != nil {
+		err = mapErr(err)
+		if errors.Is(err, node.ErrExist) || errors.Is(err, node.ErrNotEmpty) {
+			// The server refused to replace a directory.
+			err = fmt.Errorf("%w: %w", node.ErrIsDir, err)
+		}
+		return n.wrap("commit", u.path, err)
+	}
+	u.state = upCommitted
+	return nil
+}
+
+// Abort implements node.Upload. It stops the writer, closes the file and
+// removes it; these requests run even if ctx is done, bounded by
+// Options.CleanupTimeout.
+func (u *upload) Abort(ctx context.Context) error {
+	if u.state == upCommitted || u.state == upAborted {
+		return nil
+	}
+	u.state = upAborted
+	u.cancel()
+	// The writer's request was cancelled with u.ctx: this returns
+	// promptly.
+	_ = u.stopWriter(context.Background())
+	u.releaseBufs()
+	n := u.n
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.opts.CleanupTimeout)
+	defer cancel()
+	if !u.fileClosed {
+		u.fileClosed = true
+		err := u.f.Close(cctx)
+		n.pool.observe(u.cn, err) // the data is being discarded
+	}
+	err := n.pool.call(cctx, true, func(c *xrootd.Client) error {
+		return c.Rm(cctx, n.remote(u.tmp))
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return n.fail("abort", u.path, err)
+	}
+	return nil
+}
+
+// releaseBufs returns the upload's buffers to the node's pool once the
+// writer has exited.
+func (u *upload) releaseBufs() {
+	if u.buf != nil {
+		u.n.bufs.put(u.buf)
+		u.buf = nil
+	}
+	for {
+		select {
+		case b := <-u.free:
+			u.n.bufs.put(b)
+		default:
+			return
+		}
+	}
+}
+
+// bufPool recycles upload buffers of one size.
+type bufPool struct {
+	size int
+	p    sync.Pool
+}
+
+func (bp *bufPool) get() []byte {
+	if b, ok := bp.p.Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, bp.size)
+}
+
+func (bp *bufPool) put(b []byte) {
+	if cap(b) == bp.size {
+		b = b[:0]
+		bp.p.Put(&b)
+	}
+}
+
+// file is the node.File of a Node.
+type file struct {
+	n      *Node
+	cn     *conn
+	f      *xrootd.ClientFile
+	path   string
+	size   int64
+	closed atomic.Bool
+}
+
+var _ node.File = (*file)(nil)
+
+// ReadAt implements node.File with kXR_read, or with kXR_pgread, which
+// verifies the CRC32C of every page, when Options.PageChecksums is set.
+func (f *file) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, f.n.wrap("read", f.path, err)
+	}
+	if off < 0 {
+		return 0, f.n.wrap("read", f.path, fmt.Errorf("negative offset %d", off))
+	}
+	var (
+		n   int
+		err error
+	)
+	if f.n.pages {
+		n, err = f.f.PgReadAt(ctx, p, off)
+	} else {
+		n, err = f.f.ReadAt(ctx, p, off)
+	}
+	if err == io.EOF {
+		return n, io.EOF
+	}
+	if err != nil {
+		f.n.pool.observe(f.cn, err)
+		return n, f.n.fail("read", f.path, err)
+	}
+	return n, nil
+}
+
+// Size implements node.File.
+func (f *file) Size() int64 { return f.size }
+
+// Close implements node.File, bounded by Options.CleanupTimeout. A file
+// whose connection is gone is closed already.
+func (f *file) Close() error {
+	if f.closed.Swap(true) {
+		return f.n.wrap("close", f.path, fs.ErrClosed)
+	}
+	ctx, cancel := context.WithTimeout(f.n.base, f.n.opts.CleanupTimeout)
+	defer cancel()
+	err := f.f.Close(ctx)
+	f.n.pool.observe(f.cn, err)
+	if err != nil && !errors.Is(err, xrootd.ErrClosed) && f.n.base.Err() == nil {
+		return f.n.fail("close", f.path, err)
+	}
+	return nil
+}

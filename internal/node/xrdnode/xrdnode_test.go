@@ -1,0 +1,692 @@
+package xrdnode
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/dataserver"
+	"github.com/ecstore/ecstore/internal/node"
+	"github.com/ecstore/ecstore/internal/node/nodetest"
+	"github.com/ecstore/ecstore/internal/xrootd"
+)
+
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// ourServer is an xrootd.Server serving a dataserver.FS.
+type ourServer struct {
+	t    testing.TB
+	dir  string
+	addr string
+	srv  *xrootd.Server
+	done chan error
+}
+
+// startOurs serves a fresh directory (or dir, if not empty) with
+// package dataserver on addr ("127.0.0.1:0" for a free port) until
+// stopped or the test ends.
+func startOurs(t testing.TB, dir, addr string) *ourServer {
+	t.Helper()
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	fsys, err := dataserver.New(dir, dataserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ln net.Listener
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		ln, err = net.Listen("tcp", addr)
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond) // the old listener's port
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &ourServer{t: t, dir: dir, addr: ln.Addr().String(), done: make(chan error, 1)}
+	s.srv = &xrootd.Server{Handler: fsys, Logger: testLogger(t)}
+	go func() { s.done <- s.srv.Serve(context.Background(), ln) }()
+	t.Cleanup(func() {
+		s.stop()
+		fsys.Close()
+	})
+	return s
+}
+
+// stop shuts the server down, closing every connection.
+func (s *ourServer) stop() {
+	if s.srv == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.srv.Shutdown(ctx); err != nil {
+		s.t.Errorf("Shutdown: %v", err)
+	}
+	<-s.done
+	s.srv = nil
+}
+
+// newNode returns a node on url closed at the end of the test.
+func newNode(t testing.TB, url string, opts Options) *Node {
+	t.Helper()
+	if opts.Logger == nil {
+		opts.Logger = testLogger(t)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n, err := New(ctx, url, opts)
+	if err != nil {
+		t.Fatalf("New(%s): %v", url, err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n
+}
+
+func TestConformance(t *testing.T) {
+	t.Run("prefix=root", func(t *testing.T) {
+		nodetest.Run(t, func(t *testing.T) node.Node {
+			s := startOurs(t, "", "127.0.0.1:0")
+			return newNode(t, "root://"+s.addr, Options{})
+		})
+	})
+	t.Run("prefix=deep", func(t *testing.T) {
+		s := startOurs(t, "", "127.0.0.1:0")
+		var seq atomic.Int32
+		nodetest.Run(t, func(t *testing.T) node.Node {
+			// Every subtest gets its own prefix on one server, with a
+			// neighbour that must stay untouched.
+			n := newNode(t, fmt.Sprintf("root://%s//nodes/n%d", s.addr, seq.Add(1)), Options{Fsync: true, Conns: 3})
+			if err := os.WriteFile(filepath.Join(s.dir, "nodes", "neighbour"), []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		})
+		if b, err := os.ReadFile(filepath.Join(s.dir, "nodes", "neighbour")); err != nil || string(b) != "x" {
+			t.Errorf("file beside the prefixes: %q, %v", b, err)
+		}
+	})
+	t.Run("io=pages", func(t *testing.T) {
+		s := startOurs(t, "", "127.0.0.1:0")
+		var seq atomic.Int32
+		nodetest.Run(t, func(t *testing.T) node.Node {
+			return newNode(t, fmt.Sprintf("root://%s//p%d", s.addr, seq.Add(1)), Options{
+				PageChecksums: true,
+				WriteBuffer:   1, // the minimum, 64 KiB
+				Client:        &xrootd.DialOptions{ReadChunk: 4096, WriteChunk: 4096},
+			})
+		})
+	})
+}
+
+func TestParseURL(t *testing.T) {
+	tests := []struct {
+		url, addr, prefix string
+		wantErr           bool
+	}{
+		{"root://h:1095//data/n1", "h:1095", "/data/n1", false},
+		{"root://h:1095/data/n1", "h:1095", "/data/n1", false},
+		{"root://h:1095//data/n1/", "h:1095", "/data/n1", false},
+		{"xroot://h//p", "h:1094", "/p", false},
+		{"root://[::1]:1094//p", "[::1]:1094", "/p", false},
+		{"root://[::1]//p", "[::1]:1094", "/p", false},
+		{"root://h:1", "h:1", "/", false},
+		{"root://h:1/", "h:1", "/", false},
+		{"root://h:1//", "h:1", "/", false},
+		{"http://h:1//p", "", "", true},
+		{"root:///p", "", "", true},
+		{"root://h//a/../b", "", "", true},
+		{"root://h//a//b", "", "", true},
+		{"root://h//p?x=1", "", "", true},
+		{"root://u@h//p", "", "", true},
+		{"root://h//" + node.TempName("p", "1"), "", "", true},
+		{"root://h//a%3Fb", "", "", true},
+	}
+	for _, tt := range tests {
+		addr, prefix, err := parseURL(tt.url)
+		if (err != nil) != tt.wantErr || addr != tt.addr || prefix != tt.prefix {
+			t.Errorf("parseURL(%q) = %q, %q, %v; want %q, %q, error %v", tt.url, addr, prefix, err, tt.addr, tt.prefix, tt.wantErr)
+		}
+	}
+}
+
+func TestID(t *testing.T) {
+	s := startOurs(t, "", "127.0.0.1:0")
+	if n := newNode(t, "root://"+s.addr+"//a/b", Options{}); n.ID() != s.addr+"/a/b" {
+		t.Errorf("derived ID = %q", n.ID())
+	}
+	if n := newNode(t, "root://"+s.addr, Options{}); n.ID() != s.addr {
+		t.Errorf("derived ID = %q", n.ID())
+	}
+	if n := newNode(t, "root://"+s.addr, Options{ID: "n7"}); n.ID() != "n7" {
+		t.Errorf("given ID = %q", n.ID())
+	}
+	if fi, err := os.Stat(filepath.Join(s.dir, "a", "b")); err != nil || !fi.IsDir() {
+		t.Errorf("New did not create the prefix: %v", err)
+	}
+}
+
+// TestQuestionMark checks that '?', which root:// reserves for CGI,
+// never reaches the server.
+func TestQuestionMark(t *testing.T) {
+	s := startOurs(t, "", "127.0.0.1:0")
+	n := newNode(t, "root://"+s.addr, Options{})
+	ctx := context.Background()
+	if _, err := n.Create(ctx, "/a?b"); !errors.Is(err, node.ErrPath) {
+		t.Errorf("Create(/a?b) = %v; want ErrPath", err)
+	}
+	if _, err := n.Stat(ctx, "/a?b"); !errors.Is(err, node.ErrPath) {
+		t.Errorf("Stat(/a?b) = %v; want ErrPath", err)
+	}
+	if err := n.Rename(ctx, "/x", "/a?b"); !errors.Is(err, node.ErrPath) {
+		t.Errorf("Rename(/x, /a?b) = %v; want ErrPath", err)
+	}
+}
+
+// TestLargeUpload writes through several buffers with odd-sized writes
+// and reads back with reads that cross them.
+func TestLargeUpload(t *testing.T) {
+	s := startOurs(t, "", "127.0.0.1:0")
+	n := newNode(t, "root://"+s.addr+"//big", Options{WriteBuffer: 100 << 10, Fsync: true})
+	ctx := context.Background()
+	data := make([]byte, 3<<20+333)
+	for i := range data {
+		data[i] = byte(i*31 + i>>12)
+	}
+	u, err := n.Create(ctx, "/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rest, step := data, 1; len(rest) > 0; step = step*3 + 7 {
+		k := min(step, len(rest))
+		if err := u.Write(ctx, rest[:k]); err != nil {
+			t.Fatal(err)
+		}
+		rest = rest[k:]
+	}
+	if err := u.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(s.dir, "big", "f"))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("stored file: %d bytes, %v; want %d", len(got), err, len(data))
+	}
+	f, err := n.Open(ctx, "/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20+5)
+	for _, off := range []int64{0, 4095, 1 << 20, int64(len(data)) - 100} {
+		m, err := f.ReadAt(ctx, buf, off)
+		want := data[off:min(off+int64(len(buf)), int64(len(data)))]
+		if !bytes.Equal(buf[:m], want) || (len(want) < len(buf)) != (err == io.EOF) || (err != nil && err != io.EOF) {
+			t.Errorf("ReadAt(off %d) = %d, %v; want %d bytes", off, m, err, len(want))
+		}
+	}
+}
+
+func TestRenameOntoDirectory(t *testing.T) {
+	s := startOurs(t, "", "127.0.0.1:0")
+	testRenameOntoDirectory(t, newNode(t, "root://"+s.addr+"//mv", Options{}))
+}
+
+// testRenameOntoDirectory checks that Rename onto a directory fails with
+// node.ErrExist and Commit onto one with node.ErrIsDir, whatever the
+// server answers, and that nothing changes.
+func testRenameOntoDirectory(t *testing.T, n node.Node) {
+	ctx := context.Background()
+	put := func(path, data string) {
+		t.Helper()
+		u, err := n.Create(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := u.Write(ctx, []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+		if err := u.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("/file", "f")
+	put("/full/x", "x")
+	put("/srcdir/y", "y")
+	for _, d := range []string{"/empty", "/empty2"} {
+		if err := n.Mkdir(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct{ from, to string }{
+		{"/file", "/empty"},
+		{"/file", "/full"},
+		{"/srcdir", "/empty"},
+		{"/srcdir", "/full"},
+	} {
+		if err := n.Rename(ctx, tt.from, tt.to); !errors.Is(err, node.ErrExist) {
+			t.Errorf("Rename(%s, %s) = %v; want ErrExist", tt.from, tt.to, err)
+		}
+	}
+	if got := string(readAll(t, n, ctx, "/file")); got != "f" {
+		t.Errorf("/file = %q", got)
+	}
+	if got := string(readAll(t, n, ctx, "/srcdir/y")); got != "y" {
+		t.Errorf("/srcdir/y = %q", got)
+	}
+	if ents, err := n.List(ctx, "/empty"); err != nil || len(ents) != 0 {
+		t.Errorf("List(/empty) = %v, %v; want empty", ents, err)
+	}
+	for _, dir := range []string{"/empty2", "/full"} {
+		u, err := n.Create(ctx, "/tmpdir"+dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Mkdir(ctx, "/tmpdir"+dir+"/sub"); err != nil {
+			t.Fatal(err)
+		}
+		if dir == "/empty2" {
+			if err := n.Remove(ctx, "/tmpdir"+dir+"/sub"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := u.Commit(ctx); !errors.Is(err, node.ErrIsDir) {
+			t.Errorf("Commit onto directory %s = %v; want ErrIsDir", dir, err)
+		}
+		if err := u.Abort(ctx); err != nil {
+			t.Errorf("Abort: %v", err)
+		}
+		if fi, err := n.Stat(ctx, "/tmpdir"+dir); err != nil || !fi.IsDir {
+			t.Errorf("Stat(%s) after failed Commit = %+v, %v; want the directory", "/tmpdir"+dir, fi, err)
+		}
+	}
+}
+
+// TestWriteErrorIsSticky checks that a failure of the background writer
+// reaches the caller and that Abort still cleans up.
+func TestWriteErrorIsSticky(t *testing.T) {
+	s := startOurs(t, "", "127.0.0.1:0")
+	n := newNode(t, "root://"+s.addr, Options{WriteBuffer: 64 << 10})
+	ctx := context.Background()
+	u, err := n.Create(ctx, "/d/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Close the server's handle behind the upload's back: its next
+	// write fails with kXR_FileNotOpen.
+	uu := u.(*upload)
+	if err := uu.f.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 64<<10)
+	var werr error
+	for range 4 {
+		if werr = u.Write(ctx, chunk); werr != nil {
+			break
+		}
+	}
+	if werr == nil {
+		werr = u.Finish(ctx)
+	}
+	if werr == nil {
+		t.Fatal("writes to a closed handle succeeded")
+	}
+	if err := u.Commit(ctx); err == nil {
+		t.Error("Commit after a failed write succeeded")
+	}
+	if err := u.Abort(ctx); err != nil {
+		t.Errorf("Abort: %v", err)
+	}
+	if ents, err := n.List(ctx, "/d"); err != nil || len(ents) != 0 {
+		t.Errorf("List after Abort = %v, %v; want empty", ents, err)
+	}
+}
+
+// TestReconnect restarts the server on the same port: the node's pooled
+// connections die with it and are replaced without a failed call, and
+// an upload open across the restart fails cleanly.
+func TestReconnect(t *testing.T) {
+	s := startOurs(t, "", "127.0.0.1:0")
+	n := newNode(t, "root://"+s.addr+"//p", Options{Conns: 2})
+	ctx := context.Background()
+	put := func(path, data string) {
+		t.Helper()
+		u, err := n.Create(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := u.Write(ctx, []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+		if err := u.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("/a", "before")
+	for range 4 { // use both connections
+		if _, err := n.Stat(ctx, "/a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pending, err := n.Create(ctx, "/b")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	s.stop()
+	startOurs(t, s.dir, s.addr)
+
+	for i := range 4 {
+		if fi, err := n.Stat(ctx, "/a"); err != nil || fi.Size != 6 {
+			t.Fatalf("Stat #%d after restart = %+v, %v", i, fi, err)
+		}
+	}
+	put("/c", "after")
+	if ents, err := n.List(ctx, "/"); err != nil || len(ents) != 3 {
+		// a, c and the temporary file of the pending upload.
+		t.Errorf("List after restart = %+v, %v", ents, err)
+	}
+	// The pending upload's handle died with the old server.
+	err = pending.Write(ctx, []byte("x"))
+	if err == nil {
+		err = pending.Finish(ctx)
+	}
+	if err == nil {
+		t.Error("an upload open across a restart finished")
+	}
+	if err := pending.Abort(ctx); err != nil {
+		t.Errorf("Abort: %v", err)
+	}
+	if ents, err := n.List(ctx, "/"); err != nil || len(ents) != 2 {
+		t.Errorf("List after Abort = %+v, %v; want a and c", ents, err)
+	}
+}
+
+// TestServerDown checks that New fails, and calls on a node whose
+// server went away fail without hanging.
+func TestServerDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := New(ctx, "root://"+addr, Options{}); err == nil {
+		t.Error("New on a closed port succeeded")
+	}
+	s := startOurs(t, "", "127.0.0.1:0")
+	n := newNode(t, "root://"+s.addr, Options{})
+	s.stop()
+	if _, err := n.Stat(ctx, "/"); err == nil {
+		t.Error("Stat with the server down succeeded")
+	}
+	if ctx.Err() != nil {
+		t.Error("Stat with the server down hung")
+	}
+}
+
+// freezer forwards TCP connections to a backend and can stop forwarding
+// bytes in both directions, like a server that hangs.
+type freezer struct {
+	ln      net.Listener
+	backend string
+	gate    sync.RWMutex // write-locked while frozen
+	frozen  atomic.Bool
+	mu      sync.Mutex
+	conns   []net.Conn
+	wg      sync.WaitGroup
+}
+
+func newFreezer(t *testing.T, backend string) *freezer {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fz := &freezer{ln: ln, backend: backend}
+	fz.wg.Go(fz.accept)
+	t.Cleanup(func() {
+		fz.thaw()
+		ln.Close()
+		fz.mu.Lock()
+		for _, c := range fz.conns {
+			c.Close()
+		}
+		fz.mu.Unlock()
+		fz.wg.Wait()
+	})
+	return fz
+}
+
+func (fz *freezer) addr() string { return fz.ln.Addr().String() }
+
+func (fz *freezer) freeze() {
+	if !fz.frozen.Swap(true) {
+		fz.gate.Lock()
+	}
+}
+
+func (fz *freezer) thaw() {
+	if fz.frozen.Swap(false) {
+		fz.gate.Unlock()
+	}
+}
+
+func (fz *freezer) accept() {
+	for {
+		c, err := fz.ln.Accept()
+		if err != nil {
+			return
+		}
+		b, err := net.Dial("tcp", fz.backend)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		fz.mu.Lock()
+		fz.conns = append(fz.conns, c, b)
+		fz.mu.Unlock()
+		fz.wg.Go(func() { fz.pipe(b, c) })
+		fz.wg.Go(func() { fz.pipe(c, b) })
+	}
+}
+
+// pipe copies src to dst, holding every chunk while frozen.
+func (fz *freezer) pipe(dst, src net.Conn) {
+	defer dst.Close()
+	defer src.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		k, err := src.Read(buf)
+		if k > 0 {
+			fz.gate.RLock()
+			_, werr := dst.Write(buf[:k])
+			fz.gate.RUnlock()
+			if werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// TestHungServer checks that every call returns at its context's
+// deadline when the server stops answering, that the hung connections
+// are then dropped, and that the node works again once the server
+// answers.
+func TestHungServer(t *testing.T) {
+	s := startOurs(t, "", "127.0.0.1:0")
+	fz := newFreezer(t, s.addr)
+	n := newNode(t, "root://"+fz.addr()+"//p", Options{
+		Conns:          2,
+		WriteBuffer:    64 << 10,
+		DialTimeout:    300 * time.Millisecond,
+		CleanupTimeout: 300 * time.Millisecond,
+	})
+	bg := context.Background()
+	u0, err := n.Create(bg, "/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u0.Write(bg, []byte("data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := u0.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+	f, err := n.Open(bg, "/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := n.Create(bg, "/g")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	fz.freeze()
+	// All at once, so that every call meets a connection that is hung,
+	// not one already dropped.
+	const deadline = 200 * time.Millisecond
+	calls := []struct {
+		name string
+		fn   func(ctx context.Context) error
+	}{
+		{"Stat", func(ctx context.Context) error { _, err := n.Stat(ctx, "/f"); return err }},
+		{"List", func(ctx context.Context) error { _, err := n.List(ctx, "/"); return err }},
+		{"Open", func(ctx context.Context) error { _, err := n.Open(ctx, "/f"); return err }},
+		{"Create", func(ctx context.Context) error { _, err := n.Create(ctx, "/h"); return err }},
+		{"Remove", func(ctx context.Context) error { return n.Remove(ctx, "/f") }},
+		{"Rename", func(ctx context.Context) error { return n.Rename(ctx, "/f", "/f2") }},
+		{"Mkdir", func(ctx context.Context) error { return n.Mkdir(ctx, "/d") }},
+		{"Space", func(ctx context.Context) error { _, err := n.Space(ctx); return err }},
+		{"ReadAt", func(ctx context.Context) error { _, err := f.ReadAt(ctx, make([]byte, 4), 0); return err }},
+		{"Write+Finish", func(ctx context.Context) error {
+			for range 8 {
+				if err := u.Write(ctx, make([]byte, 64<<10)); err != nil {
+					return err
+				}
+			}
+			return u.Finish(ctx)
+		}},
+	}
+	var wg sync.WaitGroup
+	for _, c := range calls {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(bg, deadline)
+			defer cancel()
+			start := time.Now()
+			err := c.fn(ctx)
+			took := time.Since(start)
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("%s: err = %v; want one wrapping context.DeadlineExceeded", c.name, err)
+			}
+			if took > deadline+time.Second {
+				t.Errorf("%s: returned after %v; the deadline was %v", c.name, took, deadline)
+			}
+		})
+	}
+	wg.Wait()
+	start := time.Now()
+	if err := u.Abort(bg); err == nil {
+		t.Error("Abort with the server hung succeeded")
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("Abort took %v; CleanupTimeout is 300ms", took)
+	}
+	f.Close()
+
+	// The pings of the timed-out connections fail: they are dropped,
+	// and new ones work once the server answers again.
+	time.Sleep(500 * time.Millisecond)
+	fz.thaw()
+	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
+	defer cancel()
+	if got := readAll(t, n, ctx, "/f"); string(got) != "data" {
+		t.Errorf("read after thaw = %q", got)
+	}
+	ents, err := n.List(ctx, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if node.IsTemp(e.Name) {
+			// The aborted upload's temporary file could not be removed.
+			if err := n.Remove(ctx, "/"+e.Name); err != nil {
+				t.Errorf("Remove debris: %v", err)
+			}
+		}
+	}
+}
+
+// TestHungHandshake checks that New and calls return at their deadline
+// against a listener that accepts connections and never answers.
+func TestHungHandshake(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []net.Conn
+	var mu sync.Mutex
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		mu.Lock()
+		for _, c := range held {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = New(ctx, "root://"+ln.Addr().String(), Options{})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("New = %v; want context.DeadlineExceeded", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("New took %v", took)
+	}
+}
+
+func readAll(t *testing.T, n node.Node, ctx context.Context, path string) []byte {
+	t.Helper()
+	f, err := n.Open(ctx, path)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", path, err)
+	}
+	defer f.Close()
+	buf := make([]byte, f.Size())
+	if _, err := f.ReadAt(ctx, buf, 0); err != nil {
+		t.Fatalf("ReadAt(%s): %v", path, err)
+	}
+	return buf
+}
