@@ -38,6 +38,7 @@ func init() {
 		{"rmdir", "remove empty directories", cmdRmdir},
 		{"fsck", "check every object's redundancy and find debris", cmdFsck},
 		{"serve", "run the gateway: root:// (and /metrics) over the cluster", cmdServe},
+		{"node", "run a vanilla storage node (plain-file root:// data server)", cmdNode},
 		{"version", "print the version", cmdVersion},
 		{"help", "show help for a command", cmdHelp},
 	}

@@ -26,7 +26,8 @@
 //
 // A node directory that cannot be opened (a missing disk) is reported and
 // treated as a node that is down, so that reads can still reconstruct
-// from the others. Remote nodes (root://) do not exist yet (issue 3).
+// from the others. Entries of the form root://host:port//prefix are remote
+// data servers (a real xrootd, or ecstore node) reached with xrdnode.
 package cluster
 
 import (
@@ -39,8 +40,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ecstore/ecstore/internal/node"
+	"github.com/ecstore/ecstore/internal/node/xrdnode"
 	"github.com/ecstore/ecstore/internal/object"
 )
 
@@ -252,7 +255,19 @@ func build(cfg *Config, file, base string, opts Options) (*Cluster, error) {
 	for i, p := range paths {
 		id := fmt.Sprintf("%0*d", max(2, width), i)
 		if strings.HasPrefix(p, "root://") || strings.HasPrefix(p, "xroot://") {
-			return nil, fmt.Errorf("%w: node %s: %s: root:// nodes are not supported yet (issue 3)", ErrNotSupported, id, p)
+			info := NodeInfo{ID: id, Path: p}
+			n, err := openRemote(id, p, cfg.Fsync(), opts.Logger)
+			if err != nil {
+				info.Err = err
+				info.Node = &downNode{id: id, err: fmt.Errorf("node %s (%s): %w: %v", id, p, ErrNodeDown, err)}
+				opts.Logger.Warn("node is down", "node", id, "url", p, "err", err)
+			} else {
+				info.Node = n
+				up++
+			}
+			c.nodes = append(c.nodes, info)
+			nodes = append(nodes, info.Node)
+			continue
 		}
 		if strings.Contains(p, "://") {
 			return nil, fmt.Errorf("%w: node %s: %q: only local directories are supported", ErrNotSupported, id, p)
@@ -314,6 +329,18 @@ func openLocal(id, dir string, fsync bool) (*node.Local, error) {
 		return nil, fmt.Errorf("%s is not a directory", dir)
 	}
 	return node.NewLocal(id, dir, node.LocalOptions{Fsync: fsync})
+}
+
+// remoteDialTimeout bounds connecting to a remote node at start-up.
+const remoteDialTimeout = 10 * time.Second
+
+// openRemote connects to a root:// data server (a real xrootd or an
+// ecstore node). A node that cannot be reached at start-up is down for the
+// life of the process.
+func openRemote(id, url string, fsync bool, log *slog.Logger) (node.Node, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), remoteDialTimeout)
+	defer cancel()
+	return xrdnode.New(ctx, url, xrdnode.Options{ID: id, Fsync: fsync, Logger: log})
 }
 
 // create makes a new embedded cluster in dir from the flags and returns

@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ecstore/ecstore/internal/dataserver"
+	"github.com/ecstore/ecstore/internal/xrootd"
 
 	"github.com/ecstore/ecstore/internal/layout"
 )
@@ -287,7 +292,6 @@ func TestOpenErrors(t *testing.T) {
 		want string
 	}{
 		{"two ways", Options{DataDir: dir, Nodes: []string{dir}}, ErrUsage, "one of --data, --config and --nodes"},
-		{"root url", Options{Nodes: []string{dir, "root://host:1094//data"}, Flags: Config{}}, ErrNotSupported, "issue 3"},
 		{"other url", Options{Nodes: []string{"s3://bucket"}}, ErrNotSupported, "only local directories"},
 		{"missing config", Options{ConfigFile: filepath.Join(dir, "nope.conf")}, os.ErrNotExist, "nope.conf"},
 		{"no node opens", Options{Nodes: []string{filepath.Join(dir, "x"), filepath.Join(dir, "y")}, Flags: Config{k: 1, m: 1, set: map[string]bool{"ec": true}}}, os.ErrNotExist, "none of the 2 nodes"},
@@ -307,5 +311,58 @@ func TestOpenErrors(t *testing.T) {
 				t.Errorf("error %q does not contain %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestRemoteNodes opens a cluster whose nodes are root:// data servers
+// (ecstore's own, in process) and stores and reads an object through it.
+func TestRemoteNodes(t *testing.T) {
+	var urls []string
+	for i := range 4 {
+		dir := filepath.Join(t.TempDir(), fmt.Sprint(i))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		fsys, err := dataserver.New(dir, dataserver.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &xrootd.Server{Handler: fsys}
+		ctx, cancel := context.WithCancel(context.Background())
+		go srv.Serve(ctx, ln)
+		t.Cleanup(func() { cancel(); srv.Shutdown(context.Background()) })
+		urls = append(urls, "root://"+ln.Addr().String()+"//data")
+	}
+	flags := Config{}
+	if err := flags.Set(KeyEC, "2+1"); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open(Options{Nodes: urls, Flags: flags})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	w, err := c.Store().Create(ctx, "/r/obj", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("remote "), 300000)
+	w.Write(data)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Store().Open(ctx, "/r/obj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var got bytes.Buffer
+	if _, err := r.WriteTo(ctx, &got); err != nil || !bytes.Equal(got.Bytes(), data) {
+		t.Fatalf("read back through root:// nodes: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -217,5 +218,61 @@ func TestCorruptReadsFromNodeAreCaught(t *testing.T) {
 		if err != nil || !bytes.Equal(got, data) {
 			t.Fatalf("corrupting nodes: %v", err)
 		}
+	}
+}
+
+// Regression: a missing archive's slot was reported twice per block
+// (found while testing the CLI: failed_slots="[4 4 0]").
+func TestDegradedReadReportsEachSlotOnce(t *testing.T) {
+	g := layout.Geometry{K: 3, M: 2, ChunkSize: 512}
+	var mu sync.Mutex
+	var reports [][]int
+	c, _ := faultyCluster(t, 5, g, func(o *Options) {
+		o.Events.DegradedRead = func(_ string, _ int64, slots []int) { mu.Lock(); reports = append(reports, slots); mu.Unlock() }
+	})
+	data := randBytes(rand.New(rand.NewPCG(seed(t), 9)), 6*g.BlockSize())
+	put(t, c.store, "/once", data)
+	removeFile(t, c.dirs[c.slotNode(t, "/once", 1)], "/once")
+	if got, err := get(c.store, "/once"); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reports) == 0 {
+		t.Fatal("no degraded read reported")
+	}
+	for _, slots := range reports {
+		if len(slots) != 1 || slots[0] != 1 {
+			t.Fatalf("degraded read reported slots %v, want [1]", slots)
+		}
+	}
+}
+
+// Rename and Rmdir succeed when only unreachable nodes failed, as Remove
+// does: the object is moved on every node that answers.
+func TestNamespaceWithANodeDown(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 3, M: 2, ChunkSize: 512}
+	c, fs := faultyCluster(t, 6, g)
+	put(t, c.store, "/nd/a", []byte("payload"))
+	if err := c.store.Mkdir(ctx, "/nd/empty"); err != nil {
+		t.Fatal(err)
+	}
+	fs[c.slotNode(t, "/nd/a", 0)].SetDown(true)
+	if err := c.store.Rename(ctx, "/nd/a", "/nd/b"); err != nil {
+		t.Fatalf("rename with a node down: %v", err)
+	}
+	if got, err := get(c.store, "/nd/b"); err != nil || string(got) != "payload" {
+		t.Fatalf("after rename: %q %v", got, err)
+	}
+	if err := c.store.Rmdir(ctx, "/nd/empty"); err != nil {
+		t.Fatalf("rmdir with a node down: %v", err)
+	}
+	var ue *UnrecoverableError
+	for _, f := range fs {
+		f.SetDown(true)
+	}
+	if _, err := c.store.Open(ctx, "/nd/b"); err == nil || errors.As(err, &ue) && ue.Block < 0 && !strings.Contains(err.Error(), "archives found") {
+		t.Fatalf("all nodes down: %v", err)
 	}
 }

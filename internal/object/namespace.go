@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ecstore/ecstore/internal/archive"
@@ -243,9 +244,10 @@ func summaryFromAttrs(path, name string, files []node.FileInfo) (*Info, bool) {
 		if err != nil || err2 != nil || err3 != nil || count[newest] < k {
 			return nil, false
 		}
+		chunk, _ := strconv.ParseInt(fi.Attrs["chunk"], 10, 64) // 0 when written before it was kept
 		info = &Info{Path: path, Name: name, Size: size, MTime: time.Unix(0, mt).UTC(),
 			Version: archive.Version(newest), Archives: count[newest],
-			Geometry: layout.Geometry{K: k, M: m}}
+			Geometry: layout.Geometry{K: k, M: m, ChunkSize: chunk}}
 		break
 	}
 	return info, info != nil
@@ -329,19 +331,29 @@ func (s *Store) Rename(ctx context.Context, oldPath, newPath string) error {
 			return err
 		}
 	}
-	var moved sync.Map
+	var moved atomic.Int32
+	var refused atomic.Pointer[error] // a node that answered but would not rename
 	errs := s.forEach(ctx, func(ctx context.Context, n node.Node) error {
 		if _, err := n.Stat(ctx, oldPath); err != nil {
 			return err
 		}
 		if err := n.Rename(ctx, oldPath, newPath); err != nil {
+			refused.CompareAndSwap(nil, &err)
 			return err
 		}
-		moved.Store(n.ID(), true)
+		moved.Add(1)
 		return nil
 	})
+	if p := refused.Load(); p != nil {
+		return fmt.Errorf("object: rename %s to %s: %w", oldPath, newPath, *p)
+	}
 	if err := firstReal(errs); err != nil {
-		return fmt.Errorf("object: rename %s to %s: %w", oldPath, newPath, err)
+		if moved.Load() == 0 {
+			return fmt.Errorf("object: rename %s to %s: %w", oldPath, newPath, err)
+		}
+		// Unreachable nodes keep archives under the old name; with fewer
+		// than K of them they are debris for fsck, not an object.
+		s.opts.Logger.Warn("rename left archives on unreachable nodes", "obj", oldPath, "to", newPath, "err", err)
 	}
 	return nil
 }
@@ -382,14 +394,24 @@ func (s *Store) Rmdir(ctx context.Context, path string) error {
 	if len(entries) > 0 {
 		return fmt.Errorf("object: rmdir %s: %w", path, ErrNotEmpty)
 	}
-	errs := s.forEach(ctx, func(ctx context.Context, n node.Node) error { return n.Remove(ctx, path) })
+	var removed atomic.Int32
+	errs := s.forEach(ctx, func(ctx context.Context, n node.Node) error {
+		err := n.Remove(ctx, path)
+		if err == nil {
+			removed.Add(1)
+		}
+		return err
+	})
 	for _, err := range errs {
 		if errors.Is(err, node.ErrNotEmpty) {
 			return fmt.Errorf("object: rmdir %s: holds temporary files of writes in progress: %w", path, ErrNotEmpty)
 		}
 	}
 	if err := firstReal(errs); err != nil {
-		return fmt.Errorf("object: rmdir %s: %w", path, err)
+		if removed.Load() == 0 {
+			return fmt.Errorf("object: rmdir %s: %w", path, err)
+		}
+		s.opts.Logger.Warn("rmdir left the directory on unreachable nodes", "dir", path, "err", err)
 	}
 	return nil
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ecstore/ecstore/internal/archive"
@@ -32,6 +34,7 @@ type Reader struct {
 	fifo    []int64
 	nextSeq int64 // offset right after the last read, for sequential detection
 	closed  bool
+	warned  atomic.Bool // a degraded read was logged at Warn
 }
 
 // blockFetch is a (possibly in-flight) fetch of a block's data chunks.
@@ -254,11 +257,11 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) ([][]byte,
 			start(s)
 		}
 	}
-	if inflight < countTrue(need) {
-		startRest() // a needed chunk sits on a missing or suspect node
-	}
 	for _, s := range failed {
 		started[s] = true // missing: never read
+	}
+	if inflight < countTrue(need) {
+		startRest() // a needed chunk sits on a missing or suspect node
 	}
 	hedge := time.NewTimer(r.s.opts.HedgeDelay)
 	defer hedge.Stop()
@@ -312,7 +315,11 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) ([][]byte,
 			slots[i] = r.l.Slot(b, s)
 		}
 		if len(failed) > 0 {
-			r.s.opts.Logger.Warn("degraded read", "obj", r.path, "block", b, "failed_slots", slots, "err", causes[0])
+			level := slog.LevelDebug
+			if r.warned.CompareAndSwap(false, true) {
+				level = slog.LevelWarn // once per reader; metrics count every block
+			}
+			r.s.opts.Logger.Log(ctx, level, "degraded read", "obj", r.path, "block", b, "failed_slots", slots, "err", causes[0])
 			if f := r.s.opts.Events.DegradedRead; f != nil {
 				f(r.path, b, slots)
 			}

@@ -47,17 +47,21 @@ var (
 )
 
 // UnrecoverableError reports a block of which fewer than K verified chunks
-// could be read. It unwraps to ErrUnrecoverable.
+// could be read, or (Block -1) an object of which fewer than K archives
+// exist. It unwraps to ErrUnrecoverable.
 type UnrecoverableError struct {
 	Path      string
-	Block     int64
-	Available int // verified chunks found
-	Need      int // K
+	Block     int64 // -1: too few archives
+	Available int   // verified chunks found
+	Need      int   // K
 	Causes    []error
 }
 
 func (e *UnrecoverableError) Error() string {
 	s := fmt.Sprintf("object %s: unrecoverable: %d of %d chunks of block %d available", e.Path, e.Available, e.Need, e.Block)
+	if e.Block < 0 {
+		s = fmt.Sprintf("object %s: unrecoverable: %d of %d archives found", e.Path, e.Available, e.Need)
+	}
 	if len(e.Causes) > 0 {
 		s += fmt.Sprintf(" (first failure: %v)", e.Causes[0])
 	}

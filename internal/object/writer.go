@@ -599,5 +599,6 @@ func summaryAttrs(m *archive.Metadata) map[string]string {
 		"version": string(m.Version),
 		"mtime":   strconv.FormatInt(m.MTime.UnixNano(), 10),
 		"ec":      fmt.Sprintf("%d+%d", m.K, m.M),
+		"chunk":   strconv.FormatInt(m.ChunkSize, 10),
 	}
 }
