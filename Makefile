@@ -5,13 +5,17 @@ GOBIN   := $(shell $(GO) env GOPATH)/bin
 DATA    ?= ./ecstore-data
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo devel)
 
-.PHONY: build run test test-fast test-slow lint deps bench clean
+.PHONY: build run demo test test-fast test-slow lint deps bench clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/ecstore
 
-# run: the main job on the embedded default cluster (local directories in $(DATA)).
+# run: the gateway on the embedded default cluster (local directories in $(DATA)).
 run: build
+	$(BIN) serve --data $(DATA) --log-level info
+
+# demo: store and read back a file through the CLI.
+demo: build
 	bash scripts/demo.sh $(BIN) $(DATA)
 
 deps:
