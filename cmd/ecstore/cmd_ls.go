@@ -24,6 +24,9 @@ means it is degraded and fsck should repair it.
 Examples:
   ecstore ls
   ecstore ls -l /atlas
+
+Arguments may also be root://host[:port]//path URLs, to act on an ecstore
+gateway or any XRootD server as xrdfs does.
 `
 
 // cmdLs is "ecstore ls [-l] [/dir]".
@@ -34,6 +37,13 @@ func cmdLs(ctx context.Context, e *env, args []string) error {
 	pos, err := fs.parse(args, 0, 1)
 	if err != nil {
 		return err
+	}
+	if len(pos) == 1 {
+		if u, ok, err := parseRootURL(pos[0]); err != nil {
+			return err
+		} else if ok {
+			return remoteLs(ctx, e, u, *long)
+		}
 	}
 	dir := "/"
 	if len(pos) == 1 {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/ecstore/ecstore/internal/xrootd"
 
 	"github.com/ecstore/ecstore/internal/object"
 )
@@ -11,6 +12,9 @@ const rmHelp = `
 Removes the objects named, from every node. Directories are not removed
 (see rmdir). Every path is tried; the command fails if any could not be
 removed.
+
+Arguments may also be root://host[:port]//path URLs, to act on an ecstore
+gateway or any XRootD server as xrdfs does.
 `
 
 // cmdRm is "ecstore rm /path...".
@@ -19,6 +23,11 @@ func cmdRm(ctx context.Context, e *env, args []string) error {
 	cf := fs.addClusterFlags()
 	paths, err := fs.parse(args, 1, -1)
 	if err != nil {
+		return err
+	}
+	if handled, err := remoteEach(ctx, paths, func(c *xrootd.Client, u rootURL) error {
+		return c.Rm(ctx, u.path)
+	}); handled {
 		return err
 	}
 	return eachPath(ctx, e, cf, false, paths, func(s *object.Store) pathOp { return s.Remove })

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/ecstore/ecstore/internal/xrootd"
 
 	"github.com/ecstore/ecstore/internal/object"
 )
@@ -9,6 +10,9 @@ import (
 const rmdirHelp = `
 Removes the empty directories named, from every node. A directory that
 holds objects, or temporary files of writes in progress, is not removed.
+
+Arguments may also be root://host[:port]//path URLs, to act on an ecstore
+gateway or any XRootD server as xrdfs does.
 `
 
 // cmdRmdir is "ecstore rmdir /dir...".
@@ -17,6 +21,11 @@ func cmdRmdir(ctx context.Context, e *env, args []string) error {
 	cf := fs.addClusterFlags()
 	paths, err := fs.parse(args, 1, -1)
 	if err != nil {
+		return err
+	}
+	if handled, err := remoteEach(ctx, paths, func(c *xrootd.Client, u rootURL) error {
+		return c.Rmdir(ctx, u.path)
+	}); handled {
 		return err
 	}
 	return eachPath(ctx, e, cf, false, paths, func(s *object.Store) pathOp { return s.Rmdir })

@@ -23,6 +23,9 @@ a node that is down, and any archives of other versions. stat reads only
 each archive's metadata; fsck verifies the chunks themselves.
 
 For a directory it prints its path and modification time.
+
+Arguments may also be root://host[:port]//path URLs, to act on an ecstore
+gateway or any XRootD server as xrdfs does.
 `
 
 // cmdStat is "ecstore stat /path".
@@ -32,6 +35,11 @@ func cmdStat(ctx context.Context, e *env, args []string) error {
 	pos, err := fs.parse(args, 1, 1)
 	if err != nil {
 		return err
+	}
+	if u, ok, err := parseRootURL(pos[0]); err != nil {
+		return err
+	} else if ok {
+		return remoteStat(ctx, e, u)
 	}
 	path := pos[0]
 	if err := checkObjectPath(path); err != nil {

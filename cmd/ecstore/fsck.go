@@ -148,11 +148,11 @@ type (
 		InProgress bool      `json:"in_progress"`
 	}
 	jsonOutput struct {
-		Clean      bool             `json:"clean"`
-		Counts     map[string]int   `json:"counts"`
-		Objects    []jsonObject     `json:"objects"`
-		Debris     []jsonDebris     `json:"debris"`
-		NodeErrors []string         `json:"node_errors,omitempty"`
+		Clean      bool           `json:"clean"`
+		Counts     map[string]int `json:"counts"`
+		Objects    []jsonObject   `json:"objects"`
+		Debris     []jsonDebris   `json:"debris"`
+		NodeErrors []string       `json:"node_errors,omitempty"`
 	}
 )
 

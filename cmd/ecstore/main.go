@@ -36,6 +36,7 @@ func init() {
 		{"mv", "rename an object or a directory", cmdMv},
 		{"mkdir", "create directories and their parents", cmdMkdir},
 		{"rmdir", "remove empty directories", cmdRmdir},
+		{"cp", "copy a file to or from a root:// server, as xrdcp does", cmdCp},
 		{"fsck", "check every object's redundancy and find debris", cmdFsck},
 		{"serve", "run the gateway: root:// (and /metrics) over the cluster", cmdServe},
 		{"node", "run a vanilla storage node (plain-file root:// data server)", cmdNode},

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/adler32"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ecstore/ecstore/internal/erasure"
+	"github.com/ecstore/ecstore/internal/xrootd"
+)
+
+const cpHelp = `
+Copies a file to or from a root:// server — an ecstore gateway, an
+ecstore node or any XRootD server — as xrdcp does. SRC and DST are each a
+local file, - (standard input or output), or a URL
+root://host[:port]//path; at least one of them must be a URL (for the
+embedded cluster use put and get). A root:// to root:// copy streams
+through this process.
+
+The adler32 of the bytes sent or received is compared with the
+server's checksum of the file when the server can tell it (an ecstore
+gateway answers from the object's metadata); a mismatch is an error and,
+for downloads, leaves no file.
+
+Examples:
+  ecstore cp run1.root root://gw.example.org//atlas/run1.root
+  ecstore cp root://gw.example.org//atlas/run1.root copy.root
+  ecstore cp -f - root://127.0.0.1:1094//logs/today < today.log
+`
+
+// cmdCp is "ecstore cp [-f] SRC DST".
+func cmdCp(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "cp", "cp [flags] SRC DST", cpHelp)
+	force := fs.Bool("f", false, "replace DST if it exists")
+	noCksum := fs.Bool("no-cksum", false, "skip the end-to-end adler32 comparison")
+	pos, err := fs.parse(args, 2, 2)
+	if err != nil {
+		return err
+	}
+	src, srcRemote, err := parseRootURL(pos[0])
+	if err != nil {
+		return err
+	}
+	dst, dstRemote, err := parseRootURL(pos[1])
+	if err != nil {
+		return err
+	}
+	if !srcRemote && !dstRemote {
+		return usageErrorf("cp needs a root:// URL on at least one side; use put and get for the embedded cluster")
+	}
+
+	// Source.
+	var (
+		in    io.Reader
+		size  int64 = -1
+		srcCk string
+	)
+	if srcRemote {
+		c, err := dialRoot(ctx, src)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		f, err := c.Open(ctx, src.path, xrootd.OpenRead, 0)
+		if err != nil {
+			return remoteErr(src, err)
+		}
+		defer f.Close(context.WithoutCancel(ctx))
+		size = f.OpenInfo().Size
+		in = &remoteReader{ctx: ctx, f: f}
+		if !*noCksum {
+			if _, v, err := c.Checksum(ctx, src.path, "adler32"); err == nil {
+				srcCk = v
+			}
+		}
+	} else if pos[0] == "-" {
+		in = e.stdin
+	} else {
+		f, err := os.Open(pos[0])
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if st, err := f.Stat(); err == nil {
+			size = st.Size()
+		}
+		in = f
+	}
+
+	// Destination, then the copy.
+	sum := adler32.New()
+	bar := startProgress(e, "cp", size)
+	counted := progressReader{r: in, p: bar}
+	var n int64
+	if dstRemote {
+		n, err = uploadTo(ctx, dst, io.TeeReader(counted, sum), *force, *noCksum)
+	} else {
+		n, err = downloadTo(pos[1], io.TeeReader(counted, sum), e.stdout, *force, func() error {
+			return checkSum(src, srcCk, sum.Sum32())
+		})
+	}
+	bar.finish(err == nil)
+	if err != nil {
+		return err
+	}
+	if size >= 0 && n != size {
+		return fmt.Errorf("cp: copied %d bytes, source has %d", n, size)
+	}
+	if dstRemote && srcCk != "" {
+		return checkSum(src, srcCk, sum.Sum32())
+	}
+	return nil
+}
+
+// checkSum compares a server's adler32 (as text; servers may drop leading
+// zeros) with the local one.
+func checkSum(u rootURL, server string, local uint32) error {
+	if server == "" {
+		return nil
+	}
+	if strings.TrimLeft(server, "0") != strings.TrimLeft(erasure.FormatSum(local), "0") {
+		return fmt.Errorf("cp: %s: adler32 mismatch: server says %s, copied bytes have %s", u, server, erasure.FormatSum(local))
+	}
+	return nil
+}
+
+// uploadTo creates dst and streams r into it. The server commits the file
+// on close; on any error the upload is abandoned (an ecstore gateway then
+// shows nothing).
+func uploadTo(ctx context.Context, dst rootURL, r io.Reader, force, noCksum bool) (int64, error) {
+	c, err := dialRoot(ctx, dst)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	flags := xrootd.OpenNew | xrootd.OpenMkpath
+	if force {
+		flags = xrootd.OpenDelete | xrootd.OpenMkpath
+	}
+	f, err := c.Open(ctx, dst.path, flags, 0o644)
+	if err != nil {
+		var xe *xrootd.Error
+		if errors.As(err, &xe) && xe.Code == xrootd.ErrItExists {
+			return 0, fmt.Errorf("cp: %s exists (use -f to replace it)", dst)
+		}
+		return 0, remoteErr(dst, err)
+	}
+	sum := adler32.New()
+	n, err := io.CopyBuffer(&remoteWriter{ctx: ctx, f: f}, io.TeeReader(r, sum), make([]byte, copyBuffer))
+	if err != nil {
+		// Closing the connection without close abandons the upload.
+		return n, remoteErr(dst, err)
+	}
+	if err := f.Close(ctx); err != nil {
+		return n, remoteErr(dst, err)
+	}
+	if !noCksum {
+		if _, v, err := c.Checksum(ctx, dst.path, "adler32"); err == nil {
+			if err := checkSum(dst, v, sum.Sum32()); err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, nil
+}
+
+// downloadTo writes r to local (or stdout for "-"): into a temporary file
+// renamed into place only when the copy and verify succeed.
+func downloadTo(local string, r io.Reader, stdout io.Writer, force bool, verify func() error) (int64, error) {
+	if local == "-" {
+		n, err := io.CopyBuffer(stdout, r, make([]byte, copyBuffer))
+		if err == nil {
+			err = verify()
+		}
+		return n, err
+	}
+	if st, err := os.Stat(local); err == nil {
+		if st.IsDir() {
+			return 0, fmt.Errorf("cp: %s is a directory", local)
+		}
+		if !force {
+			return 0, fmt.Errorf("cp: %s exists (use -f to replace it)", local)
+		}
+	}
+	dir, base := filepath.Split(local)
+	if dir == "" {
+		dir = "."
+	}
+	tmp, err := os.CreateTemp(dir, "."+base+".ecstore-cp-*")
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.CopyBuffer(tmp, r, make([]byte, copyBuffer))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = verify()
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), local)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return n, err
+}

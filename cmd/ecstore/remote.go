@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/node"
+	"github.com/ecstore/ecstore/internal/xrootd"
+)
+
+// rootURL is a parsed root://host[:port]//path argument: a file on an
+// ecstore gateway, an ecstore node or any XRootD server.
+type rootURL struct {
+	addr string // host:port
+	path string // absolute
+}
+
+func (u rootURL) String() string { return "root://" + u.addr + "/" + u.path }
+
+// parseRootURL recognises root:// and xroot:// arguments. ok is false for
+// anything else (an object path or a local file).
+func parseRootURL(s string) (u rootURL, ok bool, err error) {
+	rest, found := strings.CutPrefix(s, "root://")
+	if !found {
+		if rest, found = strings.CutPrefix(s, "xroot://"); !found {
+			return rootURL{}, false, nil
+		}
+	}
+	hostport, p, _ := strings.Cut(rest, "/")
+	if i := strings.IndexByte(p, '?'); i >= 0 {
+		p = p[:i] // CGI is not passed on
+	}
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	if hostport == "" {
+		return rootURL{}, true, usageErrorf("%q: no host", s)
+	}
+	if _, _, err := net.SplitHostPort(hostport); err != nil {
+		hostport = net.JoinHostPort(hostport, "1094")
+	}
+	if p != "/" {
+		p = strings.TrimSuffix(p, "/")
+	}
+	if err := node.CheckPath(p); err != nil {
+		return rootURL{}, true, usageErrorf("%q: invalid path %q", s, p)
+	}
+	return rootURL{addr: hostport, path: p}, true, nil
+}
+
+// dialRoot connects to u's server.
+func dialRoot(ctx context.Context, u rootURL) (*xrootd.Client, error) {
+	dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	c, err := xrootd.Dial(dctx, u.addr, &xrootd.DialOptions{AppName: "ecstore"})
+	if err != nil {
+		return nil, fmt.Errorf("connect to root://%s: %w", u.addr, err)
+	}
+	return c, nil
+}
+
+// remoteErr phrases a protocol error for people.
+func remoteErr(u rootURL, err error) error {
+	var xe *xrootd.Error
+	if errors.As(err, &xe) {
+		return fmt.Errorf("%s: %s", u, xe.Message)
+	}
+	return fmt.Errorf("%s: %w", u, err)
+}
+
+// remoteOneArg runs fn with a client for a command whose arguments are
+// all root:// URLs on one server (rm, mkdir, rmdir).
+func remoteEach(ctx context.Context, args []string, fn func(c *xrootd.Client, u rootURL) error) (handled bool, err error) {
+	var urls []rootURL
+	for _, a := range args {
+		u, ok, err := parseRootURL(a)
+		if err != nil {
+			return true, err
+		}
+		if !ok {
+			if len(urls) > 0 {
+				return true, usageErrorf("mixing root:// URLs and object paths")
+			}
+			continue
+		}
+		urls = append(urls, u)
+	}
+	if len(urls) == 0 {
+		return false, nil
+	}
+	if len(urls) != len(args) {
+		return true, usageErrorf("mixing root:// URLs and object paths")
+	}
+	clients := map[string]*xrootd.Client{}
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+	for _, u := range urls {
+		c := clients[u.addr]
+		if c == nil {
+			if c, err = dialRoot(ctx, u); err != nil {
+				return true, err
+			}
+			clients[u.addr] = c
+		}
+		if err := fn(c, u); err != nil {
+			return true, remoteErr(u, err)
+		}
+	}
+	return true, nil
+}
+
+// remoteLs lists a directory on a root:// server.
+func remoteLs(ctx context.Context, e *env, u rootURL, long bool) error {
+	c, err := dialRoot(ctx, u)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ents, err := c.Dirlist(ctx, u.path, true)
+	var xe *xrootd.Error
+	if errors.As(err, &xe) && xe.Code != xrootd.ErrNotFound {
+		// Not a directory: list the file itself, as ls does.
+		fi, serr := c.Stat(ctx, u.path)
+		if serr != nil {
+			return remoteErr(u, err)
+		}
+		_, fi.Name = node.Split(u.path)
+		ents, err = []xrootd.FileInfo{fi}, nil
+	}
+	if err != nil {
+		return remoteErr(u, err)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	for _, fi := range ents {
+		name := fi.Name
+		if fi.IsDir() {
+			name += "/"
+		}
+		if !long {
+			fmt.Fprintln(e.stdout, name)
+			continue
+		}
+		kind, size := "-", fmt.Sprint(fi.Size)
+		if fi.IsDir() {
+			kind, size = "d", "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t %s\n", kind, size, fi.ModTime.Local().Format(time.DateTime), name)
+	}
+	return tw.Flush()
+}
+
+// remoteStat describes a file on a root:// server, with its adler32 when
+// the server knows it.
+func remoteStat(ctx context.Context, e *env, u rootURL) error {
+	c, err := dialRoot(ctx, u)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	fi, err := c.Stat(ctx, u.path)
+	if err != nil {
+		return remoteErr(u, err)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 1, ' ', 0)
+	fmt.Fprintf(tw, "url:\t%s\n", u)
+	if fi.IsDir() {
+		fmt.Fprintf(tw, "type:\tdirectory\n")
+	} else {
+		fmt.Fprintf(tw, "size:\t%d\n", fi.Size)
+	}
+	fmt.Fprintf(tw, "mtime:\t%s\n", fi.ModTime.Local().Format(time.RFC3339))
+	if !fi.IsDir() {
+		if _, v, err := c.Checksum(ctx, u.path, "adler32"); err == nil {
+			fmt.Fprintf(tw, "adler32:\t%s\n", v)
+		}
+	}
+	return tw.Flush()
+}
+
+// copyBuffer is the size of each read and write of a root:// transfer.
+const copyBuffer = 8 << 20
+
+// remoteWriter appends to a file being created on a root:// server.
+type remoteWriter struct {
+	ctx context.Context
+	f   *xrootd.ClientFile
+}
+
+func (w *remoteWriter) Write(p []byte) (int, error) { return w.f.Write(w.ctx, p) }
+
+// remoteReader reads a root:// file sequentially.
+type remoteReader struct {
+	ctx context.Context
+	f   *xrootd.ClientFile
+	off int64
+}
+
+func (r *remoteReader) Read(p []byte) (int, error) {
+	n, err := r.f.ReadAt(r.ctx, p, r.off)
+	r.off += int64(n)
+	if n > 0 && errors.Is(err, io.EOF) {
+		err = nil
+	}
+	if n == 0 && err == nil {
+		err = io.EOF
+	}
+	return n, err
+}
