@@ -38,6 +38,7 @@ func init() {
 		{"rmdir", "remove empty directories", cmdRmdir},
 		{"cp", "copy a file to or from a root:// server, as xrdcp does", cmdCp},
 		{"fsck", "check every object's redundancy and find debris", cmdFsck},
+		{"repair", "rebuild missing and corrupt archives; remove debris", cmdRepair},
 		{"serve", "run the gateway: root:// (and /metrics) over the cluster", cmdServe},
 		{"node", "run a vanilla storage node (plain-file root:// data server)", cmdNode},
 		{"version", "print the version", cmdVersion},

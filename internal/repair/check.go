@@ -51,6 +51,8 @@ type Report struct {
 	// NodeErrors are nodes (or directories on them) that could not be
 	// walked; objects there may be missing from the report.
 	NodeErrors []error
+
+	debrisAge time.Duration // from the options, for Repair
 }
 
 // Count returns how many objects have health h.
@@ -94,7 +96,7 @@ func Check(ctx context.Context, s *object.Store, opts CheckOptions) (*Report, er
 	if err := node.CheckPath(opts.Root); err != nil {
 		return nil, fmt.Errorf("repair: check: %w", err)
 	}
-	rep := &Report{}
+	rep := &Report{debrisAge: opts.DebrisAge}
 	paths, err := walk(ctx, s.Nodes(), opts, rep)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/ecstore/ecstore/internal/testcluster"
+)
+
+func TestFsckRepairCycle(t *testing.T) {
+	c := newTestCluster(t)
+	data := testcluster.Rand(rand.New(rand.NewPCG(8, 8)), 3<<20+5)
+	c.put("/f/x", data)
+	// Healthy: fsck exits 0.
+	if r := ecstore(t, nil, c.cmd("fsck")...); r.code != 0 {
+		t.Fatalf("fsck of a healthy cluster: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	files, _ := c.archives("/f/x")
+	os.Remove(files[0])
+	r := ecstore(t, nil, c.cmd("fsck")...)
+	if r.code != 1 || !strings.Contains(r.stdout, "degraded") || !strings.Contains(r.stdout, "archive missing") {
+		t.Fatalf("fsck after losing an archive: exit %d\n%s", r.code, r.stdout)
+	}
+	r = ecstore(t, nil, c.cmd("fsck", "--json")...)
+	if r.code != 1 || !strings.Contains(r.stdout, `"degraded": 1`) {
+		t.Fatalf("fsck --json: exit %d\n%s", r.code, r.stdout)
+	}
+	out := mustRun(t, nil, c.cmd("repair")...)
+	if !strings.Contains(out, "rebuilt") {
+		t.Fatalf("repair output:\n%s", out)
+	}
+	if r := ecstore(t, nil, c.cmd("fsck", "--deep")...); r.code != 0 {
+		t.Fatalf("fsck --deep after repair: exit %d\n%s", r.code, r.stdout)
+	}
+	got := mustRun(t, nil, c.cmd("get", "/f/x", "-")...)
+	if !bytes.Equal([]byte(got), data) {
+		t.Fatal("object changed by repair")
+	}
+}

@@ -1,0 +1,202 @@
+package object
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/archive"
+	"github.com/ecstore/ecstore/internal/erasure"
+	"github.com/ecstore/ecstore/internal/node"
+)
+
+// RebuildResult reports what Rebuild did.
+type RebuildResult struct {
+	Path    string
+	Version archive.Version
+	// Rebuilt maps each rebuilt slot to the node its archive now sits on.
+	Rebuilt map[int]string
+	// Bytes is the number of chunk bytes written.
+	Bytes int64
+}
+
+// Rebuild re-creates the archives of the given slots of the object's
+// current version from the other archives: every block is read (and
+// verified) from K good chunks, re-encoded, and the slots' chunks written
+// to fresh archives with the same version and metadata. A slot's archive
+// goes back to the node the placement names when that node is up and holds
+// no other archive of the object, else to another node. Each rebuilt
+// archive replaces what was at its path only if that is not a newer
+// version. throttle, if set, is called with the bytes about to be written
+// (for rate limiting) and may block.
+func (s *Store) Rebuild(ctx context.Context, path string, slots []int, throttle func(ctx context.Context, n int) error) (*RebuildResult, error) {
+	r, err := s.Open(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	meta := r.loc.meta
+	res := &RebuildResult{Path: path, Version: meta.Version, Rebuilt: map[int]string{}}
+	slots = slices.Compact(slices.Sorted(slices.Values(slots)))
+	if len(slots) == 0 {
+		return res, nil
+	}
+	for _, sl := range slots {
+		if sl < 0 || sl >= len(meta.Placement) {
+			return nil, fmt.Errorf("object %s: rebuild: no slot %d", path, sl)
+		}
+	}
+	dests, err := s.rebuildTargets(ctx, r.loc, slots)
+	if err != nil {
+		return nil, fmt.Errorf("object %s: rebuild: %w", path, err)
+	}
+	// Open an upload per rebuilt slot.
+	type target struct {
+		slot int
+		node node.Node
+		up   node.Upload
+		aw   *archive.Writer
+		uw   *uploadWriter
+	}
+	targets := make([]*target, 0, len(slots))
+	abort := func() {
+		for _, t := range targets {
+			_ = t.up.Abort(context.WithoutCancel(ctx))
+		}
+	}
+	now := s.opts.Now()
+	for i, sl := range slots {
+		up, err := dests[i].Create(ctx, path)
+		if err != nil {
+			abort()
+			return nil, fmt.Errorf("object %s: rebuild slot %d on node %s: %w", path, sl, dests[i].ID(), err)
+		}
+		t := &target{slot: sl, node: dests[i], up: up}
+		t.uw = &uploadWriter{ctx: ctx, up: up, timeout: s.opts.WriteTimeout}
+		t.aw = archive.NewWriter(t.uw, now)
+		targets = append(targets, t)
+	}
+	l := r.l
+	codec, err := erasure.New(l.K, l.M)
+	if err != nil {
+		abort()
+		return nil, err
+	}
+	allData := make([]bool, l.K)
+	for i := range allData {
+		allData[i] = true
+	}
+	for b := int64(0); b < l.Blocks(); b++ {
+		data, err := r.readBlock(ctx, b, allData)
+		if err != nil {
+			abort()
+			return nil, fmt.Errorf("object %s: rebuild block %d: %w", path, b, err)
+		}
+		cl := int(l.ChunkLen(b))
+		chunks := make([][]byte, l.Width())
+		copy(chunks, data)
+		for i := l.K; i < l.Width(); i++ {
+			chunks[i] = make([]byte, cl)
+		}
+		if err := codec.Encode(chunks); err != nil {
+			abort()
+			return nil, fmt.Errorf("object %s: rebuild block %d: %w", path, b, err)
+		}
+		for _, t := range targets {
+			st := l.Stripe(b, t.slot)
+			if throttle != nil {
+				if err := throttle(ctx, cl); err != nil {
+					abort()
+					return nil, err
+				}
+			}
+			if err := t.aw.WriteChunk(b, st, chunks[st], erasure.ChunkChecksum(chunks[st])); err != nil {
+				abort()
+				return nil, fmt.Errorf("object %s: rebuild slot %d on node %s: %w", path, t.slot, t.node.ID(), err)
+			}
+			res.Bytes += int64(cl)
+		}
+	}
+	for _, t := range targets {
+		m := *meta
+		m.Slot = t.slot
+		err := t.aw.Close(&m)
+		if err == nil {
+			if a, ok := t.up.(node.Attributes); ok {
+				attrs := summaryAttrs(&m)
+				attrs["slot"] = fmt.Sprint(t.slot)
+				err = a.SetAttrs(ctx, attrs)
+			}
+		}
+		if err == nil {
+			err = t.up.Finish(ctx)
+		}
+		if err != nil {
+			abort()
+			return nil, fmt.Errorf("object %s: rebuild slot %d on node %s: %w", path, t.slot, t.node.ID(), err)
+		}
+	}
+	// Fence: never replace a newer version that a concurrent write put
+	// there meanwhile.
+	var errs []error
+	for _, t := range targets {
+		if cur := probeOne(ctx, path, t.node); cur.ref != nil {
+			newer := cur.ref.idx.Meta.Version > meta.Version
+			cur.ref.file.Close()
+			if newer {
+				_ = t.up.Abort(context.WithoutCancel(ctx))
+				errs = append(errs, fmt.Errorf("slot %d: node %s holds a newer version", t.slot, t.node.ID()))
+				continue
+			}
+		}
+		if err := t.up.Commit(ctx); err != nil {
+			_ = t.up.Abort(context.WithoutCancel(ctx))
+			errs = append(errs, fmt.Errorf("slot %d on node %s: %w", t.slot, t.node.ID(), err))
+			continue
+		}
+		res.Rebuilt[t.slot] = t.node.ID()
+	}
+	if len(errs) > 0 {
+		return res, fmt.Errorf("object %s: rebuild: %w", path, errors.Join(errs...))
+	}
+	return res, nil
+}
+
+// rebuildTargets picks the node for each rebuilt slot: the placement's
+// node when it answers and holds no other slot's archive of this version,
+// else the best-ranked node that holds no archive of it.
+func (s *Store) rebuildTargets(ctx context.Context, loc *located, slots []int) ([]node.Node, error) {
+	busy := map[string]bool{}
+	for sl, ref := range loc.slots {
+		if ref != nil && !slices.Contains(slots, sl) {
+			busy[ref.node.ID()] = true
+		}
+	}
+	up := func(n node.Node) bool {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_, err := n.Space(cctx)
+		return err == nil
+	}
+	out := make([]node.Node, len(slots))
+	for i, sl := range slots {
+		if n, ok := s.byID[loc.meta.Placement[sl]]; ok && !busy[n.ID()] && up(n) {
+			out[i] = n
+			busy[n.ID()] = true
+			continue
+		}
+		for _, n := range s.rank(loc.meta.Path) {
+			if !busy[n.ID()] && up(n) {
+				out[i] = n
+				busy[n.ID()] = true
+				break
+			}
+		}
+		if out[i] == nil {
+			return nil, fmt.Errorf("no node left to hold slot %d", sl)
+		}
+	}
+	return out, nil
+}

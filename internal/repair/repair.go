@@ -1,0 +1,242 @@
+package repair
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/node"
+	"github.com/ecstore/ecstore/internal/object"
+)
+
+// RepairOptions configure Repair.
+type RepairOptions struct {
+	CheckOptions
+	// Rate limits rebuilt bytes per second (0: unlimited).
+	Rate int64
+	// DryRun reports what would be done without writing or removing.
+	DryRun bool
+	// RemoveDebris removes temporary files of dead writes and archives of
+	// stale versions. Default true through the CLI.
+	RemoveDebris bool
+	// Event, if set, is told about each object as it is handled.
+	Event func(ev RepairEvent)
+}
+
+// RepairEvent describes one step of a repair, for progress output.
+type RepairEvent struct {
+	Path   string
+	Action string // "rebuilt", "failed", "removed debris", "would rebuild", ...
+	Detail string
+	Done   int // objects handled so far
+	Total  int // objects that need work
+}
+
+// Outcome is what happened to one object.
+type Outcome struct {
+	Path    string
+	Slots   []int          // slots that were (or would be) rebuilt
+	Rebuilt map[int]string // slot -> node, when done
+	Bytes   int64          // chunk bytes written
+	Err     error          // why it could not be repaired
+	After   object.Health  // health after the repair, re-inspected
+	Before  object.Health
+}
+
+// RepairReport is the outcome of a repair.
+type RepairReport struct {
+	Check         *Report // the check that found the work
+	Outcomes      []Outcome
+	DebrisRemoved int
+	DebrisFailed  []error
+	Bytes         int64
+	Elapsed       time.Duration
+}
+
+// Failed lists the objects still not healthy after the repair.
+func (r *RepairReport) Failed() []Outcome {
+	var out []Outcome
+	for _, o := range r.Outcomes {
+		if o.Err != nil || o.After != object.Healthy {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// Repair checks the cluster and restores full redundancy of every degraded
+// object by rebuilding its missing or corrupt archives, then inspects each
+// repaired object again: an object counts as repaired only when that
+// second inspection finds it healthy. It is resumable by construction
+// (run it again: it redoes only what is still needed) and never reports
+// success while a chunk is short.
+func Repair(ctx context.Context, s *object.Store, opts RepairOptions) (*RepairReport, error) {
+	start := time.Now()
+	rep := &RepairReport{}
+	check, err := Check(ctx, s, opts.CheckOptions)
+	if err != nil {
+		return nil, err
+	}
+	rep.Check = check
+	var todo []*object.Inspection
+	for _, in := range check.Objects {
+		if in.Health == object.Degraded {
+			todo = append(todo, in)
+		}
+	}
+	limiter := newRateLimiter(opts.Rate)
+	for i, in := range todo {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		o := Outcome{Path: in.Path, Before: in.Health, After: in.Health, Slots: brokenSlots(in)}
+		ev := RepairEvent{Path: in.Path, Done: i + 1, Total: len(todo)}
+		switch {
+		case len(o.Slots) == 0:
+			// Degraded only by its whole-object checksum: nothing to rebuild.
+			o.Err = fmt.Errorf("whole-object checksum mismatch with every chunk verified: %v", in.SumErr)
+		case opts.DryRun:
+			ev.Action, ev.Detail = "would rebuild", fmt.Sprintf("slots %v", o.Slots)
+		default:
+			res, err := s.Rebuild(ctx, in.Path, o.Slots, limiter.wait)
+			if res != nil {
+				o.Rebuilt, o.Bytes = res.Rebuilt, res.Bytes
+				rep.Bytes += res.Bytes
+			}
+			o.Err = err
+			after, ierr := s.Inspect(ctx, in.Path, opts.Deep)
+			switch {
+			case ierr != nil:
+				o.Err = errors.Join(o.Err, fmt.Errorf("re-inspection: %w", ierr))
+			default:
+				o.After = after.Health
+				if after.Health != object.Healthy && o.Err == nil {
+					o.Err = fmt.Errorf("still %s after rebuilding slots %v: %v", after.Health, o.Slots, after.Problems())
+				}
+			}
+		}
+		if !opts.DryRun {
+			if o.Err != nil {
+				ev.Action, ev.Detail = "failed", o.Err.Error()
+			} else {
+				ev.Action, ev.Detail = "rebuilt", fmt.Sprintf("slots %v (%d bytes)", o.Slots, o.Bytes)
+			}
+		}
+		if opts.Event != nil {
+			opts.Event(ev)
+		}
+		rep.Outcomes = append(rep.Outcomes, o)
+	}
+	for _, in := range check.Objects {
+		if in.Health == object.Unrecoverable {
+			rep.Outcomes = append(rep.Outcomes, Outcome{Path: in.Path, Before: in.Health, After: in.Health,
+				Err: fmt.Errorf("unrecoverable: fewer than K good chunks of some block remain")})
+		}
+	}
+	if opts.RemoveDebris && !opts.DryRun {
+		removeDebris(ctx, s, check, rep, opts.Event)
+	}
+	rep.Elapsed = time.Since(start)
+	return rep, nil
+}
+
+// brokenSlots lists the slots of an object whose archive is missing or
+// holds corrupt chunks.
+func brokenSlots(in *object.Inspection) []int {
+	var out []int
+	for _, sl := range in.Slots {
+		if sl.FoundOn == "" || len(sl.Bad) > 0 {
+			out = append(out, sl.Slot)
+		}
+	}
+	return out
+}
+
+// removeDebris deletes dead temporary files and archives of versions other
+// than the one readers use (older ones, and newer ones that never reached
+// K archives and are older than DebrisAge).
+func removeDebris(ctx context.Context, s *object.Store, check *Report, rep *RepairReport, event func(RepairEvent)) {
+	remove := func(nodeID, path, what string) {
+		n, ok := s.Node(nodeID)
+		if !ok {
+			return
+		}
+		if err := n.Remove(ctx, path); err != nil && !errors.Is(err, node.ErrNotExist) {
+			rep.DebrisFailed = append(rep.DebrisFailed, fmt.Errorf("node %s: remove %s: %w", nodeID, path, err))
+			return
+		}
+		rep.DebrisRemoved++
+		if event != nil {
+			event(RepairEvent{Path: path, Action: "removed " + what, Detail: "node " + nodeID})
+		}
+	}
+	for _, d := range check.Debris {
+		if !d.InProgress {
+			remove(d.Node, d.Path, "temporary file")
+		}
+	}
+	age := check.debrisAge
+	for _, in := range check.Objects {
+		if in.Info == nil || in.Health == object.Unrecoverable {
+			continue // keep everything of objects we cannot read: evidence
+		}
+		for _, st := range in.Stale {
+			if st.Err != nil || st.Version == "" {
+				continue // unreadable node or archive: not ours to judge
+			}
+			if st.Version > in.Info.Version && time.Since(st.Version.Time()) < age {
+				continue // maybe a write committing right now
+			}
+			if st.Version == in.Info.Version && !duplicateSlot(in, st.Node) {
+				continue
+			}
+			remove(st.Node, in.Path, "stale archive")
+		}
+	}
+}
+
+// duplicateSlot reports whether node holds an archive of the current
+// version that is not the one readers use (the slot is served elsewhere).
+func duplicateSlot(in *object.Inspection, nodeID string) bool {
+	for _, sl := range in.Slots {
+		if sl.FoundOn == nodeID {
+			return false
+		}
+	}
+	return true
+}
+
+// rateLimiter spaces out writes to an average of rate bytes per second.
+type rateLimiter struct {
+	mu   sync.Mutex
+	rate int64
+	next time.Time
+}
+
+func newRateLimiter(rate int64) *rateLimiter { return &rateLimiter{rate: rate} }
+
+func (l *rateLimiter) wait(ctx context.Context, n int) error {
+	if l == nil || l.rate <= 0 {
+		return nil
+	}
+	l.mu.Lock()
+	now := time.Now()
+	if l.next.Before(now) {
+		l.next = now
+	}
+	at := l.next
+	l.next = l.next.Add(time.Duration(float64(n) / float64(l.rate) * float64(time.Second)))
+	l.mu.Unlock()
+	if d := time.Until(at); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}

@@ -1,0 +1,216 @@
+package repair
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"testing"
+
+	"github.com/ecstore/ecstore/internal/layout"
+	"github.com/ecstore/ecstore/internal/node"
+	"github.com/ecstore/ecstore/internal/object"
+	"github.com/ecstore/ecstore/internal/testcluster"
+)
+
+func mustCheckClean(t *testing.T, s *object.Store, deep bool) {
+	t.Helper()
+	rep, err := Check(context.Background(), s, CheckOptions{Deep: deep, DebrisAge: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Clean() {
+		for _, in := range rep.Objects {
+			if in.Health != object.Healthy || len(in.Stale) > 0 {
+				t.Errorf("%s: %v %v", in.Path, in.Health, in.Problems())
+			}
+		}
+		t.Fatalf("check after repair is not clean (%d debris)", len(rep.Debris))
+	}
+}
+
+func TestRepairRebuildsMissingAndCorrupt(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 512}
+	c := testcluster.New(t, 8, g)
+	r := rand.New(rand.NewPCG(3, 3))
+	objs := map[string][]byte{}
+	for i := range 6 {
+		p := fmt.Sprintf("/r/o%d", i)
+		objs[p] = testcluster.Rand(r, int64(i)*3*g.BlockSize()+int64(r.IntN(1000)))
+		c.Put(t, p, objs[p])
+	}
+	stat := func(p string) *object.Info {
+		info, err := c.Store.Stat(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info
+	}
+	// Two archives gone from o1, one from o2, one corrupt chunk in o3.
+	for _, sl := range []int{0, 5} {
+		os.Remove(c.Archive(c.NodeIndex(stat("/r/o1").Placement[sl]), "/r/o1"))
+	}
+	os.Remove(c.Archive(c.NodeIndex(stat("/r/o2").Placement[3]), "/r/o2"))
+	af := c.Archive(c.NodeIndex(stat("/r/o3").Placement[2]), "/r/o3")
+	b, _ := os.ReadFile(af)
+	b[100] ^= 0x5a // inside the first chunk
+	os.WriteFile(af, b, 0o644)
+
+	var events []RepairEvent
+	rep, err := Repair(ctx, c.Store, RepairOptions{CheckOptions: CheckOptions{Deep: true, DebrisAge: -1}, RemoveDebris: true,
+		Event: func(ev RepairEvent) { events = append(events, ev) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := rep.Failed(); len(f) > 0 {
+		t.Fatalf("failed: %+v", f)
+	}
+	if len(rep.Outcomes) != 3 || rep.Bytes == 0 {
+		t.Fatalf("outcomes %+v, bytes %d", rep.Outcomes, rep.Bytes)
+	}
+	mustCheckClean(t, c.Store, true)
+	for p, want := range objs {
+		if got, err := c.Get(p); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s after repair: %v", p, err)
+		}
+	}
+	// A second repair has nothing to do.
+	rep2, err := Repair(ctx, c.Store, RepairOptions{CheckOptions: CheckOptions{Deep: true}})
+	if err != nil || len(rep2.Outcomes) != 0 {
+		t.Fatalf("second repair: %+v %v", rep2.Outcomes, err)
+	}
+}
+
+func TestRepairMovesSlotOffDeadNode(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 3, M: 2, ChunkSize: 1024}
+	base := testcluster.New(t, 7, g)
+	faulty := make([]*node.Faulty, len(base.Nodes))
+	nodes := make([]node.Node, len(base.Nodes))
+	for i, n := range base.Nodes {
+		faulty[i] = node.Wrap(n)
+		nodes[i] = faulty[i]
+	}
+	s, err := object.New(nodes, object.Options{Geometry: g, MinFree: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := testcluster.Rand(rand.New(rand.NewPCG(4, 4)), 10*g.BlockSize()+3)
+	w, _ := s.Create(ctx, "/dead", nil)
+	w.Write(data)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	info, _ := s.Stat(ctx, "/dead")
+	dead := base.NodeIndex(info.Placement[1])
+	faulty[dead].SetDown(true)
+	rep, err := Repair(ctx, s, RepairOptions{CheckOptions: CheckOptions{DebrisAge: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := rep.Failed(); len(f) > 0 || len(rep.Outcomes) != 1 {
+		t.Fatalf("outcomes %+v", rep.Outcomes)
+	}
+	if to := rep.Outcomes[0].Rebuilt[1]; to == "" || to == info.Placement[1] {
+		t.Fatalf("slot 1 rebuilt on %q (dead node %s)", to, info.Placement[1])
+	}
+	in, err := s.Inspect(ctx, "/dead", true)
+	if err != nil || in.Health != object.Healthy {
+		t.Fatalf("after repair with the node still down: %v %v", in.Health, err)
+	}
+	// The node comes back with its old archive: reads stay correct and a
+	// repair removes the duplicate.
+	faulty[dead].SetDown(false)
+	if _, err := Repair(ctx, s, RepairOptions{CheckOptions: CheckOptions{DebrisAge: -1}, RemoveDebris: true}); err != nil {
+		t.Fatal(err)
+	}
+	mustCheckClean(t, s, true)
+}
+
+func TestRepairNeverClaimsUnrecoverable(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 3, M: 1, ChunkSize: 256}
+	c := testcluster.New(t, 5, g)
+	c.Put(t, "/gone", bytes.Repeat([]byte("x"), 5000))
+	info, _ := c.Store.Stat(ctx, "/gone")
+	for _, id := range info.Placement[:2] {
+		os.Remove(c.Archive(c.NodeIndex(id), "/gone"))
+	}
+	rep, err := Repair(ctx, c.Store, RepairOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := rep.Failed()
+	if len(f) != 1 || f[0].Path != "/gone" || f[0].After != object.Unrecoverable {
+		t.Fatalf("failed = %+v", f)
+	}
+}
+
+// TestRandomCorruptionCampaign flips random single bytes across archives
+// (chunks, metadata, directories alike), round after round: every read
+// returns the right bytes or a clear error, deep fsck finds every damaged
+// object, repair fixes them, and fsck is then clean.
+func TestRandomCorruptionCampaign(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 300}
+	c := testcluster.New(t, 7, g)
+	r := rand.New(rand.NewPCG(11, 12))
+	objs := map[string][]byte{}
+	var paths []string
+	for i := range 12 {
+		p := fmt.Sprintf("/camp/o%02d", i)
+		objs[p] = testcluster.Rand(r, int64(r.IntN(8000)))
+		c.Put(t, p, objs[p])
+		paths = append(paths, p)
+	}
+	rounds, flips := 15, 0
+	if testing.Short() {
+		rounds = 4
+	}
+	for round := range rounds {
+		damaged := map[string]bool{}
+		for _, p := range paths {
+			info, err := c.Store.Stat(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// One byte in one archive per object per round: never more
+			// than M damaged archives at once.
+			af := c.Archive(c.NodeIndex(info.Placement[r.IntN(g.Width())]), p)
+			b, err := os.ReadFile(af)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[r.IntN(len(b))] ^= byte(1 + r.IntN(255))
+			os.WriteFile(af, b, 0o644)
+			flips++
+			damaged[p] = true
+		}
+		for _, p := range paths {
+			got, err := c.Get(p)
+			if err != nil {
+				t.Fatalf("round %d: %s: %v", round, p, err)
+			}
+			if !bytes.Equal(got, objs[p]) {
+				t.Fatalf("round %d: %s: wrong bytes returned", round, p)
+			}
+		}
+		rep, err := Repair(ctx, c.Store, RepairOptions{CheckOptions: CheckOptions{Deep: true, DebrisAge: -1}, RemoveDebris: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := rep.Failed(); len(f) > 0 {
+			t.Fatalf("round %d: repair failed: %+v", round, f)
+		}
+		// Every object whose flip hit a checked byte was found. (A flip in
+		// an unused byte, such as the DOS time, changes nothing checked.)
+		t.Logf("round %d: %d objects repaired, %d debris removed", round, len(rep.Outcomes), rep.DebrisRemoved)
+		if len(rep.Outcomes) == 0 {
+			t.Fatalf("round %d: %d flips and nothing found", round, len(damaged))
+		}
+		mustCheckClean(t, c.Store, true)
+	}
+	t.Logf("%d single-byte corruptions over %d rounds: all reads correct, all repaired", flips, rounds)
+}
