@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -274,5 +275,45 @@ func TestNamespaceWithANodeDown(t *testing.T) {
 	}
 	if _, err := c.store.Open(ctx, "/nd/b"); err == nil || errors.As(err, &ue) && ue.Block < 0 && !strings.Contains(err.Error(), "archives found") {
 		t.Fatalf("all nodes down: %v", err)
+	}
+}
+
+// Regression (interop suite finding): with exactly K+M nodes and one of
+// them down, a write was refused ("not enough usable nodes") although the
+// write quorum allows it. It must complete degraded; with more nodes down
+// than the quorum allows it must fail cleanly.
+func TestWriteWithNodeDownAndNoSpare(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 512}
+	var mu sync.Mutex
+	var degraded []int
+	c, fs := faultyCluster(t, 6, g, func(o *Options) {
+		o.Spares = -1
+		o.Events.DegradedWrite = func(_ string, slots []int) { mu.Lock(); degraded = slots; mu.Unlock() }
+	})
+	fs[2].SetDown(true)
+	data := randBytes(rand.New(rand.NewPCG(seed(t), 13)), 5*g.BlockSize()+1)
+	put(t, c.store, "/one-down", data)
+	if got, err := get(c.store, "/one-down"); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read back: %v", err)
+	}
+	info, err := c.store.Stat(ctx, "/one-down")
+	if err != nil || info.Archives != 5 || !slices.Contains(info.Placement, c.nodes[2].ID()) {
+		t.Fatalf("stat: %+v %v", info, err)
+	}
+	mu.Lock()
+	if len(degraded) != 1 {
+		t.Fatalf("degraded write slots %v", degraded)
+	}
+	mu.Unlock()
+	// Two down: 4 archives < quorum 5.
+	fs[3].SetDown(true)
+	if _, err := c.store.Create(ctx, "/two-down", nil); !errors.Is(err, ErrQuorum) && !strings.Contains(fmt.Sprint(err), "not enough") {
+		t.Fatalf("create with two nodes down: %v", err)
+	}
+	fs[2].SetDown(false)
+	fs[3].SetDown(false)
+	if _, err := c.store.Stat(ctx, "/two-down"); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("failed write visible: %v", err)
 	}
 }

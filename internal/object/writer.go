@@ -127,7 +127,17 @@ func (s *Store) Create(ctx context.Context, path string, opt *CreateOptions) (*W
 	if st, err := s.statDir(ctx, path); err == nil && st {
 		return nil, fmt.Errorf("object: create %s: %w", path, ErrIsDir)
 	}
-	primary, spare, err := placement.Choose(path, s.spaces(ctx), geo.Width(), s.opts.Spares, s.opts.MinFree)
+	spaces := s.spaces(ctx)
+	primary, spare, err := placement.Choose(path, spaces, geo.Width(), s.opts.Spares, s.opts.MinFree)
+	if errors.Is(err, placement.ErrNotEnoughNodes) && upCount(spaces) >= s.opts.WriteQuorum {
+		// Fewer nodes are up than the object has slots, but enough for the
+		// write quorum: down nodes keep their slots; their archives will be
+		// missing (a degraded write, for repair to complete).
+		for i := range spaces {
+			spaces[i].Down = false
+		}
+		primary, spare, err = placement.Choose(path, spaces, geo.Width(), 0, s.opts.MinFree)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("object: create %s: %w", path, err)
 	}
@@ -194,25 +204,52 @@ func (w *Writer) open(primary, spare []string) error {
 		}()
 	}
 	wg.Wait()
-	var first error
+	var (
+		first  error
+		failed int
+	)
 	for i, sw := range w.slots {
-		if sw == nil && first == nil {
-			first = fmt.Errorf("slot %d: %w", i, errs[i])
+		if sw == nil {
+			failed++
+			if first == nil {
+				first = fmt.Errorf("slot %d: %w", i, errs[i])
+			}
 		}
 	}
-	if first != nil {
+	if width-failed < w.s.opts.WriteQuorum || w.ctx.Err() != nil {
 		for _, sw := range w.slots {
 			if sw != nil {
 				_ = sw.up.Abort(context.WithoutCancel(w.ctx))
 			}
 		}
-		return fmt.Errorf("%w: cannot open %d archives: %w", ErrQuorum, width, first)
+		return fmt.Errorf("%w: %d of %d archives could be opened: %w", ErrQuorum, width-failed, width, first)
+	}
+	// Slots that could not be opened anywhere stay in the placement with
+	// their intended node and start out dropped.
+	for i, sw := range w.slots {
+		if sw == nil {
+			sw = &slotWriter{slot: i, node: w.s.byID[primary[i]], ch: make(chan *blockJob, w.s.opts.InFlight)}
+			sw.dropped.Store(true)
+			sw.err = fmt.Errorf("slot %d: %w", i, errs[i])
+			w.failed.Add(1)
+			w.slots[i] = sw
+		}
 	}
 	w.nodeIDs = make([]string, width)
 	for i, sw := range w.slots {
 		w.nodeIDs[i] = sw.node.ID()
 	}
 	return nil
+}
+
+func upCount(nodes []placement.Node) int {
+	n := 0
+	for _, nd := range nodes {
+		if !nd.Down {
+			n++
+		}
+	}
+	return n
 }
 
 func nextSpareOr(next func() (string, bool)) (string, error) {
@@ -543,7 +580,9 @@ func (w *Writer) commit() error {
 	for _, sw := range w.slots {
 		if sw.dropped.Load() {
 			missing = append(missing, sw.slot)
-			_ = sw.up.Abort(context.WithoutCancel(w.ctx))
+			if sw.up != nil {
+				_ = sw.up.Abort(context.WithoutCancel(w.ctx))
+			}
 		}
 	}
 	if c := int(committed.Load()); c < w.s.opts.WriteQuorum {
@@ -582,6 +621,9 @@ func (w *Writer) abortAll() {
 	defer cancel()
 	var wg sync.WaitGroup
 	for _, sw := range w.slots {
+		if sw.up == nil {
+			continue // never opened
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
