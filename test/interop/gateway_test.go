@@ -71,6 +71,10 @@ func TestGatewayEmbedded(t *testing.T) {
 				back = local + ".get"
 				gw.cli(t, "get", path, back)
 				sameFile(t, back, local)
+				// ecstore cp over root://, as a user on another host would.
+				back = local + ".cp"
+				must(t, ecstoreBin, "cp", gw.obj(path), back)
+				sameFile(t, back, local)
 			})
 		}
 	})
