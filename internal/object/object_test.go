@@ -412,3 +412,21 @@ func readDirNames(dir string) ([]string, error) {
 	})
 	return out, err
 }
+
+func TestUserMetadata(t *testing.T) {
+	c := newCluster(t, 6, layout.Geometry{K: 4, M: 2, ChunkSize: 64})
+	ctx := context.Background()
+	w, err := c.store.Create(ctx, "/u", &CreateOptions{User: map[string]string{"content-type": "text/plain"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte("hello"))
+	w.SetUser("etag", "5d41402abc4b2a76b9719d911017c592")
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.store.Stat(ctx, "/u")
+	if err != nil || info.User["content-type"] != "text/plain" || info.User["etag"] != "5d41402abc4b2a76b9719d911017c592" {
+		t.Fatalf("user metadata: %v %v", info.User, err)
+	}
+}

@@ -483,6 +483,15 @@ func (w *Writer) abortErr() error {
 	return fmt.Errorf("object: write %s: aborted: %w", w.path, context.Cause(w.ctx))
 }
 
+// SetUser sets a user metadata entry (such as an S3 ETag computed while
+// streaming) to be stored with the object. It must be called before Close.
+func (w *Writer) SetUser(key, value string) {
+	if w.user == nil {
+		w.user = map[string]string{}
+	}
+	w.user[key] = value
+}
+
 // Size is the number of bytes written so far.
 func (w *Writer) Size() int64 { return w.size + int64(w.fill) }
 
