@@ -18,6 +18,7 @@ const (
 	Healthy       Health = iota // every chunk of every block present and (deep) verified
 	Degraded                    // readable, but some chunks are missing or corrupt
 	Unrecoverable               // some block has fewer than K good chunks
+	Removed                     // remnants of a removed object (tombstoned): debris
 )
 
 func (h Health) String() string {
@@ -28,6 +29,8 @@ func (h Health) String() string {
 		return "degraded"
 	case Unrecoverable:
 		return "unrecoverable"
+	case Removed:
+		return "removed"
 	}
 	return fmt.Sprintf("Health(%d)", int(h))
 }
@@ -121,6 +124,18 @@ func (s *Store) Inspect(ctx context.Context, path string, deep bool) (*Inspectio
 		return in, nil
 	}
 	defer loc.close()
+	if !ok {
+		if d := s.deletedUpTo(ctx, path); d != "" && d >= newestVersion(results) {
+			// Remnants of a removed object: every archive found is debris.
+			in.Health = Removed
+			for _, r := range results {
+				if r.ref != nil {
+					in.Stale = append(in.Stale, StaleArchive{Node: r.node.ID(), Version: r.ref.idx.Meta.Version})
+				}
+			}
+			return in, nil
+		}
+	}
 	in.Info = infoFromMeta(path, loc.meta, loc.found)
 	for _, r := range loc.stale {
 		in.Stale = append(in.Stale, StaleArchive{Node: r.node.ID(), Version: r.idx.Meta.Version})

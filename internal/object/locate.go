@@ -172,6 +172,9 @@ func (s *Store) locate(ctx context.Context, path string) (*located, error) {
 	case isDir:
 		return nil, fmt.Errorf("object %s: %w", path, ErrIsDir)
 	case loc != nil && loc.meta != nil:
+		if d := s.deletedUpTo(ctx, path); d != "" && d >= newestVersion(results) {
+			return nil, fmt.Errorf("object %s: %w (removed; stale archives remain for repair)", path, ErrNotExist)
+		}
 		return nil, &UnrecoverableError{Path: path, Block: -1, Available: loc.found, Need: loc.meta.K, Causes: errs}
 	case len(errs) > 0:
 		return nil, fmt.Errorf("object %s: %w (and %d nodes failed: %w)", path, ErrNotExist, len(errs), errors.Join(errs...))
@@ -256,4 +259,15 @@ func (l *located) has(r *archiveRef) bool {
 		}
 	}
 	return false
+}
+
+// newestVersion is the newest archive version among probe results.
+func newestVersion(results []probeResult) archive.Version {
+	var v archive.Version
+	for _, r := range results {
+		if r.ref != nil {
+			v = max(v, r.ref.idx.Meta.Version)
+		}
+	}
+	return v
 }

@@ -145,7 +145,7 @@ func (s *Store) List(ctx context.Context, dir string) ([]Info, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, fi := range fis {
-			if node.IsTemp(fi.Name) {
+			if node.IsTemp(fi.Name) || dir == "/" && reservedRoot(fi.Name) {
 				continue
 			}
 			e := entries[fi.Name]
@@ -197,27 +197,40 @@ func (s *Store) List(ctx context.Context, dir string) ([]Info, error) {
 		out = append(out, Info{Path: p, Name: name})
 		slow = append(slow, len(out)-1)
 	}
-	s.fillSlow(ctx, out, slow)
+	out = s.fillSlow(ctx, out, slow)
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
 
 // fillSlow stats the listed objects that had no usable attributes, a few
-// at a time.
-func (s *Store) fillSlow(ctx context.Context, out []Info, idx []int) {
+// at a time, and drops those that turn out not to exist (remnants of
+// removed objects).
+func (s *Store) fillSlow(ctx context.Context, out []Info, idx []int) []Info {
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
+	gone := make([]bool, len(out))
 	for _, i := range idx {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if info, err := s.Stat(ctx, out[i].Path); err == nil {
+			info, err := s.Stat(ctx, out[i].Path)
+			switch {
+			case err == nil:
 				out[i] = *info
+			case errors.Is(err, ErrNotExist):
+				gone[i] = true
 			}
 		}()
 	}
 	wg.Wait()
+	kept := out[:0]
+	for i, info := range out {
+		if !gone[i] {
+			kept = append(kept, info)
+		}
+	}
+	return kept
 }
 
 // summaryFromAttrs builds a listing entry from the archives' extended
@@ -253,9 +266,11 @@ func summaryFromAttrs(path, name string, files []node.FileInfo) (*Info, bool) {
 	return info, info != nil
 }
 
-// Remove deletes the object at path from every node. A node that cannot be
-// reached keeps its archive; the object is still gone when fewer than K
-// archives of it remain.
+// Remove deletes the object at path. It first records a tombstone on
+// every reachable node (at least M+1 must take it, or nothing is removed),
+// then deletes the archives. Archives on nodes that could not be reached
+// stay behind as remnants: fewer than K, hidden by the tombstones, and
+// collected by repair.
 func (s *Store) Remove(ctx context.Context, path string) error {
 	if err := checkPath(path); err != nil {
 		return err
@@ -263,38 +278,52 @@ func (s *Store) Remove(ctx context.Context, path string) error {
 	if path == "/" {
 		return fmt.Errorf("object: remove /: %w", ErrIsDir)
 	}
-	var removed, dirs sync.Map
-	errs := s.forEach(ctx, func(ctx context.Context, n node.Node) error {
+	results := s.probe(ctx, path, s.nodes)
+	var (
+		newest *archive.Metadata
+		isDir  bool
+		errs   []error
+	)
+	for _, r := range results {
+		isDir = isDir || r.isDir
+		if r.err != nil {
+			errs = append(errs, r.err)
+		}
+		if r.ref != nil {
+			if m := r.ref.idx.Meta; newest == nil || m.Version > newest.Version {
+				newest = m
+			}
+			r.ref.file.Close()
+		}
+	}
+	switch {
+	case newest == nil && isDir:
+		return fmt.Errorf("object: remove %s: %w", path, ErrIsDir)
+	case newest == nil && len(errs) > 0:
+		return fmt.Errorf("object: remove %s: %w", path, errors.Join(errs...))
+	case newest == nil:
+		return fmt.Errorf("object: remove %s: %w", path, ErrNotExist)
+	}
+	if n := s.writeTombstones(ctx, path, newest.Version); n < newest.M+1 {
+		return fmt.Errorf("object: remove %s: %w: only %d nodes could record the removal, need %d", path, ErrQuorum, n, newest.M+1)
+	}
+	var removed atomic.Int32
+	errs2 := s.forEach(ctx, func(ctx context.Context, n node.Node) error {
 		fi, err := n.Stat(ctx, path)
 		if err != nil {
 			return err
 		}
 		if fi.IsDir {
-			dirs.Store(n.ID(), true)
 			return nil
 		}
 		if err := n.Remove(ctx, path); err != nil {
 			return err
 		}
-		removed.Store(n.ID(), true)
+		removed.Add(1)
 		return nil
 	})
-	count := func(m *sync.Map) (c int) {
-		m.Range(func(_, _ any) bool { c++; return true })
-		return c
-	}
-	if count(&dirs) > 0 && count(&removed) == 0 {
-		return fmt.Errorf("object: remove %s: %w", path, ErrIsDir)
-	}
-	failed := firstReal(errs)
-	if count(&removed) == 0 {
-		if failed != nil {
-			return fmt.Errorf("object: remove %s: %w", path, failed)
-		}
-		return fmt.Errorf("object: remove %s: %w", path, ErrNotExist)
-	}
-	if failed != nil {
-		s.opts.Logger.Warn("remove left archives on unreachable nodes", "obj", path, "err", failed)
+	if err := firstReal(errs2); err != nil {
+		s.opts.Logger.Warn("remove left archives on unreachable nodes", "obj", path, "removed", removed.Load(), "err", err)
 	}
 	return nil
 }

@@ -24,6 +24,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -312,10 +313,13 @@ func (b *bufPools) put(buf []byte) {
 	p.(*sync.Pool).Put(&buf)
 }
 
-// checkPath validates an object path.
+// checkPath validates an object path. The tombstone area is reserved.
 func checkPath(p string) error {
 	if err := node.CheckPath(p); err != nil {
 		return fmt.Errorf("object: %w", err)
+	}
+	if p == TombstoneRoot || strings.HasPrefix(p, TombstoneRoot+"/") {
+		return fmt.Errorf("object: %w: %s is reserved", node.ErrPath, TombstoneRoot)
 	}
 	return nil
 }

@@ -175,6 +175,8 @@ func walk(ctx context.Context, nodes []node.Node, opts CheckOptions, rep *Report
 				for _, fi := range fis {
 					p := node.Join(dir, fi.Name)
 					switch {
+					case p == object.TombstoneRoot:
+						// Tombstones are bookkeeping, collected by Repair.
 					case fi.IsDir:
 						visit(p)
 					case node.IsTemp(fi.Name):

@@ -51,8 +51,11 @@ type RepairReport struct {
 	Outcomes      []Outcome
 	DebrisRemoved int
 	DebrisFailed  []error
-	Bytes         int64
-	Elapsed       time.Duration
+	// TombstonesCollected counts removed objects whose tombstones no node
+	// needs any more, and which were deleted.
+	TombstonesCollected int
+	Bytes               int64
+	Elapsed             time.Duration
 }
 
 // Failed lists the objects still not healthy after the repair.
@@ -137,6 +140,7 @@ func Repair(ctx context.Context, s *object.Store, opts RepairOptions) (*RepairRe
 	}
 	if opts.RemoveDebris && !opts.DryRun {
 		removeDebris(ctx, s, check, rep, opts.Event)
+		collectTombstones(ctx, s, rep, opts.Event)
 	}
 	rep.Elapsed = time.Since(start)
 	return rep, nil
@@ -179,6 +183,12 @@ func removeDebris(ctx context.Context, s *object.Store, check *Report, rep *Repa
 	}
 	age := check.debrisAge
 	for _, in := range check.Objects {
+		if in.Health == object.Removed {
+			for _, st := range in.Stale {
+				remove(st.Node, in.Path, "remnant of a removed object")
+			}
+			continue
+		}
 		if in.Info == nil || in.Health == object.Unrecoverable {
 			continue // keep everything of objects we cannot read: evidence
 		}
@@ -239,4 +249,25 @@ func (l *rateLimiter) wait(ctx context.Context, n int) error {
 		}
 	}
 	return nil
+}
+
+// collectTombstones removes tombstones that no node needs any more.
+func collectTombstones(ctx context.Context, s *object.Store, rep *RepairReport, event func(RepairEvent)) {
+	paths, err := s.Tombstones(ctx)
+	if err != nil {
+		rep.DebrisFailed = append(rep.DebrisFailed, fmt.Errorf("list tombstones: %w", err))
+	}
+	for _, p := range paths {
+		done, err := s.CollectTombstone(ctx, p)
+		if err != nil {
+			rep.DebrisFailed = append(rep.DebrisFailed, err)
+			continue
+		}
+		if done {
+			rep.TombstonesCollected++
+			if event != nil {
+				event(RepairEvent{Path: p, Action: "collected tombstone"})
+			}
+		}
+	}
 }
