@@ -19,6 +19,8 @@ each one that is not healthy:
   degraded       readable, but some chunks are missing or corrupt; the
                  report names each slot, node and block concerned
   unrecoverable  some block has fewer than K good chunks
+  removed        archives left on nodes that were down when the object
+                 was removed (tombstoned; repair deletes them)
   debris         temporary files of writes that died (older than
                  --debris-age) and archives of stale versions
 
@@ -105,8 +107,9 @@ func printReport(w io.Writer, rep *repair.Report, verbose bool) {
 	for _, err := range rep.NodeErrors {
 		fmt.Fprintf(w, "%-14s %v\n", "node error", err)
 	}
-	fmt.Fprintf(w, "%d objects: %d healthy, %d degraded, %d unrecoverable; %d debris files",
-		len(rep.Objects), rep.Count(object.Healthy), rep.Count(object.Degraded), rep.Count(object.Unrecoverable), debris)
+	fmt.Fprintf(w, "%d objects: %d healthy, %d degraded, %d unrecoverable; %d removed with remnants left; %d debris files",
+		len(rep.Objects), rep.Count(object.Healthy), rep.Count(object.Degraded), rep.Count(object.Unrecoverable),
+		rep.Count(object.Removed), debris)
 	if len(rep.NodeErrors) > 0 {
 		fmt.Fprintf(w, "; %d node errors", len(rep.NodeErrors))
 	}
@@ -158,7 +161,7 @@ type (
 
 func jsonReport(rep *repair.Report) jsonOutput {
 	out := jsonOutput{Clean: rep.Clean(), Counts: map[string]int{}, Objects: []jsonObject{}, Debris: []jsonDebris{}}
-	for _, h := range []object.Health{object.Healthy, object.Degraded, object.Unrecoverable} {
+	for _, h := range []object.Health{object.Healthy, object.Degraded, object.Unrecoverable, object.Removed} {
 		out.Counts[h.String()] = rep.Count(h)
 	}
 	for _, in := range rep.Objects {
