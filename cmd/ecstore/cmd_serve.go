@@ -6,7 +6,9 @@ import (
 	"net"
 
 	"github.com/ecstore/ecstore/internal/gateway"
+	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/obs"
+	"github.com/ecstore/ecstore/internal/repair"
 )
 
 const serveHelp = `
@@ -20,6 +22,10 @@ first use. Listening on an address other than loopback must be asked for
 explicitly with --root-addr; there is no authentication yet, so do that
 only on a trusted network.
 
+A background healer (--heal, on by default) rebuilds the archives of
+objects that reads or writes find degraded, at --heal-rate, and with
+--heal-interval also runs a full repair periodically.
+
 Objects are written sequentially and become visible when the client
 closes the file (after the write quorum of archives is durable); reads
 may be at any offset. SIGINT or SIGTERM stops the gateway gracefully.
@@ -32,6 +38,9 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	rootAddr := fs.String("root-addr", "127.0.0.1:1094", "root:// listen `HOST:PORT`")
 	metricsAddr := fs.String("metrics-addr", "127.0.0.1:9094", "Prometheus /metrics listen `HOST:PORT` (empty: off)")
 	pprofAddr := fs.String("pprof-addr", "", "Go pprof listen `HOST:PORT` for profiling (empty: off)")
+	heal := fs.Bool("heal", true, "rebuild, in the background, objects that reads and writes find degraded")
+	healRate := fs.String("heal-rate", "20MB", "limit background rebuilding to `SIZE` per second (0: unlimited)")
+	healInterval := fs.Duration("heal-interval", 0, "also run a full repair of the cluster every `DURATION` (0: never)")
 	if _, err := fs.parse(args, 0, 0); err != nil {
 		return err
 	}
@@ -43,13 +52,27 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 			return usageErrorf("bad listen address %q: %v", a, err)
 		}
 	}
+	rate, err := layout.ParseSize(*healRate)
+	if err != nil {
+		return usageErrorf("--heal-rate: %v", err)
+	}
 	m := obs.New()
-	c, err := cf.openWith(e, true, m.Events())
+	log := cf.logger(e)
+	var healer *repair.Healer
+	events := m.Events()
+	if *heal {
+		healer = repair.NewHealer(nil, repair.HealerOptions{Rate: rate, Interval: *healInterval, Logger: log, Healed: m.Healed})
+		events = healer.Events(events)
+	}
+	c, err := cf.openWith(e, true, events)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	log := cf.logger(e)
+	if healer != nil {
+		healer.SetStore(c.Store())
+		go healer.Run(ctx)
+	}
 	return gateway.Serve(ctx, gateway.Config{
 		Store: c.Store(), RootAddr: *rootAddr, MetricsAddr: *metricsAddr, Metrics: m.Handler(),
 		PprofAddr: *pprofAddr, Hooks: m.GatewayHooks(), Logger: log,

@@ -12,6 +12,16 @@ import (
 	"github.com/ecstore/ecstore/internal/node"
 )
 
+// RebuildOptions adjust Rebuild.
+type RebuildOptions struct {
+	// Throttle, if set, is called with the bytes about to be written (for
+	// rate limiting) and may block.
+	Throttle func(ctx context.Context, n int) error
+	// Avoid lists node ids that must not receive rebuilt archives (a node
+	// being drained).
+	Avoid []string
+}
+
 // RebuildResult reports what Rebuild did.
 type RebuildResult struct {
 	Path    string
@@ -29,9 +39,9 @@ type RebuildResult struct {
 // goes back to the node the placement names when that node is up and holds
 // no other archive of the object, else to another node. Each rebuilt
 // archive replaces what was at its path only if that is not a newer
-// version. throttle, if set, is called with the bytes about to be written
-// (for rate limiting) and may block.
-func (s *Store) Rebuild(ctx context.Context, path string, slots []int, throttle func(ctx context.Context, n int) error) (*RebuildResult, error) {
+// version.
+func (s *Store) Rebuild(ctx context.Context, path string, slots []int, opts RebuildOptions) (*RebuildResult, error) {
+	throttle := opts.Throttle
 	r, err := s.Open(ctx, path)
 	if err != nil {
 		return nil, err
@@ -48,7 +58,7 @@ func (s *Store) Rebuild(ctx context.Context, path string, slots []int, throttle 
 			return nil, fmt.Errorf("object %s: rebuild: no slot %d", path, sl)
 		}
 	}
-	dests, err := s.rebuildTargets(ctx, r.loc, slots)
+	dests, err := s.rebuildTargets(ctx, r.loc, slots, opts.Avoid)
 	if err != nil {
 		return nil, fmt.Errorf("object %s: rebuild: %w", path, err)
 	}
@@ -167,8 +177,11 @@ func (s *Store) Rebuild(ctx context.Context, path string, slots []int, throttle 
 // rebuildTargets picks the node for each rebuilt slot: the placement's
 // node when it answers and holds no other slot's archive of this version,
 // else the best-ranked node that holds no archive of it.
-func (s *Store) rebuildTargets(ctx context.Context, loc *located, slots []int) ([]node.Node, error) {
+func (s *Store) rebuildTargets(ctx context.Context, loc *located, slots []int, avoid []string) ([]node.Node, error) {
 	busy := map[string]bool{}
+	for _, id := range avoid {
+		busy[id] = true
+	}
 	for sl, ref := range loc.slots {
 		if ref != nil && !slices.Contains(slots, sl) {
 			busy[ref.node.ID()] = true

@@ -25,6 +25,8 @@ type Metrics struct {
 	degradedReads  prometheus.Counter
 	degradedWrites prometheus.Counter
 	nodeErrors     *prometheus.CounterVec
+	healed         *prometheus.CounterVec
+	healedBytes    prometheus.Counter
 }
 
 // New registers every metric in a fresh registry (with the Go runtime and
@@ -51,8 +53,14 @@ func New() *Metrics {
 		nodeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ec_node_errors_total", Help: "Failed or timed-out operations on storage nodes.",
 		}, []string{"node", "op"}),
+		healed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ec_repair_healed_objects_total", Help: "Objects the background healer handled, by result.",
+		}, []string{"result"}),
+		healedBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ec_repair_rebuilt_bytes_total", Help: "Chunk bytes rebuilt by the background healer.",
+		}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.bytes, m.degradedReads, m.degradedWrites, m.nodeErrors,
+	m.reg.MustRegister(m.requests, m.latency, m.bytes, m.degradedReads, m.degradedWrites, m.nodeErrors, m.healed, m.healedBytes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -81,6 +89,17 @@ func (m *Metrics) GatewayHooks() gateway.Hooks {
 		},
 		Bytes: func(direction string, n int) { m.bytes.WithLabelValues(direction).Add(float64(n)) },
 	}
+}
+
+// Healed counts one object handled by the background healer (a
+// repair.HealerOptions.Healed hook).
+func (m *Metrics) Healed(_ string, bytes int64, ok bool) {
+	result := "ok"
+	if !ok {
+		result = "failed"
+	}
+	m.healed.WithLabelValues(result).Inc()
+	m.healedBytes.Add(float64(bytes))
 }
 
 // Handler serves the registry in the Prometheus text format.

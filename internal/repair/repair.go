@@ -103,7 +103,7 @@ func Repair(ctx context.Context, s *object.Store, opts RepairOptions) (*RepairRe
 		case opts.DryRun:
 			ev.Action, ev.Detail = "would rebuild", fmt.Sprintf("slots %v", o.Slots)
 		default:
-			res, err := s.Rebuild(ctx, in.Path, o.Slots, limiter.wait)
+			res, err := s.Rebuild(ctx, in.Path, o.Slots, object.RebuildOptions{Throttle: limiter.wait})
 			if res != nil {
 				o.Rebuilt, o.Bytes = res.Rebuilt, res.Bytes
 				rep.Bytes += res.Bytes

@@ -1,0 +1,176 @@
+package repair
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/object"
+)
+
+// HealerOptions configure a Healer.
+type HealerOptions struct {
+	// Rate limits rebuilt bytes per second (0: unlimited). Default in the
+	// gateway: 20 MB/s, so that healing never crowds out users.
+	Rate int64
+	// Interval between full scans of the cluster (0: only heal objects
+	// that reads and writes report as degraded).
+	Interval time.Duration
+	// Queue bounds the objects waiting to be healed; reports beyond it are
+	// dropped (the next full scan finds them). Default 10000.
+	Queue int
+	// Settle is how long a reported object waits before it is inspected,
+	// so that a write still committing is not mistaken for damage.
+	// Default 5s.
+	Settle time.Duration
+	Logger *slog.Logger
+	// Healed, if set, is called after each object is handled (for
+	// metrics): ok reports whether it is healthy now.
+	Healed func(path string, bytes int64, ok bool)
+}
+
+// Healer restores redundancy in the background: the engine reports
+// degraded reads and writes (Enqueue, wired to object.Events), the healer
+// inspects those objects and rebuilds what is missing, at a bounded rate;
+// optionally it also runs a full Repair every Interval.
+type Healer struct {
+	store   *object.Store
+	opts    HealerOptions
+	limiter *rateLimiter
+	mu      sync.Mutex
+	pending map[string]time.Time // path -> when reported
+	wake    chan struct{}
+}
+
+// SetStore sets the store to heal, for a healer created (to obtain its
+// Events) before the store. It must be called before Run.
+func (h *Healer) SetStore(s *object.Store) { h.store = s }
+
+// NewHealer returns a healer for store; call Run to start it.
+func NewHealer(store *object.Store, opts HealerOptions) *Healer {
+	if opts.Queue <= 0 {
+		opts.Queue = 10000
+	}
+	if opts.Settle == 0 {
+		opts.Settle = 5 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Healer{store: store, opts: opts, limiter: newRateLimiter(opts.Rate),
+		pending: map[string]time.Time{}, wake: make(chan struct{}, 1)}
+}
+
+// Enqueue asks for path to be healed. It never blocks, so it may be called
+// from engine event callbacks; duplicates are merged.
+func (h *Healer) Enqueue(path string) {
+	h.mu.Lock()
+	if _, ok := h.pending[path]; !ok && len(h.pending) < h.opts.Queue {
+		h.pending[path] = time.Now()
+	}
+	h.mu.Unlock()
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Events returns engine hooks that enqueue degraded objects, chained with
+// next (which may be zero).
+func (h *Healer) Events(next object.Events) object.Events {
+	out := next
+	out.DegradedRead = func(path string, block int64, slots []int) {
+		h.Enqueue(path)
+		if next.DegradedRead != nil {
+			next.DegradedRead(path, block, slots)
+		}
+	}
+	out.DegradedWrite = func(path string, slots []int) {
+		h.Enqueue(path)
+		if next.DegradedWrite != nil {
+			next.DegradedWrite(path, slots)
+		}
+	}
+	return out
+}
+
+// Pending is the number of objects waiting to be healed.
+func (h *Healer) Pending() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.pending)
+}
+
+// Run heals until ctx is done.
+func (h *Healer) Run(ctx context.Context) error {
+	var scan <-chan time.Time
+	if h.opts.Interval > 0 {
+		t := time.NewTicker(h.opts.Interval)
+		defer t.Stop()
+		scan = t.C
+	}
+	tick := time.NewTicker(h.opts.Settle/2 + time.Millisecond)
+	defer tick.Stop()
+	for {
+		for _, p := range h.due() {
+			h.heal(ctx, p)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-h.wake:
+		case <-tick.C:
+		case <-scan:
+			h.fullScan(ctx)
+		}
+	}
+}
+
+// due takes the reported objects that have settled.
+func (h *Healer) due() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for p, at := range h.pending {
+		if time.Since(at) >= h.opts.Settle {
+			out = append(out, p)
+			delete(h.pending, p)
+		}
+	}
+	return out
+}
+
+func (h *Healer) heal(ctx context.Context, path string) {
+	in, err := h.store.Inspect(ctx, path, false)
+	if err != nil || in.Health != object.Degraded {
+		return // gone, healthy again, or beyond repair (fsck reports it)
+	}
+	slots := brokenSlots(in)
+	if len(slots) == 0 {
+		return
+	}
+	res, err := h.store.Rebuild(ctx, path, slots, object.RebuildOptions{Throttle: h.limiter.wait})
+	var n int64
+	if res != nil {
+		n = res.Bytes
+	}
+	if err != nil {
+		h.opts.Logger.Warn("heal failed", "obj", path, "slots", slots, "err", err)
+	} else {
+		h.opts.Logger.Info("healed", "obj", path, "slots", slots, "bytes", n)
+	}
+	if h.opts.Healed != nil {
+		h.opts.Healed(path, n, err == nil)
+	}
+}
+
+func (h *Healer) fullScan(ctx context.Context) {
+	rep, err := Repair(ctx, h.store, RepairOptions{Rate: h.opts.Rate, RemoveDebris: true})
+	if err != nil {
+		h.opts.Logger.Warn("periodic repair failed", "err", err)
+		return
+	}
+	h.opts.Logger.Info("periodic repair", "objects", len(rep.Check.Objects), "repaired", len(rep.Outcomes)-len(rep.Failed()),
+		"failed", len(rep.Failed()), "bytes", rep.Bytes, "debris", rep.DebrisRemoved)
+}
