@@ -39,6 +39,7 @@ func init() {
 		{"cp", "copy a file to or from a root:// server, as xrdcp does", cmdCp},
 		{"fsck", "check every object's redundancy and find debris", cmdFsck},
 		{"repair", "rebuild missing and corrupt archives; remove debris", cmdRepair},
+		{"drain", "move every archive off a node so that it can be retired", cmdDrain},
 		{"serve", "run the gateway: root:// (and /metrics) over the cluster", cmdServe},
 		{"node", "run a vanilla storage node (plain-file root:// data server)", cmdNode},
 		{"version", "print the version", cmdVersion},
