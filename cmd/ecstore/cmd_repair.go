@@ -37,12 +37,9 @@ func cmdRepair(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	root := "/"
-	if len(pos) == 1 {
-		root = pos[0]
-		if err := checkObjectPath(root); err != nil {
-			return err
-		}
+	root, err := optionalRoot(pos)
+	if err != nil {
+		return err
 	}
 	bps, err := layout.ParseSize(*rate)
 	if err != nil {

@@ -258,3 +258,15 @@ func describe(ctx context.Context, path string, err error) error {
 	}
 	return err
 }
+
+// optionalRoot returns the subtree a command was given ("/" when none),
+// validated.
+func optionalRoot(pos []string) (string, error) {
+	if len(pos) == 0 {
+		return "/", nil
+	}
+	if err := checkObjectPath(pos[0]); err != nil {
+		return "", err
+	}
+	return pos[0], nil
+}

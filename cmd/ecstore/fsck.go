@@ -43,12 +43,9 @@ func cmdFsck(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	root := "/"
-	if len(pos) == 1 {
-		root = pos[0]
-		if err := checkObjectPath(root); err != nil {
-			return err
-		}
+	root, err := optionalRoot(pos)
+	if err != nil {
+		return err
 	}
 	c, err := cf.open(e, false)
 	if err != nil {
