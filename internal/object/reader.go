@@ -32,7 +32,7 @@ type Reader struct {
 	mu      sync.Mutex
 	cache   map[int64]*blockFetch
 	fifo    []int64
-	nextSeq int64 // offset right after the last read, for sequential detection
+	nextSeq int64 // furthest offset read so far, for sequential detection
 	closed  bool
 	warned  atomic.Bool // a degraded read was logged at Warn
 }
@@ -115,8 +115,12 @@ func (r *Reader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 		r.mu.Unlock()
 		return 0, ErrClosed
 	}
-	sequential := off == r.nextSeq
-	r.nextSeq = end
+	// Sequential: starts within a few blocks of the furthest point read so
+	// far, as concurrent in-order readers (xrdcp keeps several requests
+	// in flight, which arrive out of order) do.
+	window := int64(r.s.opts.ReadAhead+2) * bs
+	sequential := off == 0 || off >= r.nextSeq-window && off <= r.nextSeq+bs
+	r.nextSeq = max(r.nextSeq, end)
 	fetches := make([]*blockFetch, 0, last-first+1)
 	for b := first; b <= last; b++ {
 		fetches = append(fetches, r.fetchLocked(b, r.need(b, max(off, b*bs), min(end, (b+1)*bs)), false))
