@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/ecstore/ecstore/internal/dataserver"
+	"github.com/ecstore/ecstore/internal/xrootd"
+)
+
+// benchDataServerURL serves a plain data server over a temporary
+// directory and returns its root:// prefix ("root://127.0.0.1:PORT/").
+func benchDataServerURL(t *testing.T) string {
+	t.Helper()
+	fs, err := dataserver.New(t.TempDir(), dataserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- (&xrootd.Server{Handler: fs}).Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-done; fs.Close() })
+	return "root://" + ln.Addr().String() + "/"
+}
+
+// benchJSON is the part of "bench --json" the tests read.
+type benchJSON struct {
+	Runs []struct {
+		Mode        string `json:"mode"`
+		Concurrency int    `json:"concurrency"`
+		Size        int64  `json:"size"`
+		Dir         string `json:"dir"`
+		ElapsedNS   int64  `json:"elapsed_ns"`
+		Ops         []struct {
+			Op        string  `json:"op"`
+			Ops       int64   `json:"ops"`
+			Errors    int64   `json:"errors"`
+			Bytes     int64   `json:"bytes"`
+			OpsPerSec float64 `json:"ops_per_sec"`
+			MBPerSec  float64 `json:"mb_per_sec"`
+			P50       int64   `json:"p50_ns"`
+			P99       int64   `json:"p99_ns"`
+			Max       int64   `json:"max_ns"`
+		} `json:"ops"`
+	} `json:"runs"`
+}
+
+func TestBench(t *testing.T) {
+	servers := []struct {
+		name string
+		url  func(t *testing.T) string
+	}{
+		{"gateway", gatewayURL},
+		{"dataserver", benchDataServerURL},
+	}
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) {
+			url := srv.url(t)
+			for _, tt := range []struct {
+				mode  string
+				extra []string
+				ops   map[string]int64 // per run
+			}{
+				{"put", []string{"--size", "64KiB", "--ops", "12"}, map[string]int64{"put": 12}},
+				{"get", []string{"--size", "64KiB", "--ops", "12", "--objects", "3", "--verify"}, map[string]int64{"get": 12}},
+				{"mixed", []string{"--size", "32KiB", "--ops", "16", "--objects", "3", "--verify"}, nil},
+				{"small", []string{"--ops", "16", "--verify"}, map[string]int64{"put": 4, "stat": 4, "get": 4, "rm": 4}},
+			} {
+				t.Run(tt.mode, func(t *testing.T) {
+					prefix := url + "/bench/" + tt.mode
+					args := append([]string{"bench", "--mode", tt.mode, "--concurrency", "1,3", "--json"}, tt.extra...)
+					out := mustRun(t, nil, append(args, prefix)...)
+					var got benchJSON
+					if err := json.Unmarshal([]byte(out), &got); err != nil {
+						t.Fatalf("JSON: %v\n%s", err, out)
+					}
+					if len(got.Runs) != 2 || got.Runs[0].Concurrency != 1 || got.Runs[1].Concurrency != 3 {
+						t.Fatalf("runs: %s", out)
+					}
+					for _, run := range got.Runs {
+						var total int64
+						for _, o := range run.Ops {
+							total += o.Ops
+							if o.Errors != 0 || o.Ops > 0 && (o.P50 <= 0 || o.OpsPerSec <= 0 || o.Max < o.P99) {
+								t.Errorf("%s: %+v", o.Op, o)
+							}
+							if want, ok := tt.ops[o.Op]; ok && o.Ops != want {
+								t.Errorf("%s: %d ops, want %d", o.Op, o.Ops, want)
+							}
+						}
+						if run.Mode != tt.mode || run.ElapsedNS <= 0 || tt.mode == "mixed" && (total != 16 || len(run.Ops) != 2) {
+							t.Errorf("run %+v", run)
+						}
+					}
+					if ls := mustRun(t, nil, "ls", prefix); ls != "" {
+						t.Errorf("left behind in %s:\n%s", prefix, ls)
+					}
+				})
+			}
+		})
+	}
+}
+
+func TestBenchTable(t *testing.T) {
+	url := benchDataServerURL(t)
+	out := mustRun(t, nil, "bench", "--mode", "small", "--size", "1000", "--ops", "8", "--concurrency", "2,1", url+"/t")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2+2*4 || !strings.HasPrefix(lines[0], "ecstore bench small: ") {
+		t.Fatalf("table:\n%s", out)
+	}
+	for _, col := range []string{"mode", "conc", "op", "ops/s", "MB/s", "p50", "p99", "max", "errors"} {
+		if !strings.Contains(lines[1], col) {
+			t.Errorf("header lacks %q: %s", col, lines[1])
+		}
+	}
+	for i, op := range []string{"put", "stat", "get", "rm", "put", "stat", "get", "rm"} {
+		f := strings.Fields(lines[2+i])
+		if len(f) != 10 || f[0] != "small" || f[2] != op || f[3] != "2" || f[9] != "0" {
+			t.Errorf("row %d: %q", i, lines[2+i])
+		}
+	}
+	// --cleanup=false keeps the run directory.
+	mustRun(t, nil, "bench", "--ops", "2", "--size", "10", "--cleanup=false", url+"/keep")
+	if ls := mustRun(t, nil, "ls", url+"/keep"); !strings.HasPrefix(ls, "ecstore-bench-") {
+		t.Errorf("kept directory: %q", ls)
+	}
+}
+
+func TestBenchErrors(t *testing.T) {
+	url := benchDataServerURL(t)
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no url", []string{"bench", "/local"}, "not a root:// URL"},
+		{"bad mode", []string{"bench", "--mode", "frob", url}, `--mode "frob"`},
+		{"bad concurrency", []string{"bench", "--concurrency", "1,x", url}, "--concurrency"},
+		{"zero concurrency", []string{"bench", "--concurrency", "0", url}, "--concurrency"},
+		{"bad size", []string{"bench", "--size", "lots", url}, "size"},
+		{"bad fraction", []string{"bench", "--mode", "mixed", "--read-fraction", "2", url}, "--read-fraction"},
+		{"two urls", []string{"bench", url, url}, "takes 1 arguments"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := ecstore(t, nil, tt.args...)
+			if r.code != exitUsage || !strings.Contains(r.stderr, tt.want) {
+				t.Errorf("exit %d, stderr %q; want exit 2 and %q", r.code, r.stderr, tt.want)
+			}
+		})
+	}
+	// No server: exit 1 with the connection error.
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := "root://" + ln.Addr().String() + "//x"
+	ln.Close()
+	if r := ecstore(t, nil, "bench", "--ops", "1", dead); r.code != exitError || !strings.Contains(r.stderr, "refused") {
+		t.Errorf("dead server: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

@@ -1,0 +1,71 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteTable writes results as one table with a row per run and
+// operation type: mode, concurrency, op, successful ops, ops/s, MB/s
+// (10^6 bytes), p50, p99 and max latency, and errors.
+func WriteTable(w io.Writer, results ...*Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "mode\tconc\top\tops\tops/s\tMB/s\tp50\tp99\tmax\terrors\t\n")
+	for _, r := range results {
+		for _, s := range r.Ops {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t\n", r.Mode, r.Concurrency, s.Op, s.Ops,
+				rate(s.OpsPerSec), mbps(s), latency(s.P50), latency(s.P99), latency(s.Max), s.Errors)
+		}
+	}
+	return tw.Flush()
+}
+
+// mbps formats the data rate of s, "-" for operations that move no data.
+func mbps(s OpStats) string {
+	if s.Bytes == 0 {
+		return "-"
+	}
+	return rate(s.MBPerSec)
+}
+
+// rate formats a rate with three or more significant digits.
+func rate(v float64) string {
+	switch {
+	case v >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case v >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
+}
+
+// latency formats d with three significant digits ("812µs", "4.21ms").
+func latency(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	units := []struct {
+		name string
+		d    time.Duration
+	}{{"s", time.Second}, {"ms", time.Millisecond}, {"µs", time.Microsecond}}
+	for _, u := range units {
+		if d >= u.d {
+			v := float64(d) / float64(u.d)
+			return strconv.FormatFloat(v, 'f', max(0, 2-digits(v)), 64) + u.name
+		}
+	}
+	return strconv.FormatInt(int64(d), 10) + "ns"
+}
+
+// digits returns the number of digits before the point of v >= 1, minus 1.
+func digits(v float64) int {
+	n := 0
+	for v >= 10 {
+		v /= 10
+		n++
+	}
+	return n
+}
