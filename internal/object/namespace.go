@@ -304,6 +304,14 @@ func (s *Store) Remove(ctx context.Context, path string) error {
 	case newest == nil:
 		return fmt.Errorf("object: remove %s: %w", path, ErrNotExist)
 	}
+	// Fast path: every node answered, so the archives found are all there
+	// are; if each is removed, nothing can come back and no tombstone is
+	// needed.
+	if len(errs) == 0 && len(results) == len(s.nodes) {
+		if s.removeFound(ctx, path, results) {
+			return nil
+		}
+	}
 	if n := s.writeTombstones(ctx, path, newest.Version); n < newest.M+1 {
 		return fmt.Errorf("object: remove %s: %w: only %d nodes could record the removal, need %d", path, ErrQuorum, n, newest.M+1)
 	}
@@ -326,6 +334,27 @@ func (s *Store) Remove(ctx context.Context, path string) error {
 		s.opts.Logger.Warn("remove left archives on unreachable nodes", "obj", path, "removed", removed.Load(), "err", err)
 	}
 	return nil
+}
+
+// removeFound removes the archives the probe found, in parallel, and
+// reports whether every one was removed.
+func (s *Store) removeFound(ctx context.Context, path string, results []probeResult) bool {
+	var wg sync.WaitGroup
+	var failed atomic.Bool
+	for _, r := range results {
+		if r.ref == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.node.Remove(ctx, path); err != nil && !errors.Is(err, node.ErrNotExist) {
+				failed.Store(true)
+			}
+		}()
+	}
+	wg.Wait()
+	return !failed.Load()
 }
 
 // Rename moves the object or directory at oldPath to newPath, replacing an

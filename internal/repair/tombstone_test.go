@@ -159,3 +159,19 @@ func TestOverwriteWhileNodesDown(t *testing.T) {
 	}
 	mustCheckClean(t, s, true)
 }
+
+// With every node up, a remove needs no tombstone (the fast path).
+func TestRemoveWithAllNodesUpWritesNoTombstone(t *testing.T) {
+	ctx := context.Background()
+	s, _, _ := faultyStore(t, 6, layout.Geometry{K: 4, M: 2, ChunkSize: 256})
+	put(t, s, "/fast", []byte("x"))
+	if err := s.Remove(ctx, "/fast"); err != nil {
+		t.Fatal(err)
+	}
+	if ts, err := s.Tombstones(ctx); err != nil || len(ts) != 0 {
+		t.Fatalf("tombstones %v, %v", ts, err)
+	}
+	if _, err := s.Stat(ctx, "/fast"); !errors.Is(err, object.ErrNotExist) {
+		t.Fatalf("stat after remove: %v", err)
+	}
+}
