@@ -1,0 +1,276 @@
+package s3
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/ecstore/ecstore/internal/node"
+	"github.com/ecstore/ecstore/internal/object"
+)
+
+// Listings walk the bucket's directory tree lazily, one Store.List per
+// directory, in key order, and stop as soon as the page is full (plus one
+// entry to know whether it is truncated).
+//
+// Order: S3 lists keys in byte order. Within a directory, entries are
+// visited in the order of their names with '/' appended to directories,
+// which is exactly the byte order of the keys below them: every key under
+// directory "d" starts with "d/", and no sibling name contains '/'.
+//
+// Markers (start-after, marker, continuation tokens) prune the walk: a
+// directory whose keys all sort at or before the marker is skipped
+// without being listed, so a page costs one List of each directory on
+// the path from the prefix to the marker, plus one of each directory the
+// page enters. With delimiter "/", directories below the prefix are
+// reported as common prefixes without being entered at all. Memory is
+// one directory listing per level of depth plus the page. A directory
+// with n entries costs O(n) per page that passes through it, so paging
+// through a flat directory of n keys costs O(n²/1000) in total; a deep
+// tree with small directories pages in O(page × depth).
+//
+// Other delimiters are applied to the keys as they stream by (correct,
+// but every key under the prefix is visited). ETags need each listed
+// object's metadata: one Store.Stat per listed object, 16 in parallel.
+
+// entry is one listing item.
+type entry struct {
+	key    string
+	prefix bool        // a common prefix
+	marker bool        // an empty directory, listed as the key "dir/"
+	info   object.Info // objects: size, time, version
+	etag   string
+}
+
+// walker produces the entries of bucket under prefix after a marker.
+type walker struct {
+	ctx    context.Context
+	store  *object.Store
+	bucket string
+	prefix string
+	delim  string
+	after  string
+	yield  func(entry) bool
+	lastCP string
+}
+
+// run walks until yield returns false or the keys are exhausted.
+func (wk *walker) run() error {
+	i := strings.LastIndexByte(wk.prefix, '/')
+	rel := wk.prefix[:i+1]
+	dir := bucketPath(wk.bucket)
+	if rel != "" {
+		dir += "/" + strings.TrimSuffix(rel, "/")
+		if node.CheckPath(dir) != nil {
+			return nil // no key can lie there
+		}
+	}
+	_, err := wk.dir(dir, rel, wk.prefix[i+1:], nil)
+	return err
+}
+
+// dir walks directory path, whose keys start with rel, visiting the
+// entries whose names start with namePrefix; self describes it when
+// known. It returns false when the walk must stop.
+func (wk *walker) dir(path, rel, namePrefix string, self *object.Info) (bool, error) {
+	infos, err := wk.store.List(wk.ctx, path)
+	if err != nil {
+		if errors.Is(err, object.ErrNotExist) || errors.Is(err, object.ErrNotDir) {
+			return true, nil
+		}
+		return false, err
+	}
+	if len(infos) == 0 {
+		if rel != "" && namePrefix == "" && strings.HasPrefix(rel, wk.prefix) && rel > wk.after {
+			e := entry{key: rel, marker: true, etag: emptyMD5}
+			if self == nil {
+				self, _ = wk.store.Stat(wk.ctx, path)
+			}
+			if self != nil {
+				e.info.MTime = self.MTime
+			}
+			return wk.emit(e), nil
+		}
+		return true, nil
+	}
+	sortName := func(in *object.Info) string {
+		if in.IsDir {
+			return in.Name + "/"
+		}
+		return in.Name
+	}
+	sort.Slice(infos, func(i, j int) bool { return sortName(&infos[i]) < sortName(&infos[j]) })
+	for i := range infos {
+		in := &infos[i]
+		if !strings.HasPrefix(in.Name, namePrefix) {
+			continue
+		}
+		if !in.IsDir {
+			key := rel + in.Name
+			if key > wk.after && !wk.emit(entry{key: key, info: *in}) {
+				return false, nil
+			}
+			continue
+		}
+		kp := rel + in.Name + "/"
+		if wk.delim == "/" {
+			// Every key below is rolled up into kp; it is listed once, and
+			// a marker at or after it means it was.
+			if kp > wk.after && !wk.emit(entry{key: kp, prefix: true}) {
+				return false, nil
+			}
+			continue
+		}
+		if kp <= wk.after && !strings.HasPrefix(wk.after, kp) {
+			continue // every key below sorts before the marker
+		}
+		if ok, err := wk.dir(in.Path, kp, "", in); !ok || err != nil {
+			return ok, err
+		}
+	}
+	return true, nil
+}
+
+// emit applies a delimiter other than "/" and hands e on.
+func (wk *walker) emit(e entry) bool {
+	if wk.delim != "" && wk.delim != "/" && !e.prefix {
+		rest := e.key[len(wk.prefix):]
+		if i := strings.Index(rest, wk.delim); i >= 0 {
+			cp := wk.prefix + rest[:i+len(wk.delim)]
+			if cp == wk.lastCP || cp <= wk.after {
+				return true
+			}
+			wk.lastCP = cp
+			e = entry{key: cp, prefix: true}
+		}
+	}
+	return wk.yield(e)
+}
+
+// page lists up to max entries of bucket after the marker and reports
+// whether more follow.
+func (h *handler) page(ctx context.Context, bucket, prefix, delim, after string, max int) ([]entry, bool, error) {
+	if max == 0 {
+		return nil, false, nil
+	}
+	var out []entry
+	truncated := false
+	wk := &walker{ctx: ctx, store: h.store, bucket: bucket, prefix: prefix, delim: delim, after: after,
+		yield: func(e entry) bool {
+			if len(out) == max {
+				truncated = true
+				return false
+			}
+			out = append(out, e)
+			return true
+		}}
+	if err := wk.run(); err != nil {
+		return nil, false, err
+	}
+	h.fillETags(ctx, bucket, out)
+	return out, truncated, nil
+}
+
+// fillETags reads the ETag of every listed object.
+func (h *handler) fillETags(ctx context.Context, bucket string, es []entry) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := range es {
+		e := &es[i]
+		if e.prefix || e.marker {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if info, err := h.store.Stat(ctx, bucketPath(bucket)+"/"+e.key); err == nil && !info.IsDir {
+				e.info.User = info.User
+				e.info.Version = info.Version
+			}
+			e.etag = etagOf(&e.info)
+		}()
+	}
+	wg.Wait()
+}
+
+// listObjects serves ListObjectsV2 (v2) and ListObjects (V1).
+func (h *handler) listObjects(req *request, v2 bool) error {
+	if err := h.bucketExists(req.ctx, req.bucket); err != nil {
+		return err
+	}
+	q := req.r.URL.Query()
+	maxKeys := 1000
+	if v := q.Get("max-keys"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return ErrInvalidArgument.with("max-keys must be a non-negative integer")
+		}
+		maxKeys = min(n, 1000)
+	}
+	enc := false
+	switch e := q.Get("encoding-type"); e {
+	case "":
+	case "url":
+		enc = true
+	default:
+		return ErrInvalidArgument.with("invalid encoding-type %q", e)
+	}
+	prefix, delim := q.Get("prefix"), q.Get("delimiter")
+	res := listObjectsResult{Name: req.bucket, Prefix: encodeKey(prefix, enc), MaxKeys: maxKeys,
+		Delimiter: encodeKey(delim, enc)}
+	if enc {
+		res.EncodingType = "url"
+	}
+	var after string
+	if v2 {
+		after = q.Get("start-after")
+		res.StartAfter = encodeKey(after, enc)
+		if tok := q.Get("continuation-token"); tok != "" {
+			b, err := base64.RawURLEncoding.DecodeString(tok)
+			if err != nil {
+				return ErrInvalidArgument.with("The continuation token provided is incorrect")
+			}
+			after, res.ContinuationToken = string(b), tok
+		}
+	} else {
+		after = q.Get("marker")
+		m := encodeKey(after, enc)
+		res.Marker = &m
+	}
+	es, truncated, err := h.page(req.ctx, req.bucket, prefix, delim, after, maxKeys)
+	if err != nil {
+		return err
+	}
+	res.IsTruncated = truncated
+	res.Contents = []objectInfo{}
+	for _, e := range es {
+		if e.prefix {
+			res.CommonPrefixes = append(res.CommonPrefixes, commonPrefix{Prefix: encodeKey(e.key, enc)})
+			continue
+		}
+		oi := objectInfo{Key: encodeKey(e.key, enc), LastModified: xmlTime(e.info.MTime), ETag: quote(e.etag),
+			Size: e.info.Size, StorageClass: "STANDARD"}
+		if !v2 || q.Get("fetch-owner") == "true" {
+			oi.Owner = &theOwner
+		}
+		res.Contents = append(res.Contents, oi)
+	}
+	if truncated {
+		last := es[len(es)-1].key
+		if v2 {
+			res.NextContinuationToken = base64.RawURLEncoding.EncodeToString([]byte(last))
+		} else {
+			res.NextMarker = encodeKey(last, enc)
+		}
+	}
+	if v2 {
+		n := len(es)
+		res.KeyCount = &n
+	}
+	return writeXML(req.w, res)
+}

@@ -1,0 +1,298 @@
+package s3
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ecstore/ecstore/internal/node"
+	"github.com/ecstore/ecstore/internal/object"
+)
+
+// modelList is the reference listing: keys (sorted) filtered by prefix
+// and marker, rolled up by delimiter. A common prefix is listed when it
+// sorts after the marker. Items are "K:key" or "P:prefix".
+func modelList(keys []string, prefix, delim, after string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, k := range keys {
+		if !strings.HasPrefix(k, prefix) {
+			continue
+		}
+		if delim != "" {
+			if i := strings.Index(k[len(prefix):], delim); i >= 0 {
+				cp := k[:len(prefix)+i+len(delim)]
+				if cp > after && !seen[cp] {
+					seen[cp] = true
+					out = append(out, "P:"+cp)
+				}
+				continue
+			}
+		}
+		if k > after {
+			out = append(out, "K:"+k)
+		}
+	}
+	return out
+}
+
+// buildTree stores a random tree of keys (and a few empty directories,
+// listed as "dir/" keys) in bucket and returns the sorted keys.
+func buildTree(t *testing.T, ts *testServer, bucket string, n int) []string {
+	rng := testRand(t)
+	names := []string{"a", "a.b", "a-b", "a0", "b", "c d", "é", "z~", "a+", ".h"}
+	files, dirs := map[string]bool{}, map[string]bool{}
+	var keys []string
+	ctx := context.Background()
+	for len(keys) < n {
+		depth := 1 + rng.IntN(3)
+		els := make([]string, depth)
+		for i := range els {
+			els[i] = names[rng.IntN(len(names))]
+		}
+		ok := true
+		for i := 1; i < depth; i++ {
+			if files[strings.Join(els[:i], "/")] {
+				ok = false
+			}
+		}
+		k := strings.Join(els, "/")
+		if !ok || files[k] || dirs[k] {
+			continue
+		}
+		for i := 1; i < depth; i++ {
+			dirs[strings.Join(els[:i], "/")] = true
+		}
+		files[k] = true
+		keys = append(keys, k)
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for _, k := range keys {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			ts.c.Put(t, "/"+bucket+"/"+k, []byte(k))
+		}()
+	}
+	wg.Wait()
+	// Empty directories, one at the top and one inside a directory.
+	for _, d := range []string{"empty", "a/empty"} {
+		if files["a"] && d == "a/empty" {
+			continue
+		}
+		if err := ts.c.Store.Mkdir(ctx, "/"+bucket+"/"+d); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, d+"/")
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// listAll pages through a listing and returns its items.
+func listAll(t *testing.T, ts *testServer, bucket, prefix, delim string, maxKeys int, v2 bool, startAfter string) []string {
+	t.Helper()
+	var out []string
+	token, marker := "", ""
+	for page := 0; ; page++ {
+		q := url.Values{"prefix": {prefix}, "delimiter": {delim}, "max-keys": {fmt.Sprint(maxKeys)}, "encoding-type": {"url"}}
+		if v2 {
+			q.Set("list-type", "2")
+			if token != "" {
+				q.Set("continuation-token", token)
+			} else if startAfter != "" {
+				q.Set("start-after", startAfter)
+			}
+		} else if marker != "" {
+			q.Set("marker", marker)
+		} else if startAfter != "" {
+			q.Set("marker", startAfter)
+		}
+		r := ts.must(200, "GET", "/"+bucket+"?"+strings.ReplaceAll(q.Encode(), "+", "%20"), nil, nil)
+		var res listObjectsResult
+		decodeXML(t, r, &res)
+		dec := func(s string) string {
+			u, err := url.QueryUnescape(s)
+			if err != nil {
+				t.Fatalf("bad encoding %q", s)
+			}
+			return u
+		}
+		n := 0
+		var items []string
+		for _, c := range res.Contents {
+			items = append(items, "K:"+dec(c.Key))
+			if strings.HasSuffix(c.Key, "/") && c.ETag != `"`+emptyMD5+`"` {
+				t.Fatalf("marker %s ETag %s", c.Key, c.ETag)
+			}
+		}
+		for _, p := range res.CommonPrefixes {
+			items = append(items, "P:"+dec(p.Prefix))
+		}
+		// S3 returns Contents and CommonPrefixes apart; each is sorted.
+		sort.Slice(items, func(i, j int) bool { return items[i][2:] < items[j][2:] })
+		out = append(out, items...)
+		n = len(items)
+		if n > maxKeys {
+			t.Fatalf("page of %d items, max-keys %d", n, maxKeys)
+		}
+		if v2 && (res.KeyCount == nil || *res.KeyCount != n) {
+			t.Fatalf("KeyCount %v, want %d", res.KeyCount, n)
+		}
+		if !res.IsTruncated {
+			return out
+		}
+		if n == 0 {
+			t.Fatal("truncated empty page")
+		}
+		token, marker = res.NextContinuationToken, dec(res.NextMarker)
+		if page > 1000 {
+			t.Fatal("listing does not end")
+		}
+	}
+}
+
+func TestListingModel(t *testing.T) {
+	ts := newTestServer(t)
+	ts.must(200, "PUT", "/bkt", nil, nil)
+	keys := buildTree(t, ts, "bkt", 120)
+	prefixes := []string{"", "a", "a/", "a.b", "a/a", "a/a/", "zz", "c d/", "é", "empty/", "emp", "a/empty/", ".h/"}
+	for _, k := range keys[:4] {
+		prefixes = append(prefixes, k, k[:len(k)/2])
+	}
+	// Every prefix with every delimiter; page sizes and API versions
+	// rotate through the combinations.
+	i := 0
+	for _, prefix := range prefixes {
+		for _, delim := range []string{"", "/", "."} {
+			i++
+			v2, maxKeys := i%2 == 0, []int{1000, 3, 1000, 1}[i%4]
+			want := modelList(keys, prefix, delim, "")
+			if maxKeys < 1000 && len(want) > 12 {
+				maxKeys = 17 // keep the number of pages small
+			}
+			got := listAll(t, ts, "bkt", prefix, delim, maxKeys, v2, "")
+			if !slices.Equal(got, want) {
+				t.Fatalf("prefix=%q delim=%q max=%d v2=%v:\n got %q\nwant %q", prefix, delim, maxKeys, v2, got, want)
+			}
+		}
+	}
+	// start-after / marker at arbitrary keys, present or not.
+	for _, after := range []string{keys[0], keys[len(keys)/2], keys[len(keys)/2] + "x", "a/", "a", "a.", "b/", "zzz"} {
+		for _, delim := range []string{"", "/"} {
+			want := modelList(keys, "", delim, after)
+			for _, v2 := range []bool{true, false} {
+				got := listAll(t, ts, "bkt", "", delim, 30, v2, after)
+				if !slices.Equal(got, want) {
+					t.Fatalf("after=%q delim=%q v2=%v:\n got %q\nwant %q", after, delim, v2, got, want)
+				}
+			}
+		}
+	}
+	ts.fails(400, "InvalidArgument", "GET", "/bkt?list-type=2&max-keys=-1", nil, nil)
+	ts.fails(400, "InvalidArgument", "GET", "/bkt?list-type=2&continuation-token=%25%25", nil, nil)
+	ts.fails(400, "InvalidArgument", "GET", "/bkt?encoding-type=base64", nil, nil)
+	var res listObjectsResult
+	decodeXML(t, ts.must(200, "GET", "/bkt?list-type=2&max-keys=0", nil, nil), &res)
+	if len(res.Contents) != 0 || res.IsTruncated {
+		t.Fatalf("max-keys=0: %+v", res)
+	}
+}
+
+func TestListingETags(t *testing.T) {
+	ts := newTestServer(t)
+	ts.must(200, "PUT", "/bkt", nil, nil)
+	ts.must(200, "PUT", "/bkt/d/one", []byte("one"), nil)
+	ts.c.Put(t, "/bkt/d/native", []byte("native"))
+	var res listObjectsResult
+	decodeXML(t, ts.must(200, "GET", "/bkt?list-type=2&fetch-owner=true", nil, nil), &res)
+	if len(res.Contents) != 2 {
+		t.Fatalf("contents %+v", res.Contents)
+	}
+	head := ts.must(200, "HEAD", "/bkt/d/native", nil, nil)
+	for _, c := range res.Contents {
+		want := map[string]string{"d/one": `"` + fmt.Sprintf("%x", md5sum([]byte("one"))) + `"`, "d/native": head.Header.Get("ETag")}[c.Key]
+		if c.ETag != want || c.Owner == nil || c.StorageClass != "STANDARD" || c.Size == 0 {
+			t.Errorf("%+v, want ETag %s", c, want)
+		}
+	}
+}
+
+// countingNode records the directories listed on it.
+type countingNode struct {
+	node.Node
+	mu    *sync.Mutex
+	lists map[string]int
+}
+
+func (c countingNode) List(ctx context.Context, dir string) ([]node.FileInfo, error) {
+	c.mu.Lock()
+	c.lists[dir]++
+	c.mu.Unlock()
+	return c.Node.List(ctx, dir)
+}
+
+// Listings enter only the directories a page needs.
+func TestListingIsLazy(t *testing.T) {
+	ts := newTestServer(t)
+	ts.must(200, "PUT", "/bkt", nil, nil)
+	var mu sync.Mutex
+	lists := map[string]int{}
+	var nodes []node.Node
+	for _, n := range ts.c.Nodes {
+		nodes = append(nodes, countingNode{Node: n, mu: &mu, lists: lists})
+	}
+	store, err := object.New(nodes, object.Options{Geometry: testGeometry, MinFree: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"a", "b", "c"} {
+		for i := range 3 {
+			for j := range 3 {
+				ts.c.Put(t, fmt.Sprintf("/bkt/%s/%d/%d", d, i, j), []byte("x"))
+			}
+		}
+	}
+	srv := httptest.NewServer(NewHandler(store, Options{Credentials: map[string]string{testAK: testSecret}}))
+	defer srv.Close()
+	lazy := *ts
+	lazy.srv = srv
+	listed := func(query string) []string {
+		mu.Lock()
+		clear(lists)
+		mu.Unlock()
+		lazy.must(200, "GET", "/bkt?"+query, nil, nil)
+		mu.Lock()
+		defer mu.Unlock()
+		var dirs []string
+		for d := range lists {
+			dirs = append(dirs, d)
+		}
+		sort.Strings(dirs)
+		return dirs
+	}
+	for _, c := range []struct {
+		query string
+		want  []string
+	}{
+		{"list-type=2&delimiter=/", []string{"/bkt"}},
+		{"list-type=2&delimiter=/&prefix=b/", []string{"/bkt/b"}},
+		{"list-type=2&delimiter=/&prefix=b/1", []string{"/bkt/b"}},
+		{"list-type=2&prefix=b/1/", []string{"/bkt/b/1"}},
+		{"list-type=2&max-keys=2", []string{"/bkt", "/bkt/a", "/bkt/a/0"}},
+		{"list-type=2&max-keys=2&start-after=b/1/2", []string{"/bkt", "/bkt/b", "/bkt/b/1", "/bkt/b/2"}},
+		{"marker=c/0/0&max-keys=1", []string{"/bkt", "/bkt/c", "/bkt/c/0"}},
+	} {
+		if got := listed(c.query); !slices.Equal(got, c.want) {
+			t.Errorf("%s listed %q, want %q", c.query, got, c.want)
+		}
+	}
+}

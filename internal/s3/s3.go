@@ -1,0 +1,338 @@
+// Package s3 is ecstore's S3 frontend: an http.Handler that serves the
+// everyday S3 REST API over an object.Store.
+//
+// Scope: buckets (ListBuckets, CreateBucket, HeadBucket, DeleteBucket,
+// GetBucketLocation), objects (PutObject, GetObject with ranges and
+// conditions, HeadObject, DeleteObject, DeleteObjects, CopyObject, user
+// metadata), listings (ListObjectsV2 and V1 with prefix, delimiter,
+// max-keys and markers) and multipart uploads (Create, UploadPart,
+// UploadPartCopy, Complete, Abort, ListParts, ListMultipartUploads).
+// Requests are authenticated with AWS Signature Version 4: Authorization
+// header, presigned URLs, UNSIGNED-PAYLOAD, a signed x-amz-content-sha256
+// checked while the body streams, and aws-chunked bodies with chunk
+// signatures and trailing checksums. Path-style and (with
+// Options.Domain) virtual-host-style addressing are served.
+//
+// Non-goals: versioning, ACLs and policies (every authenticated key may
+// do everything; GetBucketAcl/GetObjectAcl report full control), object
+// tagging, lifecycle, server-side encryption, Signature Version 2 and
+// anonymous access. Unsupported subresources answer NotImplemented.
+//
+// Mapping to the namespace (DESIGN.md section 2): bucket b is the
+// top-level directory /b and key k is the object /b/k; see names.go for
+// the keys that have no path, listing.go for how listings walk the
+// directory tree, and multipart.go for where uploads in progress live.
+// Every write streams into an object.Writer and is aborted when any check
+// of the payload fails, so a rejected upload leaves nothing visible.
+// Durability: a PUT, copy or completed multipart upload is acknowledged
+// only after Writer.Close committed the object (write quorum of archives
+// durable); objects are never buffered whole in memory, in either
+// direction.
+package s3
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/object"
+)
+
+// Options configure the S3 frontend. Zero values take the documented
+// defaults.
+type Options struct {
+	// Credentials maps access key ids to secret keys. Every request must
+	// be signed with one of them; with none, every request is refused.
+	// (The caller may add a first key from ECSTORE_ACCESS_KEY and
+	// ECSTORE_SECRET_KEY; this package reads no environment.)
+	Credentials map[string]string
+	// Region, when set, is the only region accepted in credential scopes
+	// and is reported by GetBucketLocation. Default: any region is
+	// accepted and us-east-1 is reported.
+	Region string
+	// Domain enables virtual-host-style requests: the host
+	// "<bucket>.<Domain>" (any port) addresses bucket. Other hosts are
+	// served path-style.
+	Domain string
+	// MaxClockSkew bounds the difference between a request's signing time
+	// and the server's clock. Default 15 minutes.
+	MaxClockSkew time.Duration
+	// MaxObjectSize bounds an object's size. Default 5 TiB.
+	MaxObjectSize int64
+	// MaxPartSize bounds one multipart part. Default 5 GiB.
+	MaxPartSize int64
+	// MinPartSize is the smallest size of a multipart part other than the
+	// last. Default 5 MiB, as S3.
+	MinPartSize int64
+	// Logger receives one record per failed request (Error for server
+	// faults, Debug otherwise). Default: discard.
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+func (o *Options) withDefaults() {
+	if o.MaxClockSkew <= 0 {
+		o.MaxClockSkew = 15 * time.Minute
+	}
+	if o.MaxObjectSize <= 0 {
+		o.MaxObjectSize = 5 << 40
+	}
+	if o.MaxPartSize <= 0 {
+		o.MaxPartSize = 5 << 30
+	}
+	if o.MinPartSize <= 0 {
+		o.MinPartSize = 5 << 20
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	o.Domain = strings.ToLower(strings.TrimPrefix(o.Domain, "."))
+	o.Credentials = maps.Clone(o.Credentials)
+}
+
+// handler serves S3 requests over a store.
+type handler struct {
+	store *object.Store
+	opts  Options
+	auth  verifier
+	ids   atomic.Uint64
+	host  string // random request-id prefix of this handler
+
+	// keepAliveDelay is how long CopyObject and CompleteMultipartUpload
+	// run before the 200 status is sent and whitespace keeps the
+	// connection alive (as S3 does). Tests shorten it.
+	keepAliveDelay time.Duration
+}
+
+// NewHandler returns an http.Handler serving the S3 API over store. It is
+// safe for concurrent use; each request's context governs its store
+// operations (a client that goes away aborts its upload).
+func NewHandler(store *object.Store, opts Options) http.Handler {
+	opts.withDefaults()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return &handler{store: store, opts: opts, host: strings.ToUpper(hex.EncodeToString(b[:])),
+		auth:           verifier{creds: opts.Credentials, region: opts.Region, skew: opts.MaxClockSkew, now: opts.Now},
+		keepAliveDelay: 10 * time.Second}
+}
+
+// request is one S3 request being served.
+type request struct {
+	w      *responseWriter
+	r      *http.Request
+	ctx    context.Context
+	auth   *auth
+	id     string
+	bucket string
+	key    string
+}
+
+// responseWriter records whether the response has started.
+type responseWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *responseWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *responseWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap returns the underlying ResponseWriter (for
+// http.ResponseController).
+func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush sends buffered data, for keep-alive whitespace.
+func (w *responseWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
+	if r.ContentLength == 0 && strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
+		// net/http sends "100 Continue" only when a handler reads a
+		// non-empty body. botocore (1.29) waits for it even before an
+		// empty body, and when a final response comes instead it parses
+		// the next response on the connection wrongly: answer as S3 does.
+		hw.WriteHeader(http.StatusContinue)
+	}
+	w := &responseWriter{ResponseWriter: hw}
+	id := fmt.Sprintf("%s%012X", h.host, h.ids.Add(1))
+	w.Header().Set("X-Amz-Request-Id", id)
+	w.Header().Set("X-Amz-Id-2", id)
+	w.Header().Set("Server", "ecstore")
+	req := &request{w: w, r: r, ctx: r.Context(), id: id}
+	req.bucket, req.key = h.route(r)
+	err := h.serve(req)
+	if err == nil {
+		return
+	}
+	e := toError(err)
+	if e.Status >= 500 {
+		h.opts.Logger.Error("s3 request failed", "method", r.Method, "path", r.URL.Path, "request_id", id, "code", e.Code, "err", err)
+	} else {
+		h.opts.Logger.Debug("s3 request refused", "method", r.Method, "path", r.URL.Path, "request_id", id, "code", e.Code, "err", err)
+	}
+	if w.status != 0 {
+		// The response is under way (a failed read mid-stream): break the
+		// connection so that the client cannot take it for complete.
+		panic(http.ErrAbortHandler)
+	}
+	writeError(w, r, id, e)
+}
+
+// route splits a request into bucket and key, virtual-host-style when the
+// host is a subdomain of Options.Domain, path-style otherwise.
+func (h *handler) route(r *http.Request) (bucket, key string) {
+	path := strings.TrimPrefix(r.URL.Path, "/")
+	if h.opts.Domain != "" {
+		host := strings.ToLower(r.Host)
+		if hh, _, err := net.SplitHostPort(host); err == nil {
+			host = hh
+		}
+		if b, ok := strings.CutSuffix(host, "."+h.opts.Domain); ok && b != "" {
+			return b, path
+		}
+	}
+	bucket, key, _ = strings.Cut(path, "/")
+	return bucket, key
+}
+
+// unsupported are subresources this frontend does not implement.
+var unsupported = []string{"policy", "cors", "lifecycle", "tagging", "website", "logging", "notification",
+	"replication", "encryption", "object-lock", "ownershipControls", "publicAccessBlock", "accelerate",
+	"requestPayment", "analytics", "metrics", "inventory", "intelligent-tiering", "retention", "legal-hold",
+	"torrent", "restore", "select", "attributes", "versions", "policyStatus"}
+
+func (h *handler) serve(req *request) error {
+	a, err := h.auth.verify(req.r)
+	if err != nil {
+		return err
+	}
+	req.auth = a
+	r, q := req.r, req.r.URL.Query()
+	for _, s := range unsupported {
+		if q.Has(s) {
+			return ErrNotImplemented.with("the %q subresource is not implemented by ecstore", s)
+		}
+	}
+	if q.Has("acl") && r.Method != http.MethodGet {
+		return ErrNotImplemented.with("ACLs are not implemented by ecstore; every key has full control")
+	}
+	switch {
+	case req.bucket == "":
+		if r.Method != http.MethodGet {
+			return ErrMethodNotAllowed
+		}
+		return h.listBuckets(req)
+	case req.key == "":
+		if r.Method == http.MethodPut && !q.Has("acl") {
+			return h.createBucket(req)
+		}
+		if !bucketPathOK(req.bucket) {
+			return ErrNoSuchBucket
+		}
+		switch r.Method {
+		case http.MethodGet:
+			switch {
+			case q.Has("location"):
+				return h.getBucketLocation(req)
+			case q.Has("versioning"):
+				return h.getBucketVersioning(req)
+			case q.Has("acl"):
+				return h.getACL(req)
+			case q.Has("uploads"):
+				return h.listUploads(req)
+			case q.Get("list-type") == "2":
+				return h.listObjects(req, true)
+			}
+			return h.listObjects(req, false)
+		case http.MethodHead:
+			return h.headBucket(req)
+		case http.MethodDelete:
+			return h.deleteBucket(req)
+		case http.MethodPost:
+			if q.Has("delete") {
+				return h.deleteObjects(req)
+			}
+		}
+		return ErrMethodNotAllowed
+	}
+	if !bucketPathOK(req.bucket) {
+		return ErrNoSuchBucket
+	}
+	switch r.Method {
+	case http.MethodGet:
+		switch {
+		case q.Has("uploadId"):
+			return h.listParts(req)
+		case q.Has("acl"):
+			return h.getACL(req)
+		}
+		return h.getObject(req, false)
+	case http.MethodHead:
+		return h.getObject(req, true)
+	case http.MethodPut:
+		switch {
+		case q.Has("uploadId") || q.Has("partNumber"):
+			return h.uploadPart(req)
+		case r.Header.Get("X-Amz-Copy-Source") != "":
+			return h.copyObject(req)
+		}
+		return h.putObject(req)
+	case http.MethodDelete:
+		if q.Has("uploadId") {
+			return h.abortUpload(req)
+		}
+		return h.deleteObject(req)
+	case http.MethodPost:
+		switch {
+		case q.Has("uploads"):
+			return h.createUpload(req)
+		case q.Has("uploadId"):
+			return h.completeUpload(req)
+		}
+	}
+	return ErrMethodNotAllowed
+}
+
+// bucketExists returns nil if the bucket's directory exists.
+func (h *handler) bucketExists(ctx context.Context, bucket string) error {
+	if !bucketPathOK(bucket) {
+		return ErrNoSuchBucket
+	}
+	info, err := h.store.Stat(ctx, bucketPath(bucket))
+	switch {
+	case err == nil && info.IsDir:
+		return nil
+	case err == nil, errors.Is(err, object.ErrNotExist):
+		return ErrNoSuchBucket
+	}
+	return err
+}
