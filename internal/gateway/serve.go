@@ -25,6 +25,9 @@ type Config struct {
 	Metrics     http.Handler
 	// PprofAddr serves /debug/pprof/ when set.
 	PprofAddr string
+	// S3Addr serves S3 with S3Handler when both are set.
+	S3Addr    string
+	S3Handler http.Handler
 	Hooks     Hooks
 	Logger    *slog.Logger
 	// Ready, if set, receives the bound root:// address once listening.
@@ -83,6 +86,12 @@ func Serve(ctx context.Context, cfg Config) error {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", cfg.Metrics)
 		if err := startHTTP(cfg.MetricsAddr, "metrics", mux); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	if cfg.S3Addr != "" && cfg.S3Handler != nil {
+		if err := startHTTP(cfg.S3Addr, "s3", cfg.S3Handler); err != nil {
 			ln.Close()
 			return err
 		}
