@@ -424,6 +424,13 @@ func (s *Store) Mkdir(ctx context.Context, path string) error {
 	if info, err := s.Stat(ctx, path); err == nil && !info.IsDir {
 		return fmt.Errorf("object: mkdir %s: %w", path, ErrExist)
 	}
+	// An object cannot have children: nodes without its archive would
+	// happily create the directory.
+	for dir, _ := node.Split(path); dir != "/"; dir, _ = node.Split(dir) {
+		if info, err := s.Stat(ctx, dir); err == nil && !info.IsDir {
+			return fmt.Errorf("object: mkdir %s: %s is an object: %w", path, dir, ErrNotDir)
+		}
+	}
 	errs := s.forEach(ctx, func(ctx context.Context, n node.Node) error { return n.Mkdir(ctx, path) })
 	ok := 0
 	for _, err := range errs {

@@ -430,3 +430,21 @@ func TestUserMetadata(t *testing.T) {
 		t.Fatalf("user metadata: %v %v", info.User, err)
 	}
 }
+
+// Regression (found by the S3 frontend): Mkdir under an object succeeded
+// on the nodes that do not hold its archive.
+func TestMkdirUnderObjectFails(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t, 7, layout.Geometry{K: 3, M: 2, ChunkSize: 64})
+	put(t, c.store, "/a/obj", []byte("x"))
+	if err := c.store.Mkdir(ctx, "/a/obj/sub"); !errors.Is(err, ErrNotDir) {
+		t.Fatalf("mkdir under an object: %v", err)
+	}
+	if err := c.store.Mkdir(ctx, "/a/obj/sub/deeper"); !errors.Is(err, ErrNotDir) {
+		t.Fatalf("mkdir two levels under an object: %v", err)
+	}
+	info, err := c.store.Stat(ctx, "/a/obj")
+	if err != nil || info.IsDir {
+		t.Fatalf("object became a directory: %+v %v", info, err)
+	}
+}
