@@ -23,8 +23,8 @@ XRootD bindings work unchanged, with Prometheus metrics on /metrics, and
 With no --data, --config or --nodes it serves the embedded cluster in
 ./ecstore-data, creating it (8+2, 1 MiB chunks, 12 local directories) on
 first use. Listening on an address other than loopback must be asked for
-explicitly with --root-addr; there is no authentication yet, so do that
-only on a trusted network.
+explicitly with --root-addr; there is no authentication on root:// yet,
+so such a listener is read-only unless --root-anonymous-writes is given.
 
 A background healer (--heal, on by default) rebuilds the archives of
 objects that reads or writes find degraded, at --heal-rate, and with
@@ -44,6 +44,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	pprofAddr := fs.String("pprof-addr", "", "Go pprof listen `HOST:PORT` for profiling (empty: off)")
 	s3Addr := fs.String("s3-addr", "", "S3 listen `HOST:PORT` (empty: off); credentials from the environment\nvariables ECSTORE_ACCESS_KEY and ECSTORE_SECRET_KEY")
 	s3Domain := fs.String("s3-domain", "", "`DOMAIN` for virtual-host-style bucket addressing (bucket.DOMAIN)")
+	anonWrites := fs.Bool("root-anonymous-writes", false, "allow writes over root:// on a non-loopback --root-addr, where there is\nno authentication yet (on loopback they are always allowed)")
 	heal := fs.Bool("heal", true, "rebuild, in the background, objects that reads and writes find degraded")
 	healRate := fs.String("heal-rate", "20MB", "limit background rebuilding to `SIZE` per second (0: unlimited)")
 	healInterval := fs.Duration("heal-interval", 0, "also run a full repair of the cluster every `DURATION` (0: never)")
@@ -62,6 +63,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usageErrorf("--heal-rate: %v", err)
 	}
+	readOnly := !*anonWrites && !loopback(*rootAddr)
 	var creds map[string]string
 	if *s3Addr != "" {
 		if _, _, err := net.SplitHostPort(*s3Addr); err != nil {
@@ -96,7 +98,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	}
 	return gateway.Serve(ctx, gateway.Config{
 		Store: c.Store(), RootAddr: *rootAddr, MetricsAddr: *metricsAddr, Metrics: m.Handler(),
-		S3Addr: *s3Addr, S3Handler: s3h,
+		S3Addr: *s3Addr, S3Handler: s3h, RootReadOnly: readOnly,
 		PprofAddr: *pprofAddr, Hooks: m.GatewayHooks(), Logger: log,
 		Ready: func(addr string) {
 			fmt.Fprintf(e.stderr, "ecstore: serving root://%s (%s, %d nodes)", addr, c.Store().Geometry(), len(c.Store().Nodes()))
@@ -107,6 +109,22 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 				fmt.Fprintf(e.stderr, ", S3 on http://%s", *s3Addr)
 			}
 			fmt.Fprintln(e.stderr)
+			if readOnly {
+				fmt.Fprintln(e.stderr, "ecstore: root:// is read-only: it listens beyond loopback and has no authentication (--root-anonymous-writes allows writes)")
+			}
 		},
 	})
+}
+
+// loopback reports whether a listen address only accepts local clients.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

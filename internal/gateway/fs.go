@@ -24,9 +24,21 @@ import (
 // FS is the EC namespace as an xrootd.FileSystem. It is safe for
 // concurrent use and keeps no per-object state.
 type FS struct {
-	store *object.Store
-	log   *slog.Logger
-	hooks Hooks
+	store    *object.Store
+	log      *slog.Logger
+	hooks    Hooks
+	readOnly bool
+}
+
+// ReadOnly makes every write, remove, rename and mkdir fail with
+// kXR_NotAuthorized (for listeners that anonymous users can reach).
+func (f *FS) ReadOnly() *FS { f.readOnly = true; return f }
+
+func (f *FS) denyWrite(op, name string) error {
+	if f.readOnly {
+		return xrootd.Errorf(xrootd.ErrNotAuthorized, "%s %s: this root:// listener is read-only (no authentication on a non-loopback address)", op, name)
+	}
+	return nil
 }
 
 // Hooks observe the requests a frontend handles, for metrics. Nil fields
@@ -82,6 +94,9 @@ func (f *FS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (_ 
 		}
 		return &readFile{r: r, hooks: &f.hooks}, nil
 	}
+	if err := f.denyWrite("write", name); err != nil {
+		return nil, err
+	}
 	if !opts.Flags.Create() {
 		return nil, xrootd.Errorf(xrootd.ErrUnsupported,
 			"%s: objects are written once, sequentially: open with kXR_new or kXR_delete to replace one", name)
@@ -134,12 +149,18 @@ func (f *FS) List(ctx context.Context, dir string) iter.Seq2[xrootd.FileInfo, er
 // Remove deletes an object.
 func (f *FS) Remove(ctx context.Context, name string) (err error) {
 	defer func(start time.Time) { f.hooks.done("rm", start, err) }(time.Now())
+	if err := f.denyWrite("rm", name); err != nil {
+		return err
+	}
 	return mapErr(f.store.Remove(ctx, name))
 }
 
 // Rename moves an object or directory.
 func (f *FS) Rename(ctx context.Context, oldName, newName string) (err error) {
 	defer func(start time.Time) { f.hooks.done("mv", start, err) }(time.Now())
+	if err := f.denyWrite("mv", oldName); err != nil {
+		return err
+	}
 	return mapErr(f.store.Rename(ctx, oldName, newName))
 }
 
@@ -147,6 +168,9 @@ func (f *FS) Rename(ctx context.Context, oldName, newName string) (err error) {
 // the directory must not.
 func (f *FS) Mkdir(ctx context.Context, name string, _ fs.FileMode, parents bool) (err error) {
 	defer func(start time.Time) { f.hooks.done("mkdir", start, err) }(time.Now())
+	if err := f.denyWrite("mkdir", name); err != nil {
+		return err
+	}
 	if !parents {
 		if _, err := f.store.Stat(ctx, name); err == nil {
 			return xrootd.Errorf(xrootd.ErrItExists, "%s exists", name)
@@ -167,6 +191,9 @@ func (f *FS) Mkdir(ctx context.Context, name string, _ fs.FileMode, parents bool
 // Rmdir removes an empty directory.
 func (f *FS) Rmdir(ctx context.Context, name string) (err error) {
 	defer func(start time.Time) { f.hooks.done("rmdir", start, err) }(time.Now())
+	if err := f.denyWrite("rmdir", name); err != nil {
+		return err
+	}
 	return mapErr(f.store.Rmdir(ctx, name))
 }
 

@@ -153,3 +153,41 @@ func hasCode(err error, code xrootd.ErrorCode) bool {
 	var xe *xrootd.Error
 	return errors.As(err, &xe) && xe.Code == code
 }
+
+func TestReadOnlyListener(t *testing.T) {
+	c := testcluster.New(t, 6, layout.Geometry{K: 3, M: 2, ChunkSize: 1024})
+	c.Put(t, "/ro/x", []byte("readable"))
+	srv := &xrootd.Server{Handler: NewFS(c.Store, nil, Hooks{}).ReadOnly()}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go srv.Serve(ctx, ln)
+	defer srv.Shutdown(context.Background())
+	cl, err := xrootd.Dial(ctx, ln.Addr().String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if got := download(t, cl, "/ro/x"); string(got) != "readable" {
+		t.Fatalf("read: %q", got)
+	}
+	if _, err := cl.Open(ctx, "/ro/y", xrootd.OpenNew, 0o644); !hasCode(err, xrootd.ErrNotAuthorized) {
+		t.Fatalf("write on a read-only listener: %v", err)
+	}
+	for name, err := range map[string]error{
+		"rm":    cl.Rm(ctx, "/ro/x"),
+		"mv":    cl.Mv(ctx, "/ro/x", "/ro/z"),
+		"mkdir": cl.Mkdir(ctx, "/ro/d", 0o755, true),
+		"rmdir": cl.Rmdir(ctx, "/ro"),
+	} {
+		if !hasCode(err, xrootd.ErrNotAuthorized) {
+			t.Errorf("%s on a read-only listener: %v", name, err)
+		}
+	}
+	if got, err := c.Get("/ro/x"); err != nil || string(got) != "readable" {
+		t.Fatalf("object changed: %q %v", got, err)
+	}
+}

@@ -30,6 +30,8 @@ type Config struct {
 	S3Handler http.Handler
 	Hooks     Hooks
 	Logger    *slog.Logger
+	// RootReadOnly serves root:// read-only (see FS.ReadOnly).
+	RootReadOnly bool
 	// Ready, if set, receives the bound root:// address once listening.
 	Ready func(rootAddr string)
 }
@@ -48,7 +50,11 @@ func Serve(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("gateway: listen root://%s: %w", cfg.RootAddr, err)
 	}
-	srv := &xrootd.Server{Handler: NewFS(cfg.Store, log, cfg.Hooks), Logger: log, SiteName: "ecstore"}
+	fsys := NewFS(cfg.Store, log, cfg.Hooks)
+	if cfg.RootReadOnly {
+		fsys.ReadOnly()
+	}
+	srv := &xrootd.Server{Handler: fsys, Logger: log, SiteName: "ecstore"}
 	var (
 		wg    sync.WaitGroup
 		errMu sync.Mutex
