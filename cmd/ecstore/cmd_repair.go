@@ -52,7 +52,7 @@ func cmdRepair(ctx context.Context, e *env, args []string) error {
 	defer c.Close()
 	start := time.Now()
 	rep, err := repair.Repair(ctx, c.Store(), repair.RepairOptions{
-		CheckOptions: repair.CheckOptions{Deep: *deep, Root: root, DebrisAge: *debrisAge},
+		CheckOptions: repair.CheckOptions{Deep: *deep, Root: root, DebrisAge: debrisAgeOption(*debrisAge)},
 		Rate:         bps, DryRun: *dry, RemoveDebris: !*keep,
 		Event: func(ev repair.RepairEvent) {
 			if ev.Total > 0 {

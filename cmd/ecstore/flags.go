@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ecstore/ecstore/internal/cluster"
 	"github.com/ecstore/ecstore/internal/node"
@@ -269,4 +270,14 @@ func optionalRoot(pos []string) (string, error) {
 		return "", err
 	}
 	return pos[0], nil
+}
+
+// debrisAgeOption maps the --debris-age flag to repair.CheckOptions,
+// where 0 means the default: a flag of 0 (or less) means "every temporary
+// file is debris".
+func debrisAgeOption(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }

@@ -52,7 +52,7 @@ func cmdFsck(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer c.Close()
-	opts := repair.CheckOptions{Deep: *deep, Root: root, DebrisAge: *debrisAge}
+	opts := repair.CheckOptions{Deep: *deep, Root: root, DebrisAge: debrisAgeOption(*debrisAge)}
 	rep, err := repair.Check(ctx, c.Store(), opts)
 	if err != nil {
 		return err

@@ -317,3 +317,94 @@ func TestWriteWithNodeDownAndNoSpare(t *testing.T) {
 		t.Fatalf("failed write visible: %v", err)
 	}
 }
+
+// Regression (fault suite bug 1): one hung node stalled list, put, rm and
+// mv for as long as the driver's own timeouts (10-80 s).
+func TestNamespaceWithAHungNode(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 3, M: 2, ChunkSize: 256}
+	c, fs := faultyCluster(t, 7, g, func(o *Options) { o.MetadataTimeout = 300 * time.Millisecond })
+	put(t, c.store, "/hn/a", []byte("aaa"))
+	nodes := slices.Clone(c.nodes)
+	nodes[1] = node.Wrap(fs[1], node.Inject(node.OpAny, node.Hang()))
+	s, err := New(nodes, c.store.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, op := range map[string]func() error{
+		"list":  func() error { _, err := s.List(ctx, "/hn"); return err },
+		"put":   func() error { put(t, s, "/hn/b", []byte("bbb")); return nil },
+		"mv":    func() error { return s.Rename(ctx, "/hn/b", "/hn/c") },
+		"rm":    func() error { return s.Remove(ctx, "/hn/c") },
+		"mkdir": func() error { return s.Mkdir(ctx, "/hn/d") },
+	} {
+		start := time.Now()
+		if err := op(); err != nil {
+			t.Errorf("%s with a hung node: %v", name, err)
+		}
+		if took := time.Since(start); took > 3*time.Second {
+			t.Errorf("%s with a hung node took %v", name, took)
+		}
+	}
+}
+
+// Regression (fault suite bug 2): mv while nodes were down brought the old
+// name back, unreadable, when they returned.
+func TestRenameWhileNodesDown(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 256}
+	c, fs := faultyCluster(t, 6, g)
+	put(t, c.store, "/mv/old", bytes.Repeat([]byte("m"), 3000))
+	fs[c.slotNode(t, "/mv/old", 0)].SetDown(true)
+	fs[c.slotNode(t, "/mv/old", 3)].SetDown(true)
+	if err := c.store.Rename(ctx, "/mv/old", "/mv/new"); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fs {
+		f.SetDown(false)
+	}
+	if _, err := c.store.Stat(ctx, "/mv/old"); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("old name after the nodes returned: %v", err)
+	}
+	ents, err := c.store.List(ctx, "/mv")
+	if err != nil || len(ents) != 1 || ents[0].Name != "new" {
+		t.Fatalf("list: %+v %v", ents, err)
+	}
+	if got, err := get(c.store, "/mv/new"); err != nil || len(got) != 3000 {
+		t.Fatalf("new name: %v", err)
+	}
+}
+
+// Regression (fault suite bug 3): a put that failed on some renames
+// reported "write quorum not reached" although the object was visible.
+func TestCommitFailuresAndVisibility(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 256}
+	for _, tc := range []struct {
+		failing int
+		ok      bool
+	}{{2, true}, {3, false}} {
+		t.Run(fmt.Sprintf("failing=%d", tc.failing), func(t *testing.T) {
+			c, fs := faultyCluster(t, 6, g, func(o *Options) { o.Spares = -1; o.WriteQuorum = 6 })
+			nodes := slices.Clone(c.nodes)
+			for i := 0; i < tc.failing; i++ {
+				nodes[i] = node.Wrap(fs[i], node.Inject(node.OpCommit, node.Fail(errors.New("rename failed"))))
+			}
+			s, err := New(nodes, c.store.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, err := s.Create(ctx, "/cv", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Write(bytes.Repeat([]byte("v"), 2000))
+			err = w.Close()
+			_, serr := s.Stat(ctx, "/cv")
+			visible := serr == nil
+			if (err == nil) != tc.ok || visible != tc.ok {
+				t.Fatalf("close error %v, visible %v (stat %v); want success=%v", err, visible, serr, tc.ok)
+			}
+		})
+	}
+}

@@ -41,8 +41,10 @@ func infoFromMeta(path string, m *archive.Metadata, found int) *Info {
 		Placement: append([]string(nil), m.Placement...), Archives: found, User: m.User}
 }
 
-// forEach runs fn on every node in parallel and returns the errors by
-// node index.
+// forEach runs fn on every node in parallel, each call bounded by
+// MetadataTimeout, and returns the errors by node index. A node that does
+// not answer in time gets a deadline error (and is marked suspect) rather
+// than stalling the operation.
 func (s *Store) forEach(ctx context.Context, fn func(ctx context.Context, n node.Node) error) []error {
 	errs := make([]error, len(s.nodes))
 	var wg sync.WaitGroup
@@ -50,7 +52,13 @@ func (s *Store) forEach(ctx context.Context, fn func(ctx context.Context, n node
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = fn(ctx, n)
+			nctx, cancel := context.WithTimeout(ctx, s.opts.MetadataTimeout)
+			defer cancel()
+			errs[i] = fn(nctx, n)
+			if errs[i] != nil && ctx.Err() == nil && nctx.Err() != nil {
+				s.markSuspect(n.ID())
+				s.opts.Events.nodeError(n.ID(), "metadata", errs[i])
+			}
 		}()
 	}
 	wg.Wait()
@@ -409,8 +417,11 @@ func (s *Store) Rename(ctx context.Context, oldPath, newPath string) error {
 		if moved.Load() == 0 {
 			return fmt.Errorf("object: rename %s to %s: %w", oldPath, newPath, err)
 		}
-		// Unreachable nodes keep archives under the old name; with fewer
-		// than K of them they are debris for fsck, not an object.
+		// Unreachable nodes keep archives under the old name: tombstone it,
+		// as Remove does, so that they never bring the old name back.
+		if !src.IsDir && src.Version != "" {
+			s.writeTombstones(ctx, oldPath, src.Version)
+		}
 		s.opts.Logger.Warn("rename left archives on unreachable nodes", "obj", oldPath, "to", newPath, "err", err)
 	}
 	return nil

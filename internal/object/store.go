@@ -104,6 +104,10 @@ type Options struct {
 	// ProbeTimeout bounds opening an archive while locating an object.
 	// Default 2s.
 	ProbeTimeout time.Duration
+	// MetadataTimeout bounds one namespace operation on one node (stat,
+	// list, create, rename, remove, mkdir): a hung node is left out of
+	// the answer instead of stalling it. Default 3s.
+	MetadataTimeout time.Duration
 	// SuspectFor is how long a node that timed out or failed is skipped
 	// by reads (parity is read instead) before it is tried again.
 	// Default 10s.
@@ -180,6 +184,9 @@ func (o *Options) withDefaults() error {
 	}
 	if o.ProbeTimeout <= 0 {
 		o.ProbeTimeout = 2 * time.Second
+	}
+	if o.MetadataTimeout <= 0 {
+		o.MetadataTimeout = 3 * time.Second
 	}
 	if o.SuspectFor <= 0 {
 		o.SuspectFor = 10 * time.Second

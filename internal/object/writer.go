@@ -186,7 +186,9 @@ func (w *Writer) open(primary, spare []string) error {
 			id := primary[i]
 			for {
 				n := w.s.byID[id]
-				up, err := n.Create(w.ctx, w.path)
+				cctx, cancel := context.WithTimeout(w.ctx, w.s.opts.MetadataTimeout)
+				up, err := n.Create(cctx, w.path)
+				cancel()
 				if err == nil {
 					sw := &slotWriter{slot: i, node: n, up: up, ch: make(chan *blockJob, w.s.opts.InFlight)}
 					sw.upload = uploadWriter{ctx: w.ctx, up: up, timeout: w.s.opts.WriteTimeout}
@@ -594,7 +596,12 @@ func (w *Writer) commit() error {
 			}
 		}
 	}
-	if c := int(committed.Load()); c < w.s.opts.WriteQuorum {
+	// Every archive was durable before the renames began (Finish). Once K
+	// of them are renamed into place the new version is what readers see,
+	// so the write has happened: report success (degraded) rather than a
+	// failure that the visible object would contradict. Below K the new
+	// version is invisible and the write failed.
+	if c := int(committed.Load()); c < w.geo.K {
 		return fmt.Errorf("object: write %s: %w: only %d of %d archives committed; run fsck", w.path, ErrQuorum, c, w.geo.Width())
 	}
 	if len(missing) > 0 {
