@@ -323,7 +323,7 @@ func TestWriteWithNodeDownAndNoSpare(t *testing.T) {
 func TestNamespaceWithAHungNode(t *testing.T) {
 	ctx := context.Background()
 	g := layout.Geometry{K: 3, M: 2, ChunkSize: 256}
-	c, fs := faultyCluster(t, 7, g, func(o *Options) { o.MetadataTimeout = 300 * time.Millisecond })
+	c, fs := faultyCluster(t, 7, g, func(o *Options) { o.MetadataTimeout, o.ProbeTimeout = 300*time.Millisecond, 300*time.Millisecond })
 	put(t, c.store, "/hn/a", []byte("aaa"))
 	nodes := slices.Clone(c.nodes)
 	nodes[1] = node.Wrap(fs[1], node.Inject(node.OpAny, node.Hang()))
@@ -331,13 +331,17 @@ func TestNamespaceWithAHungNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, op := range map[string]func() error{
-		"list":  func() error { _, err := s.List(ctx, "/hn"); return err },
-		"put":   func() error { put(t, s, "/hn/b", []byte("bbb")); return nil },
-		"mv":    func() error { return s.Rename(ctx, "/hn/b", "/hn/c") },
-		"rm":    func() error { return s.Remove(ctx, "/hn/c") },
-		"mkdir": func() error { return s.Mkdir(ctx, "/hn/d") },
+	for _, step := range []struct {
+		name string
+		op   func() error
+	}{
+		{"list", func() error { _, err := s.List(ctx, "/hn"); return err }},
+		{"put", func() error { put(t, s, "/hn/b", []byte("bbb")); return nil }},
+		{"mv", func() error { return s.Rename(ctx, "/hn/b", "/hn/c") }},
+		{"rm", func() error { return s.Remove(ctx, "/hn/c") }},
+		{"mkdir", func() error { return s.Mkdir(ctx, "/hn/d") }},
 	} {
+		name, op := step.name, step.op
 		start := time.Now()
 		if err := op(); err != nil {
 			t.Errorf("%s with a hung node: %v", name, err)
