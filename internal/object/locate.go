@@ -63,7 +63,7 @@ func (s *Store) probe(ctx context.Context, path string, nodes []node.Node) []pro
 	gaveUp := false
 	for i, n := range nodes {
 		go func() {
-			pctx, cancel := context.WithTimeout(ctx, s.opts.ProbeTimeout)
+			pctx, cancel := context.WithTimeout(ctx, s.nodeTimeout(n.ID(), s.opts.ProbeTimeout))
 			defer cancel()
 			r := probeOne(pctx, path, n)
 			if r.err != nil && ctx.Err() == nil {

@@ -52,7 +52,7 @@ func (s *Store) forEach(ctx context.Context, fn func(ctx context.Context, n node
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			nctx, cancel := context.WithTimeout(ctx, s.opts.MetadataTimeout)
+			nctx, cancel := context.WithTimeout(ctx, s.nodeTimeout(n.ID(), s.opts.MetadataTimeout))
 			defer cancel()
 			errs[i] = fn(nctx, n)
 			if errs[i] != nil && ctx.Err() == nil && nctx.Err() != nil {

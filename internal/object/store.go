@@ -106,7 +106,7 @@ type Options struct {
 	ProbeTimeout time.Duration
 	// MetadataTimeout bounds one namespace operation on one node (stat,
 	// list, create, rename, remove, mkdir): a hung node is left out of
-	// the answer instead of stalling it. Default 3s.
+	// the answer instead of stalling it. Default 2s.
 	MetadataTimeout time.Duration
 	// SuspectFor is how long a node that timed out or failed is skipped
 	// by reads (parity is read instead) before it is tried again.
@@ -186,7 +186,7 @@ func (o *Options) withDefaults() error {
 		o.ProbeTimeout = 2 * time.Second
 	}
 	if o.MetadataTimeout <= 0 {
-		o.MetadataTimeout = 3 * time.Second
+		o.MetadataTimeout = 2 * time.Second
 	}
 	if o.SuspectFor <= 0 {
 		o.SuspectFor = 10 * time.Second
@@ -217,6 +217,16 @@ type Store struct {
 // markSuspect makes reads avoid node id for SuspectFor.
 func (s *Store) markSuspect(id string) {
 	s.suspect.Store(id, s.opts.Now().Add(s.opts.SuspectFor))
+}
+
+// nodeTimeout is the deadline for one call to node id: base, or only
+// HedgeDelay for a node that recently failed or hung, so that a hung node
+// costs its full timeout once and then almost nothing.
+func (s *Store) nodeTimeout(id string, base time.Duration) time.Duration {
+	if s.isSuspect(id) {
+		return min(base, s.opts.HedgeDelay)
+	}
+	return base
 }
 
 // isSuspect reports whether reads should avoid node id for now.
@@ -286,15 +296,18 @@ func (s *Store) rank(path string) []node.Node {
 // spaces asks every node for its free space, in parallel, with a short
 // deadline; nodes that do not answer are reported down.
 func (s *Store) spaces(ctx context.Context) []placement.Node {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
 	out := make([]placement.Node, len(s.nodes))
 	var wg sync.WaitGroup
 	for i, n := range s.nodes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sp, err := n.Space(ctx)
+			nctx, cancel := context.WithTimeout(ctx, s.nodeTimeout(n.ID(), s.opts.MetadataTimeout))
+			defer cancel()
+			sp, err := n.Space(nctx)
+			if err != nil && ctx.Err() == nil && nctx.Err() != nil {
+				s.markSuspect(n.ID())
+			}
 			out[i] = placement.Node{ID: n.ID(), Free: sp.Free, Down: err != nil}
 		}()
 	}

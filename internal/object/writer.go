@@ -186,7 +186,7 @@ func (w *Writer) open(primary, spare []string) error {
 			id := primary[i]
 			for {
 				n := w.s.byID[id]
-				cctx, cancel := context.WithTimeout(w.ctx, w.s.opts.MetadataTimeout)
+				cctx, cancel := context.WithTimeout(w.ctx, w.s.nodeTimeout(id, w.s.opts.MetadataTimeout))
 				up, err := n.Create(cctx, w.path)
 				cancel()
 				if err == nil {
