@@ -46,6 +46,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ecstore/ecstore/internal/fsutil"
 	"io"
 	"io/fs"
 	"iter"
@@ -141,7 +142,7 @@ func (s *FS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (xr
 	if !fl.Writable() {
 		// O_NONBLOCK keeps a FIFO planted in the tree from blocking the
 		// open; it has no effect on regular files.
-		f, err := s.root.OpenFile(rel(name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		f, err := s.root.OpenFile(fsutil.Rel(name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 		if err != nil {
 			return nil, osErr(err)
 		}
@@ -176,12 +177,12 @@ func (s *FS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (xr
 		perm = 0o644
 	}
 	create := flag&os.O_CREATE != 0
-	f, err := s.root.OpenFile(rel(name), flag|syscall.O_NONBLOCK, perm)
+	f, err := s.root.OpenFile(fsutil.Rel(name), flag|syscall.O_NONBLOCK, perm)
 	if errors.Is(err, fs.ErrNotExist) && create && fl&(xrootd.OpenMkpath|xrootd.OpenAsync) != 0 {
 		if err := s.mkdirs(path.Dir(name), 0o755); err != nil {
 			return nil, osErr(err)
 		}
-		f, err = s.root.OpenFile(rel(name), flag|syscall.O_NONBLOCK, perm)
+		f, err = s.root.OpenFile(fsutil.Rel(name), flag|syscall.O_NONBLOCK, perm)
 	}
 	if err != nil {
 		return nil, osErr(err)
@@ -206,7 +207,7 @@ func (s *FS) Stat(ctx context.Context, name string) (xrootd.FileInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return xrootd.FileInfo{}, err
 	}
-	fi, err := s.root.Stat(rel(name))
+	fi, err := s.root.Stat(fsutil.Rel(name))
 	if err != nil {
 		return xrootd.FileInfo{}, osErr(err)
 	}
@@ -224,7 +225,7 @@ func (s *FS) List(ctx context.Context, dir string) iter.Seq2[xrootd.FileInfo, er
 			yield(xrootd.FileInfo{}, err)
 			return
 		}
-		f, err := s.root.OpenFile(rel(dir), os.O_RDONLY|syscall.O_DIRECTORY, 0)
+		f, err := s.root.OpenFile(fsutil.Rel(dir), os.O_RDONLY|syscall.O_DIRECTORY, 0)
 		if err != nil {
 			yield(xrootd.FileInfo{}, osErr(err))
 			return
@@ -263,14 +264,14 @@ func (s *FS) Remove(ctx context.Context, name string) error {
 	if name == "/" {
 		return xrootd.Errorf(xrootd.ErrNotAuthorized, "rm /: the root cannot be removed")
 	}
-	fi, err := s.root.Lstat(rel(name))
+	fi, err := s.root.Lstat(fsutil.Rel(name))
 	if err != nil {
 		return fmt.Errorf("rm %s: %w", name, osErr(err))
 	}
 	if fi.IsDir() {
 		return xrootd.Errorf(xrootd.ErrIsDirectory, "rm %s: is a directory; use rmdir", name)
 	}
-	if err := s.root.Remove(rel(name)); err != nil {
+	if err := s.root.Remove(fsutil.Rel(name)); err != nil {
 		return fmt.Errorf("rm %s: %w", name, osErr(err))
 	}
 	if err := s.syncDir(path.Dir(name)); err != nil {
@@ -287,14 +288,14 @@ func (s *FS) Rmdir(ctx context.Context, name string) error {
 	if name == "/" {
 		return xrootd.Errorf(xrootd.ErrNotAuthorized, "rmdir /: the root cannot be removed")
 	}
-	fi, err := s.root.Lstat(rel(name))
+	fi, err := s.root.Lstat(fsutil.Rel(name))
 	if err != nil {
 		return fmt.Errorf("rmdir %s: %w", name, osErr(err))
 	}
 	if !fi.IsDir() {
 		return fmt.Errorf("rmdir %s: %w", name, syscall.ENOTDIR)
 	}
-	if err := s.root.Remove(rel(name)); err != nil {
+	if err := s.root.Remove(fsutil.Rel(name)); err != nil {
 		return fmt.Errorf("rmdir %s: %w", name, osErr(err))
 	}
 	if err := s.syncDir(path.Dir(name)); err != nil {
@@ -314,19 +315,19 @@ func (s *FS) Rename(ctx context.Context, oldName, newName string) error {
 		return xrootd.Errorf(xrootd.ErrNotAuthorized, "the root cannot be renamed")
 	}
 	if oldName == newName {
-		_, err := s.root.Lstat(rel(oldName))
+		_, err := s.root.Lstat(fsutil.Rel(oldName))
 		return osErr(err)
 	}
-	err := s.root.Rename(rel(oldName), rel(newName))
+	err := s.root.Rename(fsutil.Rel(oldName), fsutil.Rel(newName))
 	if errors.Is(err, fs.ErrNotExist) {
 		// Either oldName is missing or newName's parent is.
-		if _, serr := s.root.Lstat(rel(oldName)); serr != nil {
+		if _, serr := s.root.Lstat(fsutil.Rel(oldName)); serr != nil {
 			return osErr(serr)
 		}
 		if err := s.mkdirs(path.Dir(newName), 0o755); err != nil {
 			return osErr(err)
 		}
-		err = s.root.Rename(rel(oldName), rel(newName))
+		err = s.root.Rename(fsutil.Rel(oldName), fsutil.Rel(newName))
 	}
 	if err != nil {
 		return osErr(err)
@@ -351,9 +352,9 @@ func (s *FS) Mkdir(ctx context.Context, name string, perm fs.FileMode, parents b
 	if parents {
 		return osErr(s.mkdirs(name, perm))
 	}
-	err := s.root.Mkdir(rel(name), perm)
+	err := s.root.Mkdir(fsutil.Rel(name), perm)
 	if errors.Is(err, fs.ErrExist) {
-		if fi, serr := s.root.Stat(rel(name)); serr == nil && fi.IsDir() {
+		if fi, serr := s.root.Stat(fsutil.Rel(name)); serr == nil && fi.IsDir() {
 			return nil
 		}
 	}
@@ -388,7 +389,7 @@ func (s *FS) Space(ctx context.Context, name string) (xrootd.Space, error) {
 // An existing directory is not an error; a file in the way is EEXIST
 // (for p itself) or ENOTDIR (for a parent), as mkdir(2) reports them.
 func (s *FS) mkdirs(p string, perm fs.FileMode) error {
-	if fi, err := s.root.Stat(rel(p)); err == nil {
+	if fi, err := s.root.Stat(fsutil.Rel(p)); err == nil {
 		if !fi.IsDir() {
 			return &fs.PathError{Op: "mkdir", Path: p, Err: syscall.EEXIST}
 		}
@@ -397,14 +398,14 @@ func (s *FS) mkdirs(p string, perm fs.FileMode) error {
 	parent := "/"
 	for _, el := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
 		cur := path.Join(parent, el)
-		err := s.root.Mkdir(rel(cur), perm)
+		err := s.root.Mkdir(fsutil.Rel(cur), perm)
 		switch {
 		case err == nil:
 			if err := s.syncDir(parent); err != nil {
 				return err
 			}
 		case errors.Is(err, fs.ErrExist):
-			fi, serr := s.root.Stat(rel(cur))
+			fi, serr := s.root.Stat(fsutil.Rel(cur))
 			if serr != nil {
 				return serr
 			}
@@ -427,15 +428,7 @@ func (s *FS) syncDir(dir string) error {
 	if !s.fsync {
 		return nil
 	}
-	f, err := s.root.OpenFile(rel(dir), os.O_RDONLY|syscall.O_DIRECTORY, 0)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return fsutil.SyncDir(s.root, dir)
 }
 
 // info converts an fs.FileInfo. ID combines the device and inode numbers
@@ -479,14 +472,6 @@ func (s *FS) name(cache map[uint32]string, id uint32, isUser bool) string {
 	cache[id] = n
 	s.mu.Unlock()
 	return n
-}
-
-// rel converts a cleaned absolute path to one relative to the root.
-func rel(name string) string {
-	if name == "/" || name == "" {
-		return "."
-	}
-	return strings.TrimPrefix(name, "/")
 }
 
 // osErr strips the operation and root-relative path off an os error,

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/ecstore/ecstore/internal/fsutil"
 	"io"
 	"io/fs"
 	"os"
@@ -110,7 +111,7 @@ func (l *Local) Create(ctx context.Context, path string) (Upload, error) {
 	}
 	// Fail early, before any byte is written, when path is a directory
 	// or its parent is a file.
-	if fi, err := l.root.Lstat(rel(path)); err == nil && fi.IsDir() {
+	if fi, err := l.root.Lstat(fsutil.Rel(path)); err == nil && fi.IsDir() {
 		return nil, l.wrap("create", path, ErrIsDir)
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, l.fail("create", path, err)
@@ -120,12 +121,12 @@ func (l *Local) Create(ctx context.Context, path string) (Upload, error) {
 	_, _ = rand.Read(sfx[:]) // never fails (crypto/rand docs)
 	tmp := Join(dir, TempName(base, hex.EncodeToString(sfx[:])))
 	const flag = os.O_WRONLY | os.O_CREATE | os.O_EXCL
-	f, err := l.root.OpenFile(rel(tmp), flag, 0o644)
+	f, err := l.root.OpenFile(fsutil.Rel(tmp), flag, 0o644)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := l.mkdirs(dir); err != nil {
 			return nil, l.fail("create", path, err)
 		}
-		f, err = l.root.OpenFile(rel(tmp), flag, 0o644)
+		f, err = l.root.OpenFile(fsutil.Rel(tmp), flag, 0o644)
 	}
 	if err != nil {
 		return nil, l.fail("create", path, err)
@@ -146,7 +147,7 @@ func (l *Local) Open(ctx context.Context, path string) (File, error) {
 	}
 	// O_NONBLOCK keeps a FIFO planted in the tree from blocking the open;
 	// it has no effect on regular files.
-	f, err := l.root.OpenFile(rel(path), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := l.root.OpenFile(fsutil.Rel(path), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, l.fail("open", path, err)
 	}
@@ -171,7 +172,7 @@ func (l *Local) Stat(ctx context.Context, path string) (FileInfo, error) {
 	if err := l.check(ctx, "stat", path); err != nil {
 		return FileInfo{}, err
 	}
-	fi, err := l.root.Stat(rel(path))
+	fi, err := l.root.Stat(fsutil.Rel(path))
 	if err != nil {
 		return FileInfo{}, l.fail("stat", path, err)
 	}
@@ -180,7 +181,7 @@ func (l *Local) Stat(ctx context.Context, path string) (FileInfo, error) {
 		info.Name = "/"
 	}
 	if fi.Mode().IsRegular() && !l.noAttr.Load() {
-		f, err := l.root.OpenFile(rel(path), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		f, err := l.root.OpenFile(fsutil.Rel(path), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 		if err == nil {
 			_ = control(f, func(fd int) {
 				info.Attrs = l.readAttrs(
@@ -199,7 +200,7 @@ func (l *Local) List(ctx context.Context, dir string) ([]FileInfo, error) {
 	if err := l.check(ctx, "list", dir); err != nil {
 		return nil, err
 	}
-	f, err := l.root.OpenFile(rel(dir), os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	f, err := l.root.OpenFile(fsutil.Rel(dir), os.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, l.fail("list", dir, err)
 	}
@@ -316,7 +317,7 @@ func (l *Local) Remove(ctx context.Context, path string) error {
 	if path == "/" {
 		return l.wrap("remove", path, fmt.Errorf("%w: cannot remove the root", ErrPath))
 	}
-	if err := l.root.Remove(rel(path)); err != nil {
+	if err := l.root.Remove(fsutil.Rel(path)); err != nil {
 		return l.fail("remove", path, err)
 	}
 	dir, _ := Split(path)
@@ -339,17 +340,17 @@ func (l *Local) Rename(ctx context.Context, oldPath, newPath string) error {
 	if oldPath == "/" || newPath == "/" {
 		return l.wrap("rename", what, fmt.Errorf("%w: cannot rename the root", ErrPath))
 	}
-	err := l.root.Rename(rel(oldPath), rel(newPath))
+	err := l.root.Rename(fsutil.Rel(oldPath), fsutil.Rel(newPath))
 	if errors.Is(err, fs.ErrNotExist) {
 		// Either oldPath is missing or newPath's parent is.
-		if _, serr := l.root.Lstat(rel(oldPath)); serr != nil {
+		if _, serr := l.root.Lstat(fsutil.Rel(oldPath)); serr != nil {
 			return l.fail("rename", what, serr)
 		}
 		newDir, _ := Split(newPath)
 		if err := l.mkdirs(newDir); err != nil {
 			return l.fail("rename", what, err)
 		}
-		err = l.root.Rename(rel(oldPath), rel(newPath))
+		err = l.root.Rename(fsutil.Rel(oldPath), fsutil.Rel(newPath))
 	}
 	if err != nil {
 		return l.fail("rename", what, err)
@@ -396,7 +397,7 @@ func (l *Local) Space(ctx context.Context) (Space, error) {
 // mkdirs creates directory p and its missing parents, fsyncing the parent
 // of every directory it creates. It returns an unwrapped error.
 func (l *Local) mkdirs(p string) error {
-	if fi, err := l.root.Stat(rel(p)); err == nil {
+	if fi, err := l.root.Stat(fsutil.Rel(p)); err == nil {
 		if !fi.IsDir() {
 			return syscall.ENOTDIR
 		}
@@ -406,7 +407,7 @@ func (l *Local) mkdirs(p string) error {
 	existed := false
 	for _, el := range strings.Split(p[1:], "/") {
 		cur := Join(parent, el)
-		err := l.root.Mkdir(rel(cur), 0o755)
+		err := l.root.Mkdir(fsutil.Rel(cur), 0o755)
 		switch {
 		case err == nil:
 			existed = false
@@ -421,7 +422,7 @@ func (l *Local) mkdirs(p string) error {
 		parent = cur
 	}
 	if existed {
-		fi, err := l.root.Stat(rel(p))
+		fi, err := l.root.Stat(fsutil.Rel(p))
 		if err != nil {
 			return err
 		}
@@ -438,15 +439,7 @@ func (l *Local) syncDir(dir string) error {
 	if !l.fsync {
 		return nil
 	}
-	f, err := l.root.OpenFile(rel(dir), os.O_RDONLY|syscall.O_DIRECTORY, 0)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return fsutil.SyncDir(l.root, dir)
 }
 
 // check validates path and ctx for operation op. Stat, open and remove
@@ -520,14 +513,6 @@ func isEscape(err error) bool {
 // isNotSup reports whether err says the file system has no user xattrs.
 func isNotSup(err error) bool {
 	return errors.Is(err, unix.ENOTSUP) || errors.Is(err, unix.EOPNOTSUPP)
-}
-
-// rel converts a node path to a path relative to the root.
-func rel(path string) string {
-	if path == "/" {
-		return "."
-	}
-	return path[1:]
 }
 
 // toInfo converts an fs.FileInfo.
@@ -636,7 +621,7 @@ func (u *localUpload) Commit(ctx context.Context) error {
 			return u.err
 		}
 	}
-	if err := u.l.root.Rename(rel(u.tmp), rel(u.path)); err != nil {
+	if err := u.l.root.Rename(fsutil.Rel(u.tmp), fsutil.Rel(u.path)); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			// os.Root refuses to rename onto a directory with EEXIST.
 			return u.l.wrap("commit", u.path, ErrIsDir)
@@ -660,7 +645,7 @@ func (u *localUpload) Abort(context.Context) error {
 		_ = u.f.Close() // the data is being discarded
 		u.f = nil
 	}
-	if err := u.l.root.Remove(rel(u.tmp)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := u.l.root.Remove(fsutil.Rel(u.tmp)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return u.l.fail("abort", u.path, err)
 	}
 	return nil
