@@ -2,38 +2,19 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/ecstore/ecstore/internal/gateway"
-	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/testcluster"
+	"github.com/ecstore/ecstore/internal/testgateway"
 )
 
 // gatewayURL starts an in-process gateway over a test cluster and returns
 // its root:// prefix ("root://127.0.0.1:PORT/").
-func gatewayURL(t *testing.T) string {
-	t.Helper()
-	c := testcluster.New(t, 6, layout.Geometry{K: 3, M: 2, ChunkSize: 256 << 10})
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- gateway.Serve(ctx, gateway.Config{Store: c.Store, RootAddr: "127.0.0.1:0", Ready: func(a string) { ready <- a }})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	select {
-	case addr := <-ready:
-		return "root://" + addr + "/"
-	case err := <-done:
-		t.Fatalf("gateway: %v", err)
-	}
-	return ""
-}
+func gatewayURL(t *testing.T) string { return "root://" + testgateway.Start(t) + "/" }
 
 func TestCpAndNamespaceOverRoot(t *testing.T) {
 	url := gatewayURL(t)

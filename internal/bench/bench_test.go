@@ -13,32 +13,13 @@ import (
 
 	"github.com/ecstore/ecstore/internal/bench"
 	"github.com/ecstore/ecstore/internal/dataserver"
-	"github.com/ecstore/ecstore/internal/gateway"
-	"github.com/ecstore/ecstore/internal/layout"
-	"github.com/ecstore/ecstore/internal/testcluster"
+	"github.com/ecstore/ecstore/internal/testgateway"
 	"github.com/ecstore/ecstore/internal/xrootd"
 )
 
 // startGateway serves an in-process gateway over a 3+2 test cluster and
 // returns its address.
-func startGateway(t *testing.T) string {
-	t.Helper()
-	c := testcluster.New(t, 6, layout.Geometry{K: 3, M: 2, ChunkSize: 256 << 10})
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- gateway.Serve(ctx, gateway.Config{Store: c.Store, RootAddr: "127.0.0.1:0", Ready: func(a string) { ready <- a }})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	select {
-	case addr := <-ready:
-		return addr
-	case err := <-done:
-		t.Fatalf("gateway: %v", err)
-	}
-	return ""
-}
+func startGateway(t *testing.T) string { return testgateway.Start(t) }
 
 // startDataServer serves a plain data server over a temporary directory
 // with handler wrap(fs) (nil: fs itself). stop kills the server at once.
