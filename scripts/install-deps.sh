@@ -2,12 +2,13 @@
 # Installs what ecstore's tests need on a fresh Debian machine: the real
 # XRootD client and server, the Python bindings, unzip, GNU time
 # (/usr/bin/time -v measures peak memory in test/), the S3 clients the
-# interop tests drive (awscli, python3-boto3, rclone, s3cmd, curl), and
+# interop tests drive (awscli, python3-boto3, rclone, s3cmd, curl), the
+# WebDAV client davix (davix-ls, davix-get, davix-put, ...), and
 # staticcheck.
 # Idempotent: does nothing when everything is already there.
 set -euo pipefail
 
-pkgs=(unzip time xrootd-client xrootd-server python3-xrootd libxrootd-dev awscli python3-boto3 rclone s3cmd curl)
+pkgs=(unzip time xrootd-client xrootd-server python3-xrootd libxrootd-dev awscli python3-boto3 rclone s3cmd curl davix)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -16,9 +16,13 @@ another node from the object's other archives, the object is inspected,
 and only then is the archive removed from NODE. Stale archives and
 debris on NODE are removed.
 
-Take NODE out of the writers' way first (no gateway should be writing to
-it), or new objects may land on it while it drains. The exit status is 0
-only when NODE holds no archive afterwards.
+Retire NODE first, so that no new archive lands on it while it drains:
+add "retired = NODE" to the cluster config (or pass --retired NODE to
+every gateway) and restart the gateways; retired nodes are still read.
+Drain itself never rebuilds onto NODE. The exit status is 0 only when
+NODE holds no archive afterwards; then the node's entry may be replaced
+by an empty directory or left retired (never deleted: node ids are
+positions in the list).
 `
 
 // cmdDrain is "ecstore drain NODE".

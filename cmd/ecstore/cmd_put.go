@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/ecstore/ecstore/internal/object"
 	"io"
 	"os"
 	"path/filepath"
@@ -67,7 +68,7 @@ func cmdPut(ctx context.Context, e *env, args []string) error {
 	}
 	defer c.Close()
 
-	w, err := c.Store().Create(ctx, path, nil)
+	w, err := c.Store().Create(ctx, path, &object.CreateOptions{SizeHint: max(size, 0)})
 	if err != nil {
 		return describe(ctx, path, err)
 	}

@@ -51,17 +51,25 @@ func cmdRepair(ctx context.Context, e *env, args []string) error {
 	}
 	defer c.Close()
 	start := time.Now()
+	var bar *progress // on a terminal, once the check knows the work
 	rep, err := repair.Repair(ctx, c.Store(), repair.RepairOptions{
 		CheckOptions: repair.CheckOptions{Deep: *deep, Root: root, DebrisAge: debrisAgeOption(*debrisAge)},
 		Rate:         bps, DryRun: *dry, RemoveDebris: !*keep,
+		Planned: func(objects int, bytes int64) {
+			if objects > 0 && !*dry {
+				bar = startProgress(e, fmt.Sprintf("rebuild %d objects", objects), bytes)
+			}
+		},
+		Progress: func(n int) { bar.add(n) },
 		Event: func(ev repair.RepairEvent) {
 			if ev.Total > 0 {
-				fmt.Fprintf(e.stdout, "[%d/%d] %-14s %s  %s\n", ev.Done, ev.Total, ev.Action, ev.Path, ev.Detail)
+				bar.println(e.stdout, fmt.Sprintf("[%d/%d] %-14s %s  %s", ev.Done, ev.Total, ev.Action, ev.Path, ev.Detail))
 			} else {
-				fmt.Fprintf(e.stdout, "%-20s %s  %s\n", ev.Action, ev.Path, ev.Detail)
+				bar.println(e.stdout, fmt.Sprintf("%-20s %s  %s", ev.Action, ev.Path, ev.Detail))
 			}
 		},
 	})
+	bar.finish(err == nil)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -38,5 +40,25 @@ func TestFsckRepairCycle(t *testing.T) {
 	got := mustRun(t, nil, c.cmd("get", "/f/x", "-")...)
 	if !bytes.Equal([]byte(got), data) {
 		t.Fatal("object changed by repair")
+	}
+}
+
+// On a terminal, repair draws a progress bar of the bytes to rebuild,
+// ending at 100%, and its per-object lines stay whole.
+func TestRepairProgress(t *testing.T) {
+	c := newTestCluster(t)
+	c.put("/p/big", make([]byte, 72<<20)) // 9 MiB per archive at 8+2/1MiB
+	files, _ := c.archives("/p/big")
+	os.Remove(files[0])
+	var stdout, stderr bytes.Buffer
+	e := &env{stdout: &stdout, stderr: &stderr, isTerminal: func(w io.Writer) bool { return w == &stderr }}
+	if code := run(context.Background(), e, c.cmd("repair")); code != 0 {
+		t.Fatalf("repair: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	if s := stderr.String(); !strings.Contains(s, "rebuild 1 objects") || !strings.Contains(s, "9.0 MiB / 9.0 MiB  100%") {
+		t.Errorf("progress bar: %q", s)
+	}
+	if !strings.Contains(stdout.String(), "[1/1] rebuilt        /p/big") {
+		t.Errorf("repair lines: %q", stdout.String())
 	}
 }

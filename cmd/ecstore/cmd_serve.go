@@ -2,23 +2,46 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"time"
 
+	"github.com/ecstore/ecstore/internal/cluster"
 	"github.com/ecstore/ecstore/internal/gateway"
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/obs"
 	"github.com/ecstore/ecstore/internal/repair"
 	"github.com/ecstore/ecstore/internal/s3"
+	"github.com/ecstore/ecstore/internal/webdav"
 )
 
 const serveHelp = `
 Runs the gateway: the erasure-coded namespace of the cluster served over
 the XRootD protocol (root://), so that xrdcp, xrdfs, ROOT and the Python
-XRootD bindings work unchanged, with Prometheus metrics on /metrics, and
-(with --s3-addr) over S3, where bucket b, key k is the object /b/k.
+XRootD bindings work unchanged, with Prometheus metrics on /metrics,
+(with --s3-addr) over S3, where bucket b, key k is the object /b/k, and
+(with --http-addr) over plain HTTP and WebDAV for curl, davix and
+browsers, where the URL path is the object path.
+
+Access to S3 and HTTP needs credentials, given as lines of the cluster's
+config file or of an --auth-file (never as flags):
+
+  access-key = ID:SECRET       S3 signing key, and HTTP Basic user/password
+  http-token = TOKEN           HTTP bearer token (at least 16 characters)
+  http-anonymous-read = true   HTTP reads without credentials
+
+access-key and http-token may repeat. ECSTORE_ACCESS_KEY and
+ECSTORE_SECRET_KEY in the environment add one more access key. HTTP
+writes without credentials are possible only with --http-anonymous-writes
+on a loopback --http-addr.
+
+Abandoned S3 multipart uploads (neither completed nor aborted) are
+removed with their parts after --s3-upload-expiry.
 
 With no --data, --config or --nodes it serves the embedded cluster in
 ./ecstore-data, creating it (8+2, 1 MiB chunks, 12 local directories) on
@@ -36,14 +59,19 @@ may be at any offset. SIGINT or SIGTERM stops the gateway gracefully.
 `
 
 // cmdServe is "ecstore serve".
-func cmdServe(ctx context.Context, e *env, args []string) error {
+func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 	fs := newFlagSet(e, "serve", "serve [flags]", serveHelp)
 	cf := fs.addClusterFlags()
 	rootAddr := fs.String("root-addr", "127.0.0.1:1094", "root:// listen `HOST:PORT`")
 	metricsAddr := fs.String("metrics-addr", "127.0.0.1:9094", "Prometheus /metrics listen `HOST:PORT` (empty: off)")
 	pprofAddr := fs.String("pprof-addr", "", "Go pprof listen `HOST:PORT` for profiling (empty: off)")
-	s3Addr := fs.String("s3-addr", "", "S3 listen `HOST:PORT` (empty: off); credentials from the environment\nvariables ECSTORE_ACCESS_KEY and ECSTORE_SECRET_KEY")
+	s3Addr := fs.String("s3-addr", "", "S3 listen `HOST:PORT` (empty: off); needs an access key (see above)")
 	s3Domain := fs.String("s3-domain", "", "`DOMAIN` for virtual-host-style bucket addressing (bucket.DOMAIN)")
+	s3Expiry := fs.Duration("s3-upload-expiry", 24*time.Hour, "abort S3 multipart uploads left incomplete for `DURATION`, removing\ntheir parts (0: never)")
+	httpAddr := fs.String("http-addr", "", "plain HTTP/WebDAV listen `HOST:PORT` (empty: off)")
+	httpAnonRead := fs.Bool("http-anonymous-read", false, "let HTTP clients without credentials read (GET, HEAD, PROPFIND)")
+	httpAnonWrites := fs.Bool("http-anonymous-writes", false, "let HTTP clients without credentials write; only with a loopback\n--http-addr, and then only from loopback connections")
+	authFile := fs.String("auth-file", "", "read access-key, http-token and http-anonymous-read lines from `FILE`\ntoo (key = value lines, as in the config file)")
 	anonWrites := fs.Bool("root-anonymous-writes", false, "allow writes over root:// on a non-loopback --root-addr, where there is\nno authentication yet (on loopback they are always allowed)")
 	heal := fs.Bool("heal", true, "rebuild, in the background, objects that reads and writes find degraded")
 	healRate := fs.String("heal-rate", "20MB", "limit background rebuilding to `SIZE` per second (0: unlimited)")
@@ -51,7 +79,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	if _, err := fs.parse(args, 0, 0); err != nil {
 		return err
 	}
-	for _, a := range []string{*rootAddr, *metricsAddr, *pprofAddr} {
+	for _, a := range []string{*rootAddr, *metricsAddr, *pprofAddr, *s3Addr, *httpAddr} {
 		if a == "" {
 			continue
 		}
@@ -64,16 +92,17 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		return usageErrorf("--heal-rate: %v", err)
 	}
 	readOnly := !*anonWrites && !loopback(*rootAddr)
-	var creds map[string]string
-	if *s3Addr != "" {
-		if _, _, err := net.SplitHostPort(*s3Addr); err != nil {
-			return usageErrorf("bad listen address %q: %v", *s3Addr, err)
+	if *httpAnonWrites && (*httpAddr == "" || !loopback(*httpAddr)) {
+		return usageErrorf("--http-anonymous-writes needs a loopback --http-addr (such as 127.0.0.1:8080): writes without credentials are never taken from other hosts")
+	}
+	if *s3Expiry < 0 {
+		return usageErrorf("--s3-upload-expiry must not be negative")
+	}
+	var extra *cluster.Config
+	if *authFile != "" {
+		if extra, err = readAuthFile(*authFile); err != nil {
+			return err
 		}
-		key, secret := os.Getenv("ECSTORE_ACCESS_KEY"), os.Getenv("ECSTORE_SECRET_KEY")
-		if key == "" || secret == "" {
-			return usageErrorf("--s3-addr needs credentials: set ECSTORE_ACCESS_KEY and ECSTORE_SECRET_KEY")
-		}
-		creds = map[string]string{key: secret}
 	}
 	m := obs.New()
 	log := cf.logger(e)
@@ -92,9 +121,41 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		healer.SetStore(c.Store())
 		go healer.Run(ctx)
 	}
+	acc, err := gatherAccess(c.Config(), extra)
+	if err != nil {
+		return err
+	}
+	acc.anonRead = acc.anonRead || *httpAnonRead
 	var s3h http.Handler
 	if *s3Addr != "" {
-		s3h = s3.NewHandler(c.Store(), s3.Options{Credentials: creds, Domain: *s3Domain, Logger: log})
+		if len(acc.keys) == 0 {
+			return usageErrorf("--s3-addr needs an access key: access-key = ID:SECRET in the config file or --auth-file,\nor ECSTORE_ACCESS_KEY and ECSTORE_SECRET_KEY in the environment")
+		}
+		s3h = s3.NewHandler(c.Store(), s3.Options{Credentials: acc.keys, Domain: *s3Domain, Logger: log, Hooks: m.GatewayHooks()})
+		if *s3Expiry > 0 {
+			go s3.RunUploadExpiry(ctx, c.Store(), s3.ExpiryOptions{Age: *s3Expiry, Logger: log})
+		}
+	}
+	var httpBound string
+	if *httpAddr != "" {
+		if len(acc.keys) == 0 && len(acc.tokens) == 0 && !acc.anonRead && !*httpAnonWrites {
+			return usageErrorf("--http-addr needs credentials (access-key or http-token lines in the config file or\n--auth-file, or ECSTORE_ACCESS_KEY/ECSTORE_SECRET_KEY) or --http-anonymous-read")
+		}
+		h := webdav.NewHandler(c.Store(), webdav.Options{Keys: acc.keys, Tokens: acc.tokens,
+			AnonymousRead: acc.anonRead, AnonymousWrite: *httpAnonWrites, Hooks: m.GatewayHooks(), Logger: log})
+		var stop func() error
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		if httpBound, stop, err = serveHTTP(ctx, cancel, *httpAddr, h, log); err != nil {
+			return err
+		}
+		defer func() {
+			cancel() // the gateway may have stopped on an error of its own
+			if herr := stop(); herr != nil && err == nil {
+				err = herr
+			}
+		}()
 	}
 	return gateway.Serve(ctx, gateway.Config{
 		Store: c.Store(), RootAddr: *rootAddr, MetricsAddr: *metricsAddr, Metrics: m.Handler(),
@@ -108,9 +169,15 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 			if *s3Addr != "" {
 				fmt.Fprintf(e.stderr, ", S3 on http://%s", *s3Addr)
 			}
+			if httpBound != "" {
+				fmt.Fprintf(e.stderr, ", HTTP on http://%s", httpBound)
+			}
 			fmt.Fprintln(e.stderr)
 			if readOnly {
 				fmt.Fprintln(e.stderr, "ecstore: root:// is read-only: it listens beyond loopback and has no authentication (--root-anonymous-writes allows writes)")
+			}
+			if httpBound != "" && (acc.anonRead || *httpAnonWrites) {
+				fmt.Fprintf(e.stderr, "ecstore: HTTP allows anonymous reads: %v, anonymous writes from loopback: %v\n", acc.anonRead, *httpAnonWrites)
 			}
 		},
 	})
@@ -127,4 +194,110 @@ func loopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// access is who may use the S3 and HTTP frontends.
+type access struct {
+	keys     map[string]string
+	tokens   []string
+	anonRead bool
+}
+
+// gatherAccess merges the access settings of the cluster config, of an
+// --auth-file (extra, may be nil) and of ECSTORE_ACCESS_KEY and
+// ECSTORE_SECRET_KEY. An access key id given twice with different
+// secrets is an error.
+func gatherAccess(cfg, extra *cluster.Config) (access, error) {
+	a := access{keys: map[string]string{}}
+	add := func(id, secret, from string) error {
+		if old, ok := a.keys[id]; ok && old != secret {
+			return usageErrorf("access key %s has two different secrets (the second from %s)", id, from)
+		}
+		a.keys[id] = secret
+		return nil
+	}
+	for i, c := range []*cluster.Config{cfg, extra} {
+		if c == nil {
+			continue
+		}
+		from := []string{"the config file", "--auth-file"}[i]
+		for id, secret := range c.AccessKeys() {
+			if err := add(id, secret, from); err != nil {
+				return a, err
+			}
+		}
+		a.tokens = append(a.tokens, c.HTTPTokens()...)
+		a.anonRead = a.anonRead || c.HTTPAnonymousRead()
+	}
+	id, secret := os.Getenv("ECSTORE_ACCESS_KEY"), os.Getenv("ECSTORE_SECRET_KEY")
+	switch {
+	case id != "" && secret != "":
+		if err := add(id, secret, "ECSTORE_ACCESS_KEY"); err != nil {
+			return a, err
+		}
+	case id != "" || secret != "":
+		return a, usageErrorf("set both ECSTORE_ACCESS_KEY and ECSTORE_SECRET_KEY, or neither")
+	}
+	return a, nil
+}
+
+// readAuthFile reads an --auth-file: access settings only, in the config
+// file format. A file that others may read is worth a warning, not a
+// refusal.
+func readAuthFile(name string) (*cluster.Config, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, usageErrorf("--auth-file: %v", err)
+		}
+		return nil, fmt.Errorf("--auth-file: %w", err)
+	}
+	defer f.Close()
+	cfg, err := cluster.ParseConfig(f, name)
+	if err != nil {
+		return nil, usageErrorf("--auth-file: %v", err)
+	}
+	if key, ok := cfg.OnlyAccess(); !ok {
+		return nil, usageErrorf("--auth-file %s: %s belongs in the cluster config; this file holds access-key, http-token and http-anonymous-read only", name, key)
+	}
+	return cfg, nil
+}
+
+// serveHTTP starts the HTTP/WebDAV listener. It returns the bound
+// address and a stop function that waits for the server to shut down
+// (open requests get 30s after ctx is done) and returns its error. If the
+// server fails, it calls fail so that the whole gateway stops.
+func serveHTTP(ctx context.Context, fail context.CancelFunc, addr string, h http.Handler, log *slog.Logger) (string, func() error, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("listen HTTP on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	served := make(chan error, 1)
+	go func() {
+		err := srv.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		} else {
+			err = fmt.Errorf("HTTP on %s: %w", addr, err)
+			fail()
+		}
+		served <- err
+	}()
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			log.Warn("HTTP shutdown", "err", err)
+		}
+	}()
+	log.Info("serving HTTP", "addr", ln.Addr().String())
+	return ln.Addr().String(), func() error {
+		<-stopped
+		return <-served
+	}, nil
 }

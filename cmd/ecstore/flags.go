@@ -160,6 +160,8 @@ func (fs *flagSet) addClusterFlags() *clusterFlags {
 	cfgFlag(cluster.KeySpares, "N", "2", "spare nodes of a new cluster, used when a node fails during a write\n(default 2; fixed at creation)", false)
 	cfgFlag(cluster.KeyFsync, "", "true", "make every write durable (file fsync, rename, directory fsync) before\nthe command returns (default true). --fsync=false is for scratch data:\na crash may lose or corrupt recently written objects", true)
 	cfgFlag(cluster.KeyWriteQuorum, "N", "", "archives that must be durable for a write to succeed (default K+1)", false)
+	cfgFlag(cluster.KeySmallSize, "SIZE", "128KiB", "objects announced at this size or less are stored as 1+M replicas\n(default 128KiB; 0: off)", false)
+	cfgFlag(cluster.KeyRetired, "IDS", "", "comma-separated node ids that take no new archives (nodes being\ndrained before they leave; they are still read)", false)
 	fs.TextVar(&cf.logLevel, "log-level", slog.LevelWarn, "log `LEVEL`: debug, info, warn or error (default warn)")
 	fs.cluster = cf
 	return cf

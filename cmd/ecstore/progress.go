@@ -94,6 +94,22 @@ func (p *progress) finish(ok bool) {
 	}
 }
 
+// println writes a line of text to w without tangling it with the bar:
+// the bar's line is cleared first and redrawn on the next tick. A nil
+// *progress just writes the line.
+func (p *progress) println(w io.Writer, line string) {
+	if p == nil {
+		fmt.Fprintln(w, line)
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.drawn {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+	fmt.Fprintln(w, line)
+}
+
 func (p *progress) draw(final bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -119,6 +135,7 @@ func formatProgress(label string, n, total int64, elapsed time.Duration, final b
 		rate = float64(n) / s
 	}
 	if total >= 0 {
+		total = max(total, n) // an estimate may fall short
 		pct := 100.0
 		if total > 0 {
 			pct = 100 * float64(n) / float64(total)

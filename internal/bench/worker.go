@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -200,9 +201,10 @@ func (w *worker) rmSmall(ctx context.Context, o objRef) {
 
 // put creates object name with the content of key: open with
 // kXR_new|kXR_mkpath, sequential writes of at most PieceSize bytes, an
-// optional sync, close. It returns the bytes written.
+// optional sync, close. Like xrdcp, it announces the size in the open
+// (oss.asize). It returns the bytes written.
 func (w *worker) put(ctx context.Context, name string, key uint64) (int64, error) {
-	f, err := w.c.Open(ctx, name, xrootd.OpenNew|xrootd.OpenMkpath, 0o644)
+	f, err := w.c.Open(ctx, name+"?oss.asize="+strconv.FormatInt(w.r.cfg.Size, 10), xrootd.OpenNew|xrootd.OpenMkpath, 0o644)
 	if err != nil {
 		return 0, err
 	}

@@ -237,6 +237,14 @@ func openConfig(stored *Config, file string, opts Options) (*Cluster, error) {
 		cfg.writeQuorum = opts.Flags.writeQuorum
 		cfg.set[KeyWriteQuorum] = true
 	}
+	if opts.Flags.IsSet(KeySmallSize) {
+		cfg.smallSize = opts.Flags.smallSize
+		cfg.set[KeySmallSize] = true
+	}
+	if opts.Flags.IsSet(KeyRetired) {
+		cfg.retired = opts.Flags.retired
+		cfg.set[KeyRetired] = true
+	}
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -296,11 +304,13 @@ func build(cfg *Config, file, base string, opts Options) (*Cluster, error) {
 		return nil, fmt.Errorf("cluster: none of the %d nodes can be opened: %w", len(paths), c.nodes[0].Err)
 	}
 	store, err := object.New(nodes, object.Options{
-		Geometry:    g,
-		Spares:      sparesOption(cfg.Spares()),
-		WriteQuorum: cfg.WriteQuorum(),
-		Logger:      opts.Logger,
-		Events:      opts.Events,
+		Geometry:        g,
+		Spares:          sparesOption(cfg.Spares()),
+		WriteQuorum:     cfg.WriteQuorum(),
+		Retired:         cfg.Retired(),
+		SmallObjectSize: cfg.SmallObjectSize(),
+		Logger:          opts.Logger,
+		Events:          opts.Events,
 	})
 	if err != nil {
 		c.Close()

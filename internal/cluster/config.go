@@ -23,11 +23,13 @@ const (
 	KeySpares      = "spares"
 	KeyFsync       = "fsync"
 	KeyWriteQuorum = "write-quorum"
+	KeyRetired     = "retired"
+	KeySmallSize   = "small-object-size"
 	KeyNodes       = "nodes"
 )
 
 // keys lists the known keys in the order Format writes them.
-var keys = []string{KeyEC, KeyChunkSize, KeySpares, KeyFsync, KeyWriteQuorum, KeyNodes}
+var keys = []string{KeyEC, KeyChunkSize, KeySpares, KeyFsync, KeyWriteQuorum, KeySmallSize, KeyRetired, KeyNodes}
 
 // Defaults of a new cluster.
 const (
@@ -44,8 +46,8 @@ const (
 // The file format is one "key = value" setting per line. Blank lines and
 // lines whose first non-blank character is '#' are ignored; so is
 // everything after a " #" on a line. Keys are those of the Key constants;
-// an unknown key, a repeated key or a bad value is an error naming the
-// line. Example:
+// an unknown key, a repeated key (other than access-key and http-token,
+// which may repeat) or a bad value is an error naming the line. Example:
 //
 //	# ecstore cluster
 //	ec = 8+2
@@ -59,8 +61,11 @@ type Config struct {
 	spares      int
 	fsync       bool
 	writeQuorum int
+	retired     []string // node ids that take no new archives
+	smallSize   int64    // largest object stored as 1+M; -1 off
 	nodes       []string
 	set         map[string]bool
+	access      access // gateway access settings (access.go)
 }
 
 // Set parses value for key, as a config line or a flag would give it.
@@ -97,6 +102,25 @@ func (c *Config) Set(key, value string) error {
 			return fmt.Errorf("%w: write-quorum %q: want a count >= 1", ErrConfig, value)
 		}
 		c.writeQuorum = n
+	case KeySmallSize:
+		n, err := layout.ParseSize(value)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%w: small-object-size %q: want a byte count such as 128KiB (0: off)", ErrConfig, value)
+		}
+		c.smallSize = n
+		if n == 0 {
+			c.smallSize = -1
+		}
+	case KeyRetired:
+		c.retired = nil
+		for _, id := range strings.Split(value, ",") {
+			if id = strings.TrimSpace(id); id != "" {
+				if _, err := strconv.Atoi(id); err != nil {
+					return fmt.Errorf("%w: retired %q: want node ids such as 03, 07", ErrConfig, value)
+				}
+				c.retired = append(c.retired, id)
+			}
+		}
 	case KeyNodes:
 		nodes, err := SplitNodes(value)
 		if err != nil {
@@ -104,7 +128,13 @@ func (c *Config) Set(key, value string) error {
 		}
 		c.nodes = nodes
 	default:
-		return fmt.Errorf("%w: unknown key %q (known: %s)", ErrConfig, key, strings.Join(keys, ", "))
+		handled, err := c.access.set(key, value)
+		if err != nil {
+			return err
+		}
+		if !handled {
+			return fmt.Errorf("%w: unknown key %q (known: %s)", ErrConfig, key, strings.Join(append(keys, accessKeys...), ", "))
+		}
 	}
 	if c.set == nil {
 		c.set = map[string]bool{}
@@ -157,6 +187,14 @@ func (c *Config) Fsync() bool { return !c.IsSet(KeyFsync) || c.fsync }
 // default (K+1).
 func (c *Config) WriteQuorum() int { return c.writeQuorum }
 
+// SmallObjectSize returns the engine's SmallObjectSize: 0 for its
+// default, negative for off.
+func (c *Config) SmallObjectSize() int64 { return c.smallSize }
+
+// Retired returns the ids of the nodes that take no new archives (being
+// drained before they leave the cluster).
+func (c *Config) Retired() []string { return c.retired }
+
 // Nodes returns the node list, nil if not set.
 func (c *Config) Nodes() []string { return c.nodes }
 
@@ -174,6 +212,10 @@ func (c *Config) value(key string) string {
 		return strconv.FormatBool(c.Fsync())
 	case KeyWriteQuorum:
 		return strconv.Itoa(c.writeQuorum)
+	case KeyRetired:
+		return strings.Join(c.retired, ", ")
+	case KeySmallSize:
+		return layout.FormatSize(max(c.smallSize, 0))
 	case KeyNodes:
 		return strings.Join(c.nodes, ", ")
 	}
@@ -202,7 +244,7 @@ func ParseConfig(r io.Reader, name string) (*Config, error) {
 			return nil, fmt.Errorf("%s:%d: %w: want key = value, got %q", name, line, ErrConfig, text)
 		}
 		key = strings.TrimSpace(key)
-		if c.IsSet(key) {
+		if c.IsSet(key) && !repeatable(key) {
 			return nil, fmt.Errorf("%s:%d: %w: %s is set twice", name, line, ErrConfig, key)
 		}
 		if err := c.Set(key, value); err != nil {
@@ -231,8 +273,9 @@ func (c *Config) validate() error {
 }
 
 // Format returns the config as file text, with a header comment. Keys
-// that are not set are written with their defaults, except write-quorum
-// and nodes, which are left out.
+// that are not set are written with their defaults, except write-quorum,
+// small-object-size, retired and nodes, which are left out. The gateway access keys (access.go) are
+// never written: secrets stay in the file the operator wrote them to.
 func (c *Config) Format(header string) []byte {
 	var b bytes.Buffer
 	for _, l := range strings.Split(strings.TrimRight(header, "\n"), "\n") {
@@ -241,7 +284,7 @@ func (c *Config) Format(header string) []byte {
 		}
 	}
 	for _, k := range keys {
-		if (k == KeyWriteQuorum || k == KeyNodes) && !c.IsSet(k) {
+		if (k == KeyWriteQuorum || k == KeySmallSize || k == KeyRetired || k == KeyNodes) && !c.IsSet(k) {
 			continue
 		}
 		fmt.Fprintf(&b, "%s = %s\n", k, c.value(k))

@@ -116,3 +116,29 @@ func TestConfigSetFlags(t *testing.T) {
 		t.Errorf("unknown key accepted")
 	}
 }
+
+func TestSmallObjectSizeAndRetired(t *testing.T) {
+	c, err := ParseConfig(strings.NewReader("small-object-size = 64KiB\nretired = 03, 07\nnodes = a, b\n"), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SmallObjectSize() != 64<<10 || !slices.Equal(c.Retired(), []string{"03", "07"}) {
+		t.Fatalf("small %d retired %v", c.SmallObjectSize(), c.Retired())
+	}
+	if !strings.Contains(string(c.Format("")), "small-object-size = 64KiB\nretired = 03, 07\n") {
+		t.Fatalf("format:\n%s", c.Format(""))
+	}
+	var off Config
+	if err := off.Set(KeySmallSize, "0"); err != nil || off.SmallObjectSize() >= 0 {
+		t.Fatalf("0 turns it off: %d %v", off.SmallObjectSize(), err)
+	}
+	for _, bad := range []string{"small-object-size = -1", "small-object-size = lots", "retired = x1"} {
+		if _, err := ParseConfig(strings.NewReader(bad+"\n"), "t"); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	var unset Config
+	if unset.SmallObjectSize() != 0 || unset.Retired() != nil {
+		t.Fatal("defaults")
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"iter"
 	"log/slog"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -109,7 +110,10 @@ func (f *FS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (_ 
 			return nil, xrootd.Errorf(xrootd.ErrItExists, "%s exists", name)
 		}
 	}
-	w, err := f.store.Create(ctx, name, nil)
+	// xrdcp announces the file's size as oss.asize: small objects are
+	// stored as 1+M replicas.
+	hint, _ := strconv.ParseInt(opts.CGI.Get("oss.asize"), 10, 64)
+	w, err := f.store.Create(ctx, name, &object.CreateOptions{SizeHint: hint})
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -276,17 +280,31 @@ type writeFile struct {
 	w     *object.Writer
 	name  string
 	hooks *Hooks
+	err   error // the first write failure, repeated to later writes
 }
 
 var _ xrootd.FileAborter = (*writeFile)(nil)
 
 func (wf *writeFile) WriteAt(_ context.Context, p []byte, off int64) (int, error) {
+	// A failed write explains itself to every later request: clients
+	// pipeline writes, and the failure is what they must see, not the
+	// offset gap it left.
+	if wf.err != nil {
+		return 0, mapErr(wf.err)
+	}
+	if err := wf.w.Err(); err != nil {
+		wf.err = err
+		return 0, mapErr(err)
+	}
 	if off != wf.w.Size() {
 		return 0, xrootd.Errorf(xrootd.ErrUnsupported,
 			"%s: objects are written sequentially: write at offset %d, expected %d", wf.name, off, wf.w.Size())
 	}
 	start := time.Now()
 	n, err := wf.w.Write(p)
+	if err != nil {
+		wf.err = err
+	}
 	wf.hooks.done("write", start, err)
 	wf.hooks.bytes("write", n)
 	return n, mapErr(err)

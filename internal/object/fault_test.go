@@ -412,3 +412,36 @@ func TestCommitFailuresAndVisibility(t *testing.T) {
 		})
 	}
 }
+
+// Regression: when more than M chunk reads of a block time out (every
+// node slow under load, none failed), the reads are retried with a longer
+// deadline instead of declaring a healthy object unrecoverable.
+func TestSlowChunksAreRetried(t *testing.T) {
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	c, fs := faultyCluster(t, 6, g, func(o *Options) { o.ChunkTimeout = 300 * time.Millisecond })
+	data := randBytes(rand.New(rand.NewPCG(seed(t), 9)), g.BlockSize())
+	put(t, c.store, "/slow", data)
+	nodes := slices.Clone(c.nodes)
+	var rules []*node.Rule
+	for slot := range 3 {
+		i := c.slotNode(t, "/slow", slot)
+		// Call 0 is the archive's parse when the object is located; call
+		// 1, the first chunk read, hangs past the chunk deadline.
+		rule := node.Inject(node.OpRead, node.Hang()).OnIndex(1)
+		rules = append(rules, rule)
+		nodes[i] = node.Wrap(fs[i], rule)
+	}
+	s, err := New(nodes, c.store.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := get(s, "/slow")
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read with 3 slow chunk reads: %d bytes, %v", len(got), err)
+	}
+	for i, r := range rules {
+		if r.Fired() != 1 {
+			t.Fatalf("rule %d fired %d times, want 1", i, r.Fired())
+		}
+	}
+}

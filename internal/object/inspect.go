@@ -8,6 +8,7 @@ import (
 
 	"github.com/ecstore/ecstore/internal/archive"
 	"github.com/ecstore/ecstore/internal/erasure"
+	"github.com/ecstore/ecstore/internal/node"
 )
 
 // Health classifies an object's redundancy.
@@ -51,6 +52,10 @@ type StaleArchive struct {
 	Node    string
 	Version archive.Version // "" when unparseable
 	Err     error
+	// Malformed marks a file the node served whose bytes are not a
+	// well-formed archive (truncated, overwritten): useless to readers,
+	// safe to remove once the object is readable without it.
+	Malformed bool
 }
 
 // Inspection is a full account of one object's archives.
@@ -85,7 +90,9 @@ func (in *Inspection) Problems() []string {
 		}
 	}
 	for _, st := range in.Stale {
-		if st.Err != nil {
+		if st.Malformed {
+			out = append(out, fmt.Sprintf("node %s: damaged archive: %v", st.Node, st.Err))
+		} else if st.Err != nil {
 			out = append(out, fmt.Sprintf("node %s: unreadable archive: %v", st.Node, st.Err))
 		} else {
 			out = append(out, fmt.Sprintf("node %s: stale archive of version %s", st.Node, st.Version))
@@ -112,15 +119,23 @@ func (s *Store) Inspect(ctx context.Context, path string, deep bool) (*Inspectio
 	loc, ok := choose(results)
 	in := &Inspection{Path: path}
 	if loc == nil {
+		onlyMalformed := true
 		for _, r := range results {
 			if r.err != nil {
-				in.Stale = append(in.Stale, StaleArchive{Node: r.node.ID(), Err: r.err})
+				in.Stale = append(in.Stale, StaleArchive{Node: r.node.ID(), Err: r.err, Malformed: r.malformed})
+				onlyMalformed = onlyMalformed && r.malformed
 			}
 		}
-		if len(in.Stale) == 0 {
+		switch {
+		case len(in.Stale) == 0:
 			return nil, fmt.Errorf("object %s: %w", path, ErrNotExist)
+		case onlyMalformed && len(results) == len(s.nodes) && s.deletedUpTo(ctx, path) != "":
+			// Every node answered, no readable archive is left and the
+			// object was removed: the damaged files are its remnants.
+			in.Health = Removed
+		default:
+			in.Health = Unrecoverable
 		}
-		in.Health = Unrecoverable
 		return in, nil
 	}
 	defer loc.close()
@@ -144,7 +159,7 @@ func (s *Store) Inspect(ctx context.Context, path string, deep bool) (*Inspectio
 	for _, r := range results {
 		if r.err != nil {
 			nodeErr[r.node.ID()] = r.err
-			in.Stale = append(in.Stale, StaleArchive{Node: r.node.ID(), Err: r.err})
+			in.Stale = append(in.Stale, StaleArchive{Node: r.node.ID(), Err: r.err, Malformed: r.malformed})
 		}
 	}
 	width := len(loc.slots)
@@ -231,4 +246,32 @@ func (s *Store) deepCheck(ctx context.Context, in *Inspection, loc *located) err
 		in.SumErr = fmt.Errorf("whole-object checksums adler32 %s crc32c %s, metadata says %s %s", a, c, loc.meta.Adler32, loc.meta.CRC32C)
 	}
 	return nil
+}
+
+// RemoveMalformed deletes the file at path on node nodeID if it is still
+// not a well-formed archive: a repair must not delete an archive that a
+// rebuild or a new write put there since the inspection. It reports
+// whether it removed the file.
+func (s *Store) RemoveMalformed(ctx context.Context, nodeID, path string) (bool, error) {
+	if err := checkPath(path); err != nil {
+		return false, err
+	}
+	n, ok := s.Node(nodeID)
+	if !ok {
+		return false, fmt.Errorf("remove damaged archive %s: no node %s", path, nodeID)
+	}
+	r := probeOne(ctx, path, n)
+	switch {
+	case r.ref != nil:
+		r.ref.file.Close()
+		return false, nil // well-formed now: not debris
+	case r.err == nil:
+		return false, nil // gone (or a directory)
+	case !r.malformed:
+		return false, fmt.Errorf("remove damaged archive: %w", r.err)
+	}
+	if err := n.Remove(ctx, path); err != nil && !errors.Is(err, node.ErrNotExist) {
+		return false, fmt.Errorf("node %s: remove damaged archive %s: %w", nodeID, path, err)
+	}
+	return true, nil
 }

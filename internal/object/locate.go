@@ -25,6 +25,10 @@ type probeResult struct {
 	ref   *archiveRef // nil when absent or unreadable
 	isDir bool
 	err   error // other than "not there"
+	// malformed is set (with err) when the node answered and the file at
+	// the path is not a well-formed archive: damaged bytes, not a node
+	// failure.
+	malformed bool
 }
 
 // located is the chosen version of an object and its archives by slot.
@@ -133,6 +137,7 @@ func probeOne(ctx context.Context, path string, n node.Node) probeResult {
 	if err != nil {
 		f.Close()
 		r.err = fmt.Errorf("node %s: archive %s: %w", n.ID(), path, err)
+		r.malformed = malformedArchive(err)
 		return r
 	}
 	r.ref = &archiveRef{node: n, file: f, idx: idx}
@@ -245,6 +250,12 @@ func buildLocated(refs []*archiveRef) *located {
 		loc.found++
 	}
 	return loc
+}
+
+// malformedArchive reports whether a parse error means the bytes are
+// damaged (as opposed to a read failure or a newer format).
+func malformedArchive(err error) bool {
+	return errors.Is(err, archive.ErrFormat) || errors.Is(err, archive.ErrChecksum)
 }
 
 func (r *archiveRef) home() bool {

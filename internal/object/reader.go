@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -233,11 +234,18 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) ([][]byte,
 		inflight int
 		hedged   bool
 	)
+	// timeout is the deadline of one chunk read. When a block runs out of
+	// chunks only because reads timed out (every node answering slowly,
+	// as under heavy load), those reads are retried with a doubled
+	// deadline, up to chunkRetries times: slow is not failed.
+	timeout := r.s.opts.ChunkTimeout
+	retries := 0
 	start := func(s int) {
 		started[s] = true
 		inflight++
+		timeout := timeout
 		go func() {
-			cctx, cancel := context.WithTimeout(ctx, r.s.opts.ChunkTimeout)
+			cctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			data, err := r.readChunk(cctx, b, s)
 			results <- chunkResult{s, data, err}
@@ -282,6 +290,15 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) ([][]byte,
 		if inflight == 0 {
 			if !hedged {
 				startRest()
+				continue
+			}
+			if slow := timedOut(failed, causes); len(slow) > 0 && retries < chunkRetries && ctx.Err() == nil {
+				retries++
+				timeout *= 2
+				failed, causes = dropStripes(failed, causes, slow)
+				for _, st := range slow {
+					start(st)
+				}
 				continue
 			}
 			return nil, &UnrecoverableError{Path: r.path, Block: b, Available: good, Need: k, Causes: causes}
@@ -330,6 +347,36 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) ([][]byte,
 		}
 	}
 	return chunks[:k], nil
+}
+
+// chunkRetries is how many times a block's timed-out chunk reads are
+// retried (with doubling deadlines) before the block is unrecoverable.
+const chunkRetries = 2
+
+// timedOut returns the stripes among failed whose read failed by its
+// deadline (not by a definite error such as a checksum mismatch or a
+// missing archive).
+func timedOut(failed []int, causes []error) []int {
+	var out []int
+	for i, st := range failed {
+		if i < len(causes) && errors.Is(causes[i], context.DeadlineExceeded) {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// dropStripes removes the given stripes (and their causes) from failed.
+func dropStripes(failed []int, causes []error, drop []int) ([]int, []error) {
+	var f []int
+	var c []error
+	for i, st := range failed {
+		if !slices.Contains(drop, st) {
+			f = append(f, st)
+			c = append(c, causes[i])
+		}
+	}
+	return f, c
 }
 
 // nodeOf returns the id of the node holding chunk (b, s).

@@ -187,6 +187,9 @@ func (s *Store) rebuildTargets(ctx context.Context, loc *located, slots []int, a
 			busy[ref.node.ID()] = true
 		}
 	}
+	for _, id := range s.opts.Retired {
+		busy[id] = true // retired nodes take no rebuilt archives
+	}
 	up := func(n node.Node) bool {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()

@@ -24,6 +24,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -115,6 +116,17 @@ type Options struct {
 	// MinFree is the free space below which a node is used for new
 	// archives only as a last resort. Default 64 MiB.
 	MinFree int64
+	// SmallObjectSize is the largest object, by the size announced at
+	// Create (CreateOptions.SizeHint), that is stored with geometry 1+M —
+	// M+1 archives each holding the whole object (an RS code with one
+	// data chunk) — instead of K+M: the same M failures tolerated, with
+	// far fewer files to create, sync and remove. Default 128 KiB;
+	// negative disables it.
+	SmallObjectSize int64
+	// Retired lists node ids that receive no new archives (neither new
+	// objects nor rebuilt slots) but are still read: nodes being drained
+	// before they leave the cluster.
+	Retired []string
 	// Logger receives request-level logs. Default: discard.
 	Logger *slog.Logger
 	// Events receives notable engine events (degraded reads and writes).
@@ -163,6 +175,9 @@ func (o *Options) withDefaults() error {
 	}
 	if o.WriteQuorum < o.Geometry.K || o.WriteQuorum > o.Geometry.Width() {
 		return fmt.Errorf("object: write quorum %d outside [%d, %d]", o.WriteQuorum, o.Geometry.K, o.Geometry.Width())
+	}
+	if o.SmallObjectSize == 0 {
+		o.SmallObjectSize = DefaultSmallObjectSize
 	}
 	if o.Workers <= 0 {
 		o.Workers = runtime.GOMAXPROCS(0)
@@ -262,10 +277,29 @@ func New(nodes []node.Node, opts Options) (*Store, error) {
 		}
 		s.byID[n.ID()] = n
 	}
+	for _, id := range opts.Retired {
+		if _, ok := s.byID[id]; !ok {
+			return nil, fmt.Errorf("object: retired node %q is not a node of the cluster", id)
+		}
+	}
+	if len(nodes)-len(slices.Compact(slices.Sorted(slices.Values(opts.Retired)))) < opts.Geometry.Width() {
+		return nil, fmt.Errorf("object: %d nodes, %d of them retired, cannot hold %s objects", len(nodes), len(opts.Retired), opts.Geometry)
+	}
 	return s, nil
 }
 
 var selfTest = sync.OnceValue(erasure.SelfTest)
+
+// DefaultSmallObjectSize is the default of Options.SmallObjectSize.
+const DefaultSmallObjectSize = 128 << 10
+
+// quorum is the write quorum for an object of geometry g: it tolerates as
+// many failed archives as the configured quorum does for the store's
+// geometry (one, by default), within [K, K+M].
+func (s *Store) quorum(g layout.Geometry) int {
+	slack := s.opts.Geometry.Width() - s.opts.WriteQuorum
+	return min(g.Width(), max(g.K, g.Width()-slack))
+}
 
 // Geometry is the geometry of new objects.
 func (s *Store) Geometry() layout.Geometry { return s.opts.Geometry }
@@ -293,12 +327,17 @@ func (s *Store) rank(path string) []node.Node {
 	return out
 }
 
-// spaces asks every node for its free space, in parallel, with a short
-// deadline; nodes that do not answer are reported down.
+// retired reports whether node id takes no new archives.
+func (s *Store) retired(id string) bool { return slices.Contains(s.opts.Retired, id) }
+
+// spaces asks every node that takes new archives (not retired) for its
+// free space, in parallel, with a short deadline; nodes that do not
+// answer are reported down.
 func (s *Store) spaces(ctx context.Context) []placement.Node {
-	out := make([]placement.Node, len(s.nodes))
+	nodes := slices.DeleteFunc(slices.Clone(s.nodes), func(n node.Node) bool { return s.retired(n.ID()) })
+	out := make([]placement.Node, len(nodes))
 	var wg sync.WaitGroup
-	for i, n := range s.nodes {
+	for i, n := range nodes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

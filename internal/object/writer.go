@@ -27,6 +27,7 @@ type Writer struct {
 	s      *Store
 	path   string
 	geo    layout.Geometry
+	quorum int // archives that must be durable
 	codec  *erasure.Codec
 	user   map[string]string
 	ctx    context.Context // governs the whole write; see Create
@@ -95,6 +96,11 @@ type CreateOptions struct {
 	Geometry layout.Geometry
 	// User is user metadata stored with the object.
 	User map[string]string
+	// SizeHint is the object's expected size (0: unknown), such as an
+	// HTTP Content-Length or xrdcp's oss.asize. Objects announced at no
+	// more than Options.SmallObjectSize are stored as 1+M. A wrong hint
+	// costs space or speed, never correctness.
+	SizeHint int64
 }
 
 // Create starts writing a new version of the object at path, replacing
@@ -114,6 +120,8 @@ func (s *Store) Create(ctx context.Context, path string, opt *CreateOptions) (*W
 	if opt != nil {
 		if opt.Geometry != (layout.Geometry{}) {
 			geo = opt.Geometry
+		} else if opt.SizeHint > 0 && opt.SizeHint <= s.opts.SmallObjectSize {
+			geo = layout.Geometry{K: 1, M: geo.M, ChunkSize: geo.ChunkSize}
 		}
 		user = maps.Clone(opt.User)
 	}
@@ -129,7 +137,7 @@ func (s *Store) Create(ctx context.Context, path string, opt *CreateOptions) (*W
 	}
 	spaces := s.spaces(ctx)
 	primary, spare, err := placement.Choose(path, spaces, geo.Width(), s.opts.Spares, s.opts.MinFree)
-	if errors.Is(err, placement.ErrNotEnoughNodes) && upCount(spaces) >= s.opts.WriteQuorum {
+	if errors.Is(err, placement.ErrNotEnoughNodes) && upCount(spaces) >= s.quorum(geo) {
 		// Fewer nodes are up than the object has slots, but enough for the
 		// write quorum: down nodes keep their slots; their archives will be
 		// missing (a degraded write, for repair to complete).
@@ -142,7 +150,7 @@ func (s *Store) Create(ctx context.Context, path string, opt *CreateOptions) (*W
 		return nil, fmt.Errorf("object: create %s: %w", path, err)
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	w := &Writer{s: s, path: path, geo: geo, codec: codec, user: user, ctx: wctx, cancel: cancel,
+	w := &Writer{s: s, path: path, geo: geo, quorum: s.quorum(geo), codec: codec, user: user, ctx: wctx, cancel: cancel,
 		inflight: make(chan struct{}, s.opts.InFlight), order: make(chan *blockJob, s.opts.InFlight),
 		sums: erasure.NewObjectSums()}
 	if err := w.open(primary, spare); err != nil {
@@ -218,7 +226,7 @@ func (w *Writer) open(primary, spare []string) error {
 			}
 		}
 	}
-	if width-failed < w.s.opts.WriteQuorum || w.ctx.Err() != nil {
+	if width-failed < w.quorum || w.ctx.Err() != nil {
 		for _, sw := range w.slots {
 			if sw != nil {
 				_ = sw.up.Abort(context.WithoutCancel(w.ctx))
@@ -456,7 +464,7 @@ func (w *Writer) slotFailed(sw *slotWriter, err error) {
 	sw.err = fmt.Errorf("slot %d on node %s: %w", sw.slot, sw.node.ID(), err)
 	w.s.opts.Events.nodeError(sw.node.ID(), "write", err)
 	w.s.opts.Logger.Warn("archive write failed", "obj", w.path, "node", sw.node.ID(), "slot", sw.slot, "err", err)
-	if int(w.failed.Add(1)) > w.geo.Width()-w.s.opts.WriteQuorum {
+	if int(w.failed.Add(1)) > w.geo.Width()-w.quorum {
 		w.fail(fmt.Errorf("%w: %d of %d archives failed: %w", ErrQuorum, w.failed.Load(), w.geo.Width(), sw.err))
 	}
 }
@@ -493,6 +501,10 @@ func (w *Writer) SetUser(key, value string) {
 	}
 	w.user[key] = value
 }
+
+// Err returns the error that has doomed the write (lost write quorum,
+// abort), or nil while it can still succeed.
+func (w *Writer) Err() error { return w.stickyErr() }
 
 // Size is the number of bytes written so far.
 func (w *Writer) Size() int64 { return w.size + int64(w.fill) }

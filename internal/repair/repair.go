@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/node"
 	"github.com/ecstore/ecstore/internal/object"
 )
@@ -23,6 +24,12 @@ type RepairOptions struct {
 	RemoveDebris bool
 	// Event, if set, is told about each object as it is handled.
 	Event func(ev RepairEvent)
+	// Planned, if set, is told once the check is done how many objects
+	// need rebuilding and how many chunk bytes that writes.
+	Planned func(objects int, bytes int64)
+	// Progress, if set, is told about every chunk write as it starts
+	// (n bytes), for progress bars.
+	Progress func(n int)
 }
 
 // RepairEvent describes one step of a repair, for progress output.
@@ -89,7 +96,23 @@ func Repair(ctx context.Context, s *object.Store, opts RepairOptions) (*RepairRe
 			todo = append(todo, in)
 		}
 	}
+	if opts.Planned != nil {
+		var bytes int64
+		for _, in := range todo {
+			bytes += int64(len(brokenSlots(in))) * rebuildBytes(in)
+		}
+		opts.Planned(len(todo), bytes)
+	}
 	limiter := newRateLimiter(opts.Rate)
+	throttle := func(ctx context.Context, n int) error {
+		if err := limiter.wait(ctx, n); err != nil {
+			return err
+		}
+		if opts.Progress != nil {
+			opts.Progress(n)
+		}
+		return nil
+	}
 	for i, in := range todo {
 		if err := ctx.Err(); err != nil {
 			return rep, err
@@ -103,7 +126,7 @@ func Repair(ctx context.Context, s *object.Store, opts RepairOptions) (*RepairRe
 		case opts.DryRun:
 			ev.Action, ev.Detail = "would rebuild", fmt.Sprintf("slots %v", o.Slots)
 		default:
-			res, err := s.Rebuild(ctx, in.Path, o.Slots, object.RebuildOptions{Throttle: limiter.wait})
+			res, err := s.Rebuild(ctx, in.Path, o.Slots, object.RebuildOptions{Throttle: throttle})
 			if res != nil {
 				o.Rebuilt, o.Bytes = res.Rebuilt, res.Bytes
 				rep.Bytes += res.Bytes
@@ -146,6 +169,15 @@ func Repair(ctx context.Context, s *object.Store, opts RepairOptions) (*RepairRe
 	return rep, nil
 }
 
+// rebuildBytes is the number of chunk bytes one archive of the object
+// holds: what rebuilding one slot writes.
+func rebuildBytes(in *object.Inspection) int64 {
+	if in.Info == nil {
+		return 0
+	}
+	return layout.Layout{Geometry: in.Info.Geometry, Size: in.Info.Size}.ArchiveSize()
+}
+
 // brokenSlots lists the slots of an object whose archive is missing or
 // holds corrupt chunks.
 func brokenSlots(in *object.Inspection) []int {
@@ -181,11 +213,27 @@ func removeDebris(ctx context.Context, s *object.Store, check *Report, rep *Repa
 			remove(d.Node, d.Path, "temporary file")
 		}
 	}
+	removeMalformed := func(nodeID, path string) {
+		done, err := s.RemoveMalformed(ctx, nodeID, path)
+		switch {
+		case err != nil:
+			rep.DebrisFailed = append(rep.DebrisFailed, err)
+		case done:
+			rep.DebrisRemoved++
+			if event != nil {
+				event(RepairEvent{Path: path, Action: "removed damaged archive", Detail: "node " + nodeID})
+			}
+		}
+	}
 	age := check.debrisAge
 	for _, in := range check.Objects {
 		if in.Health == object.Removed {
 			for _, st := range in.Stale {
-				remove(st.Node, in.Path, "remnant of a removed object")
+				if st.Malformed {
+					removeMalformed(st.Node, in.Path)
+				} else if st.Err == nil {
+					remove(st.Node, in.Path, "remnant of a removed object")
+				}
 			}
 			continue
 		}
@@ -193,6 +241,11 @@ func removeDebris(ctx context.Context, s *object.Store, check *Report, rep *Repa
 			continue // keep everything of objects we cannot read: evidence
 		}
 		for _, st := range in.Stale {
+			if st.Malformed {
+				// Readable without it: a damaged file helps no reader.
+				removeMalformed(st.Node, in.Path)
+				continue
+			}
 			if st.Err != nil || st.Version == "" {
 				continue // unreadable node or archive: not ours to judge
 			}

@@ -17,16 +17,7 @@ import (
 func faultyStore(t *testing.T, n int, g layout.Geometry) (*object.Store, []*node.Faulty, *testcluster.Cluster) {
 	t.Helper()
 	c := testcluster.New(t, n, g)
-	fs := make([]*node.Faulty, n)
-	nodes := make([]node.Node, n)
-	for i, nd := range c.Nodes {
-		fs[i] = node.Wrap(nd)
-		nodes[i] = fs[i]
-	}
-	s, err := object.New(nodes, object.Options{Geometry: g, MinFree: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, fs := c.Faulty(t, g)
 	return s, fs, c
 }
 
@@ -174,4 +165,129 @@ func TestRemoveWithAllNodesUpWritesNoTombstone(t *testing.T) {
 	if _, err := s.Stat(ctx, "/fast"); !errors.Is(err, object.ErrNotExist) {
 		t.Fatalf("stat after remove: %v", err)
 	}
+}
+
+// truncate cuts the file at path to half its size.
+func truncate(t *testing.T, path string) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, fi.Size()/2); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Regression: an object removed while the node holding a damaged
+// (unparseable) archive of it was down. Once the node is back, the damaged
+// file is a remnant of a removed object, not an unrecoverable object:
+// repair removes it and collects the tombstone.
+func TestRemoveLeavesDamagedRemnant(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 256}
+	s, fs, c := faultyStore(t, 6, g)
+	put(t, s, "/r/x", bytes.Repeat([]byte("doomed "), 500))
+	truncate(t, c.Archive(2, "/r/x"))
+	fs[2].SetDown(true)
+	if err := s.Remove(ctx, "/r/x"); err != nil {
+		t.Fatalf("remove with a node down: %v", err)
+	}
+	fs[2].SetDown(false)
+	if _, err := s.Open(ctx, "/r/x"); !errors.Is(err, object.ErrNotExist) {
+		t.Fatalf("open after the node returned: %v, want not exist", err)
+	}
+	rep, err := Check(ctx, s, CheckOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Clean() || rep.Count(object.Removed) != 1 || rep.Count(object.Unrecoverable) != 0 {
+		t.Fatalf("check: clean %v, removed %d, unrecoverable %d", rep.Clean(), rep.Count(object.Removed), rep.Count(object.Unrecoverable))
+	}
+	rr, err := Repair(ctx, s, RepairOptions{RemoveDebris: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rr.Failed()) != 0 || rr.DebrisRemoved != 1 || rr.TombstonesCollected != 1 {
+		t.Fatalf("repair: failed %v, removed %d debris, collected %d tombstones", rr.Failed(), rr.DebrisRemoved, rr.TombstonesCollected)
+	}
+	mustCheckClean(t, s, true)
+	if _, err := os.Stat(c.Archive(2, "/r/x")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("damaged remnant still there: %v", err)
+	}
+}
+
+// Without a tombstone, a lone damaged file is kept as evidence and the
+// object reported unrecoverable.
+func TestLoneDamagedArchiveIsKept(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 256}
+	s, _, c := faultyStore(t, 6, g)
+	put(t, s, "/l/x", bytes.Repeat([]byte("lone "), 500))
+	for i := range 6 {
+		if i == 3 {
+			truncate(t, c.Archive(i, "/l/x"))
+		} else if err := os.Remove(c.Archive(i, "/l/x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rr, err := Repair(ctx, s, RepairOptions{RemoveDebris: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rr.Failed()) != 1 || rr.DebrisRemoved != 0 {
+		t.Fatalf("repair: failed %v, removed %d", rr.Failed(), rr.DebrisRemoved)
+	}
+	if _, err := os.Stat(c.Archive(3, "/l/x")); err != nil {
+		t.Fatalf("evidence removed: %v", err)
+	}
+}
+
+// Regression: a node returns with a damaged archive of a slot that was
+// rebuilt elsewhere while it was down. Repair removes the damaged file, so
+// a repair that succeeds is followed by a clean check.
+func TestDamagedArchiveAfterRebuild(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 256}
+	s, fs, c := faultyStore(t, 8, g)
+	data := bytes.Repeat([]byte("rebuilt "), 700)
+	put(t, s, "/u/x", data)
+	info, err := s.Stat(ctx, "/u/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := -1
+	for i, f := range fs {
+		if f.ID() == info.Placement[1] {
+			v = i
+		}
+	}
+	truncate(t, c.Archive(v, "/u/x"))
+	fs[v].SetDown(true)
+	rr, err := Repair(ctx, s, RepairOptions{RemoveDebris: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rr.Failed()) != 0 || rr.Bytes == 0 {
+		t.Fatalf("repair with the node down: failed %v, rebuilt %d bytes", rr.Failed(), rr.Bytes)
+	}
+	fs[v].SetDown(false)
+	if got, err := get(s, "/u/x"); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read with the damaged archive back: %d bytes, %v", len(got), err)
+	}
+	rep, err := Check(ctx, s, CheckOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Clean() {
+		t.Fatal("check does not report the damaged archive")
+	}
+	rr, err = Repair(ctx, s, RepairOptions{RemoveDebris: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rr.Failed()) != 0 || rr.DebrisRemoved != 1 {
+		t.Fatalf("second repair: failed %v, removed %d", rr.Failed(), rr.DebrisRemoved)
+	}
+	mustCheckClean(t, s, true)
 }

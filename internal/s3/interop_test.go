@@ -186,9 +186,9 @@ func TestInteropAWSCLI(t *testing.T) {
 		t.Fatalf("parts left after the upload: %q", left)
 	}
 
-	// sync of 200 small files up and back, then nothing left to sync.
+	// sync of 1000 small files up and back, then nothing left to sync.
 	src, back := filepath.Join(ix.home, "tree"), filepath.Join(ix.home, "tree.back")
-	makeTree(t, src, 200)
+	makeTree(t, src, 1000)
 	ix.aws("s3", "sync", src, "s3://awscli/tree")
 	ix.aws("s3", "sync", "s3://awscli/tree", back)
 	sameTree(t, src, back)

@@ -38,7 +38,8 @@ import (
 // stores the ETag hex(md5(md5(part 1) || ... || md5(part N)))-N, and
 // removes the upload's directory. AbortMultipartUpload removes it. Parts
 // are removed before the "upload" object, so an interrupted removal
-// leaves an upload that can still be listed and aborted again.
+// leaves an upload that can still be listed and aborted again. Uploads
+// that are never completed nor aborted expire (expire.go).
 
 const (
 	uploadsRoot    = "/.ecstore-uploads"
@@ -172,8 +173,10 @@ func (h *handler) uploadPart(req *request) error {
 	if err != nil {
 		return err
 	}
-	etag, err := h.write(req.ctx, partPath(up.bucket, up.id, n), nil, func(w *object.Writer) (string, error) {
-		if _, err := w.ReadFrom(p); err != nil {
+	etag, err := h.write(req.ctx, partPath(up.bucket, up.id, n), nil, p.size, func(w *object.Writer) (string, error) {
+		n, err := w.ReadFrom(p)
+		h.bytes("write", n)
+		if err != nil {
 			return "", err
 		}
 		return hex.EncodeToString(p.MD5()), nil
@@ -232,7 +235,7 @@ func (h *handler) uploadPartCopy(req *request, up *upload, n int) error {
 		return ErrEntityTooLarge.with("a part is at most %d bytes", h.opts.MaxPartSize)
 	}
 	ka := h.startKeepAlive(req)
-	etag, err := h.write(req.ctx, partPath(up.bucket, up.id, n), nil, func(w *object.Writer) (string, error) {
+	etag, err := h.write(req.ctx, partPath(up.bucket, up.id, n), nil, length, func(w *object.Writer) (string, error) {
 		sum := md5.New()
 		if err := copyRange(req.ctx, io.MultiWriter(w, sum), rd, start, length, info.Geometry.BlockSize()); err != nil {
 			return "", err
@@ -309,7 +312,7 @@ func (h *handler) completeUpload(req *request) error {
 	}
 	ka := h.startKeepAlive(req)
 	all := md5.Sum(sums)
-	etag, err := h.write(req.ctx, path, s3Metadata(up.user), func(w *object.Writer) (string, error) {
+	etag, err := h.write(req.ctx, path, s3Metadata(up.user), total, func(w *object.Writer) (string, error) {
 		for i, p := range c.Parts {
 			if err := h.appendPart(req.ctx, w, up, p.PartNumber, infos[i]); err != nil {
 				return "", err
@@ -358,8 +361,12 @@ func (h *handler) abortUpload(req *request) error {
 // removeUpload removes an upload's parts, then its "upload" object, then
 // its directory.
 func (h *handler) removeUpload(ctx context.Context, bucket, id string) error {
+	return removeUpload(ctx, h.store, bucket, id)
+}
+
+func removeUpload(ctx context.Context, store *object.Store, bucket, id string) error {
 	dir := uploadDir(bucket, id)
-	infos, err := h.store.List(ctx, dir)
+	infos, err := store.List(ctx, dir)
 	if err != nil {
 		if missing(err) {
 			return nil
@@ -374,20 +381,20 @@ func (h *handler) removeUpload(ctx context.Context, bucket, id string) error {
 	}
 	errs := make([]error, len(names))
 	parallel(len(names), 8, func(i int) {
-		if err := h.store.Remove(ctx, dir+"/"+names[i]); err != nil && !missing(err) {
+		if err := store.Remove(ctx, dir+"/"+names[i]); err != nil && !missing(err) {
 			errs[i] = err
 		}
 	})
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if err := h.store.Remove(ctx, dir+"/"+uploadInfoName); err != nil && !missing(err) {
+	if err := store.Remove(ctx, dir+"/"+uploadInfoName); err != nil && !missing(err) {
 		return err
 	}
-	if err := h.store.Rmdir(ctx, dir); err != nil && !missing(err) {
+	if err := store.Rmdir(ctx, dir); err != nil && !missing(err) {
 		return err
 	}
-	_ = h.store.Rmdir(ctx, uploadsRoot+"/"+bucket) // when it was the last upload
+	_ = store.Rmdir(ctx, uploadsRoot+"/"+bucket) // when it was the last upload
 	return nil
 }
 

@@ -180,8 +180,10 @@ func (h *handler) putObject(req *request) error {
 	if err := h.checkParents(req.ctx, req.bucket, path); err != nil {
 		return err
 	}
-	etag, err := h.write(req.ctx, path, meta, func(w *object.Writer) (string, error) {
-		if _, err := w.ReadFrom(p); err != nil {
+	etag, err := h.write(req.ctx, path, meta, p.size, func(w *object.Writer) (string, error) {
+		n, err := w.ReadFrom(p)
+		h.bytes("write", n)
+		if err != nil {
 			return "", err
 		}
 		return hex.EncodeToString(p.MD5()), nil
@@ -196,9 +198,10 @@ func (h *handler) putObject(req *request) error {
 
 // write creates the object at path, lets fill stream its content, and
 // commits it with the ETag fill returns; on any error it aborts the
-// write, leaving nothing new visible.
-func (h *handler) write(ctx context.Context, path string, meta map[string]string, fill func(*object.Writer) (string, error)) (string, error) {
-	w, err := h.store.Create(ctx, path, &object.CreateOptions{User: meta})
+// write, leaving nothing new visible. size is the expected size (-1:
+// unknown), a hint for the engine's small-object path.
+func (h *handler) write(ctx context.Context, path string, meta map[string]string, size int64, fill func(*object.Writer) (string, error)) (string, error) {
+	w, err := h.store.Create(ctx, path, &object.CreateOptions{User: meta, SizeHint: max(size, 0)})
 	if err != nil {
 		return "", err
 	}
@@ -312,7 +315,11 @@ func (h *handler) sendObject(req *request, info *object.Info, rd *object.Reader,
 	if head || length == 0 || rd == nil {
 		return nil
 	}
-	return copyRange(req.ctx, req.w, rd, start, length, info.Geometry.BlockSize())
+	if err := copyRange(req.ctx, req.w, rd, start, length, info.Geometry.BlockSize()); err != nil {
+		return err
+	}
+	h.bytes("read", length)
+	return nil
 }
 
 // copyRange streams [start, start+length) of rd to w, a block at a time
@@ -644,7 +651,7 @@ func (h *handler) copyObject(req *request) error {
 		return err
 	}
 	ka := h.startKeepAlive(req)
-	etag, err := h.write(req.ctx, path, meta, func(w *object.Writer) (string, error) {
+	etag, err := h.write(req.ctx, path, meta, src.Size, func(w *object.Writer) (string, error) {
 		sum := md5.New()
 		if _, err := rd.WriteTo(req.ctx, io.MultiWriter(w, sum)); err != nil {
 			return "", err

@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"github.com/ecstore/ecstore/internal/httpmeter"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -521,7 +522,7 @@ func TestKeepAlive(t *testing.T) {
 
 	// A failure after the status went out is an <Error> in the body.
 	rec := httptest.NewRecorder()
-	req := &request{w: &responseWriter{ResponseWriter: rec}, r: httptest.NewRequest("PUT", "/bkt/k", nil), id: "ID"}
+	req := &request{w: &httpmeter.Writer{ResponseWriter: rec}, r: httptest.NewRequest("PUT", "/bkt/k", nil), id: "ID"}
 	ka := ts.h.startKeepAlive(req)
 	time.Sleep(20 * time.Millisecond)
 	if err := ka.fail(ErrServiceUnavailable); err != nil {

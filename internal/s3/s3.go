@@ -36,6 +36,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/ecstore/ecstore/internal/httpmeter"
 	"log/slog"
 	"maps"
 	"net"
@@ -44,6 +45,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ecstore/ecstore/internal/gateway"
 	"github.com/ecstore/ecstore/internal/object"
 )
 
@@ -78,6 +80,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// Hooks observe every request (op "s3_get", "s3_put", "s3_head",
+	// "s3_delete", "s3_post"; an error for any status of 400 or more) and
+	// the object bytes clients read and write.
+	Hooks gateway.Hooks
 }
 
 func (o *Options) withDefaults() {
@@ -131,47 +137,13 @@ func NewHandler(store *object.Store, opts Options) http.Handler {
 
 // request is one S3 request being served.
 type request struct {
-	w      *responseWriter
+	w      *httpmeter.Writer
 	r      *http.Request
 	ctx    context.Context
 	auth   *auth
 	id     string
 	bucket string
 	key    string
-}
-
-// responseWriter records whether the response has started.
-type responseWriter struct {
-	http.ResponseWriter
-	status int
-	bytes  int64
-}
-
-func (w *responseWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *responseWriter) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	n, err := w.ResponseWriter.Write(p)
-	w.bytes += int64(n)
-	return n, err
-}
-
-// Unwrap returns the underlying ResponseWriter (for
-// http.ResponseController).
-func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// Flush sends buffered data, for keep-alive whitespace.
-func (w *responseWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
 }
 
 func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
@@ -182,14 +154,16 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 		// the next response on the connection wrongly: answer as S3 does.
 		hw.WriteHeader(http.StatusContinue)
 	}
-	w := &responseWriter{ResponseWriter: hw}
+	w := &httpmeter.Writer{ResponseWriter: hw}
 	id := fmt.Sprintf("%s%012X", h.host, h.ids.Add(1))
 	w.Header().Set("X-Amz-Request-Id", id)
 	w.Header().Set("X-Amz-Id-2", id)
 	w.Header().Set("Server", "ecstore")
 	req := &request{w: w, r: r, ctx: r.Context(), id: id}
 	req.bucket, req.key = h.route(r)
-	err := h.serve(req)
+	var err error
+	defer h.record(req, time.Now(), &err) // also when a broken stream panics
+	err = h.serve(req)
 	if err == nil {
 		return
 	}
@@ -199,12 +173,42 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 	} else {
 		h.opts.Logger.Debug("s3 request refused", "method", r.Method, "path", r.URL.Path, "request_id", id, "code", e.Code, "err", err)
 	}
-	if w.status != 0 {
+	if w.Status != 0 {
 		// The response is under way (a failed read mid-stream): break the
 		// connection so that the client cannot take it for complete.
 		panic(http.ErrAbortHandler)
 	}
 	writeError(w, r, id, e)
+}
+
+// record reports a finished request to the hooks.
+func (h *handler) record(req *request, start time.Time, errp *error) {
+	if h.opts.Hooks.Request == nil {
+		return
+	}
+	status, err := req.w.Status, *errp
+	if err != nil && (status == 0 || status < 400) {
+		status = toError(err).Status
+	}
+	if status >= 400 && err == nil {
+		err = fmt.Errorf("s3: status %d", status)
+	}
+	if status < 400 {
+		err = nil
+	}
+	op := "s3_other"
+	switch req.r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodPut, http.MethodDelete, http.MethodPost:
+		op = "s3_" + strings.ToLower(req.r.Method)
+	}
+	h.opts.Hooks.Request(op, time.Since(start), err)
+}
+
+// bytes reports object bytes moved for a client.
+func (h *handler) bytes(direction string, n int64) {
+	if h.opts.Hooks.Bytes != nil && n > 0 {
+		h.opts.Hooks.Bytes(direction, int(n))
+	}
 }
 
 // route splits a request into bucket and key, virtual-host-style when the

@@ -55,6 +55,28 @@ func New(t testing.TB, n int, g layout.Geometry, mod ...func(*object.Options)) *
 	return c
 }
 
+// Faulty wraps every node of the cluster in a fault injector
+// (node.Wrap) and returns a store over the wrapped nodes, with the same
+// options as New, and the wrappers by node index.
+func (c *Cluster) Faulty(t testing.TB, g layout.Geometry, mod ...func(*object.Options)) (*object.Store, []*node.Faulty) {
+	t.Helper()
+	fs := make([]*node.Faulty, len(c.Nodes))
+	nodes := make([]node.Node, len(c.Nodes))
+	for i, n := range c.Nodes {
+		fs[i] = node.Wrap(n)
+		nodes[i] = fs[i]
+	}
+	opts := object.Options{Geometry: g, MinFree: -1}
+	for _, m := range mod {
+		m(&opts)
+	}
+	s, err := object.New(nodes, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, fs
+}
+
 // Put stores data at path, failing the test on error.
 func (c *Cluster) Put(t testing.TB, path string, data []byte) {
 	t.Helper()

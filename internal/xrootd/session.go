@@ -117,8 +117,11 @@ func newSession(ctx context.Context, srv *Server, conn net.Conn, limits Limits, 
 // cancelled.
 func (s *session) kill() {
 	s.killed.Store(true)
-	s.cancel()
+	// Close first: a handler that sees its context cancelled must find
+	// the connection gone, not send a "cancelled" response that would
+	// tell the client the server is still talking to it.
 	s.conn.Close()
+	s.cancel()
 }
 
 // drain makes the session stop reading requests; the ones in flight finish

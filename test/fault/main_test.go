@@ -9,7 +9,7 @@
 //
 // Run with
 //
-//	go test -tags slow -count=1 -v ./test/fault/
+//	go test -tags fault -count=1 -v ./test/fault/
 //
 // Two kinds of test live here:
 //
@@ -117,7 +117,7 @@ var (
 func testSeed(t *testing.T) uint64 {
 	t.Helper()
 	s := baseSeed()
-	t.Logf("seed %d (replay: go test -tags slow -count=1 -v -run '^%s$' ./test/fault/ -seed=%d)", s, strings.Split(t.Name(), "/")[0], s)
+	t.Logf("seed %d (replay: go test -tags fault -count=1 -v -run '^%s$' ./test/fault/ -seed=%d)", s, strings.Split(t.Name(), "/")[0], s)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("FAILED with seed %d: replay with -seed=%d", s, s)

@@ -1,0 +1,513 @@
+// Command report turns the raw measurements of bench/run.sh into the
+// suite's one table: every figure with its durability, its ratio to the
+// machine limit of its path and to the baseline it is compared with, and
+// a PASS/MISS verdict against the targets of issue 5. It prints the table
+// on stdout and writes it, with the machine's description and the limit
+// arithmetic, as Markdown to --out.
+//
+// Usage:
+//
+//	report --in RESULTS.tsv --out RESULTS.md
+//
+// The input has one "key<TAB>value" line per measurement (rates in MB/s
+// or ops/s, times in seconds, memory in MiB) and "info.<name><TAB>text"
+// lines describing the machine and the run. A measurement that failed
+// has a value that is not a number (its error); its row shows ERR and
+// report exits with status 1 after writing everything. Standard library
+// only.
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// The geometry the suite runs ecstore with.
+const (
+	dataChunks   = 8
+	parityChunks = 2
+	chunkMiB     = 1
+	streams      = 8
+	// blocksPerStream is how many blocks of memory a stream may hold in
+	// the gateway under the RSS target; baseMiB the gateway's own share.
+	blocksPerStream = 4
+	baseMiB         = 64
+)
+
+// expansion is (k+m)/k: the bytes that go to the nodes per object byte.
+const expansion = float64(dataChunks+parityChunks) / dataChunks
+
+func main() {
+	in := flag.String("in", "", "raw results `FILE` written by bench/run.sh")
+	out := flag.String("out", "", "Markdown `FILE` to write (default: stdout only)")
+	flag.Parse()
+	if *in == "" || flag.NArg() != 0 {
+		fmt.Fprintln(os.Stderr, "usage: report --in RESULTS.tsv [--out RESULTS.md]")
+		os.Exit(2)
+	}
+	res, err := readResults(*in)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "report:", err)
+		os.Exit(1)
+	}
+	rep := build(res)
+	var md strings.Builder
+	writeMarkdown(&md, res, rep)
+	fmt.Print(rep.table)
+	if *out != "" {
+		if err := os.WriteFile(*out, []byte(md.String()), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "report:", err)
+			os.Exit(1)
+		}
+	}
+	if rep.errors > 0 {
+		for _, f := range rep.failed {
+			fmt.Fprintf(os.Stderr, "report: failed: %s\n", f)
+		}
+		fmt.Fprintf(os.Stderr, "report: %d measurements failed (ERR rows)\n", rep.errors)
+		os.Exit(1)
+	}
+}
+
+// results holds the raw measurements and the info lines.
+type results struct {
+	vals  map[string]string
+	info  map[string]string
+	notes []string // the info.note lines, in order
+}
+
+func readResults(name string) (*results, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r := &results{vals: map[string]string{}, info: map[string]string{}}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "\t")
+		if !ok {
+			return nil, fmt.Errorf("%s:%d: no tab in %q", name, n, line)
+		}
+		if k == "info.note" {
+			r.notes = append(r.notes, v)
+		} else if name, ok := strings.CutPrefix(k, "info."); ok {
+			r.info[name] = v
+		} else {
+			r.vals[k] = v
+		}
+	}
+	return r, sc.Err()
+}
+
+// num returns the measurement key as a number; ok is false when it is
+// missing or failed.
+func (r *results) num(key string) (float64, bool) {
+	v, err := strconv.ParseFloat(r.vals[key], 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, false
+	}
+	return v, true
+}
+
+// pathLimit is the machine limit of one data path, derived from the
+// measured limits.
+type pathLimit struct {
+	name    string
+	formula string
+	value   float64
+	ok      bool
+}
+
+// check is one target a row must meet.
+type check struct {
+	kind string  // "limit", "base", "min" (value ≥), "max" (value ≤)
+	x    float64 // ratio or absolute threshold
+}
+
+// row is one line of the table.
+type row struct {
+	id, what, durability, unit string
+	key                        string // measurement key
+	limit                      string // pathLimit name, or ""
+	baseKey, baseID            string // baseline measurement, or ""
+	checks                     []check
+	target                     string
+}
+
+// report is what build computes.
+type report struct {
+	limits []pathLimit
+	rows   [][]string // formatted cells
+	table  string     // the Markdown table
+	errors int
+	failed []string // "id (what): message" of each failed measurement
+}
+
+func build(r *results) *report {
+	l := func(id string) (float64, bool) {
+		if id == "write_any" {
+			// A write without fsync is never slower than the same write
+			// with one; max absorbs the noise of a shared machine.
+			a, oka := r.num("limit.write")
+			b, okb := r.num("limit.write_fsync")
+			return math.Max(a, b), oka && okb
+		}
+		return r.num("limit." + id)
+	}
+	min2 := func(name, formula string, a, b string, da, db float64) pathLimit {
+		va, oka := l(a)
+		vb, okb := l(b)
+		return pathLimit{name, formula, math.Min(va/da, vb/db), oka && okb}
+	}
+	e := strconv.FormatFloat(expansion, 'f', -1, 64)
+	limits := []pathLimit{
+		min2("xrootd put", "min(L1, max(L3, L4))", "tcp1", "write_any", 1, 1),
+		min2("xrootd put+fsync", "min(L1, L4)", "tcp1", "write_fsync", 1, 1),
+		min2("xrootd get", "min(L1, L5)", "tcp1", "read", 1, 1),
+		min2("nodes put", fmt.Sprintf("min(L1 / %s, L4 / %s)", trimFloat(1+expansion), e), "tcp1", "write_fsync", 1+expansion, expansion),
+		min2("nodes get", "min(L1 / 2, L5)", "tcp1", "read", 2, 1),
+		min2("local put", fmt.Sprintf("min(L1, L4 / %s)", e), "tcp1", "write_fsync", 1, expansion),
+		min2("local get", "min(L1, L5)", "tcp1", "read", 1, 1),
+		min2("nodes 8-stream put", fmt.Sprintf("min(L2 / %s, L4 / %s)", trimFloat(1+expansion), e), "tcp8", "write_fsync", 1+expansion, expansion),
+		min2("nodes 8-stream get", "min(L2 / 2, L5)", "tcp8", "read", 2, 1),
+		min2("local 8-stream put", fmt.Sprintf("min(L2, L4 / %s)", e), "tcp8", "write_fsync", 1, expansion),
+		min2("local 8-stream get", "min(L2, L5)", "tcp8", "read", 1, 1),
+	}
+	limitOf := map[string]pathLimit{}
+	for _, p := range limits {
+		limitOf[p.name] = p
+	}
+
+	size := r.info["size"]
+	stream := r.info["stream_size"]
+	const (
+		none    = "none (xrootd does not fsync)"
+		synced  = "fsync of the file after xrdcp (timed)"
+		ksync   = "kXR_sync before close (--fsync)"
+		durable = "fsync on commit (ecstore default)"
+		read    = "- (read)"
+	)
+	rows := []row{
+		{id: "L1", what: "loopback TCP, 1 stream", unit: "MB/s", key: "limit.tcp1"},
+		{id: "L2", what: "loopback TCP, 8 streams (aggregate)", unit: "MB/s", key: "limit.tcp8"},
+		{id: "L3", what: "disk sequential write", durability: "none", unit: "MB/s", key: "limit.write"},
+		{id: "L4", what: "disk sequential write + fsync", durability: "fsync at end (timed)", unit: "MB/s", key: "limit.write_fsync"},
+		{id: "L5", what: "disk sequential read, page cache dropped", durability: "-", unit: "MB/s", key: "limit.read"},
+		{id: "L6", what: "memcpy", unit: "MB/s", key: "limit.memcpy"},
+		{id: "X1", what: "xrootd: xrdcp put " + size, durability: none, unit: "MB/s", key: "xrootd.put", limit: "xrootd put"},
+		{id: "X2", what: "xrootd: xrdcp put " + size + " + sync FILE", durability: synced, unit: "MB/s", key: "xrootd.put_fsync", limit: "xrootd put+fsync"},
+		{id: "X3", what: "xrootd: xrdcp get " + size + " (cold)", durability: read, unit: "MB/s", key: "xrootd.get", limit: "xrootd get"},
+	}
+	n := 4
+	smallOps := []string{"put", "get", "rm"}
+	for _, op := range smallOps {
+		rows = append(rows, row{id: fmt.Sprintf("X%d", n), what: "xrootd: small 27 KB " + op + ", conc 8", durability: none,
+			unit: "ops/s", key: "xrootd.small.nofsync.c8." + op})
+		n++
+	}
+	xsmall := map[string]string{} // "c8.put" -> row id
+	for _, c := range []int{1, 8, 64} {
+		for _, op := range smallOps {
+			id := fmt.Sprintf("X%d", n)
+			xsmall[fmt.Sprintf("c%d.%s", c, op)] = id
+			d := ksync
+			if op != "put" {
+				d = "-"
+			}
+			rows = append(rows, row{id: id, what: fmt.Sprintf("xrootd: small 27 KB %s, conc %d", op, c), durability: d,
+				unit: "ops/s", key: fmt.Sprintf("xrootd.small.fsync.c%d.%s", c, op)})
+			n++
+		}
+	}
+	smallTarget := map[string]float64{"put": 200, "get": 1500, "rm": 500}
+	budget := float64(baseMiB + blocksPerStream*dataChunks*chunkMiB*streams)
+	for _, cl := range []struct{ p, id, name string }{{"nodes", "N", "10 ecstore nodes"}, {"local", "D", "10 local dirs"}} {
+		n := 1
+		next := func() string { id := fmt.Sprintf("%s%d", cl.id, n); n++; return id }
+		gw := "ecstore " + fmt.Sprintf("%d+%d", dataChunks, parityChunks) + " on " + cl.name + ": "
+		getID := fmt.Sprintf("%s2", cl.id)
+		rows = append(rows,
+			row{id: next(), what: gw + "xrdcp put " + size, durability: durable, unit: "MB/s", key: cl.p + ".put",
+				limit: cl.p + " put", baseKey: "xrootd.put_fsync", baseID: "X2",
+				checks: []check{{"limit", 0.6}, {"base", 2}}, target: "≥ 0.60 limit, ≥ 2× X2"},
+			row{id: next(), what: gw + "xrdcp get " + size + " (cold)", durability: read, unit: "MB/s", key: cl.p + ".get",
+				limit: cl.p + " get", baseKey: "xrootd.get", baseID: "X3",
+				checks: []check{{"limit", 0.6}, {"base", 2}}, target: "≥ 0.60 limit, ≥ 2× X3"})
+		killed := "2 nodes SIGKILLed"
+		if cl.p == "local" {
+			killed = "2 node dirs moved away, gateway restarted"
+		}
+		rows = append(rows, row{id: next(), what: gw + "xrdcp get, " + killed, durability: read, unit: "MB/s", key: cl.p + ".get_killed2",
+			limit: cl.p + " get", baseKey: cl.p + ".get", baseID: getID, checks: []check{{"base", 0.8}}, target: "≥ 0.80 × " + getID})
+		if cl.p == "nodes" {
+			rows = append(rows,
+				row{id: next(), what: gw + "xrdcp get, 1 node SIGSTOPped", durability: read, unit: "MB/s", key: "nodes.get_stopped1",
+					limit: "nodes get", baseKey: "nodes.get", baseID: getID, checks: []check{{"base", 0.5}}, target: "≥ 0.50 × " + getID},
+				row{id: next(), what: gw + "stall of that get (time beyond " + getID + "'s rate)", unit: "s", key: "nodes.stopped_stall",
+					checks: []check{{"max", 5}}, target: "< 5 s (no timeout-length stall)"})
+		}
+		for _, c := range []int{1, 8, 64} {
+			for _, op := range smallOps {
+				k := fmt.Sprintf("c%d.%s", c, op)
+				rw := row{id: next(), what: fmt.Sprintf("%ssmall 27 KB %s, conc %d", gw, op, c), durability: durable, unit: "ops/s",
+					key: cl.p + ".small." + k, baseKey: "xrootd.small.fsync." + k, baseID: xsmall[k]}
+				if op == "get" {
+					rw.durability = read
+				}
+				if c == 8 {
+					rw.checks = []check{{"min", smallTarget[op]}, {"base", 0.5}}
+					rw.target = fmt.Sprintf("≥ %.0f ops/s, ≥ 0.5× %s", smallTarget[op], xsmall[k])
+				}
+				rows = append(rows, rw)
+			}
+		}
+		rows = append(rows,
+			row{id: next(), what: gw + fmt.Sprintf("%d × xrdcp put %s in parallel (aggregate)", streams, stream), durability: durable, unit: "MB/s",
+				key: cl.p + ".streams.put", limit: cl.p + " 8-stream put", checks: []check{{"limit", 0.8}}, target: "≥ 0.80 limit"},
+			row{id: next(), what: gw + fmt.Sprintf("%d × xrdcp get %s in parallel (aggregate, cold)", streams, stream), durability: read, unit: "MB/s",
+				key: cl.p + ".streams.get", limit: cl.p + " 8-stream get", checks: []check{{"limit", 0.8}}, target: "≥ 0.80 limit"},
+			row{id: next(), what: gw + "gateway peak RSS (VmHWM) after the streams", unit: "MiB", key: cl.p + ".rss",
+				checks: []check{{"max", budget}}, target: fmt.Sprintf("≤ %.0f MiB (%d + %d×%d blocks of %d MiB)", budget, baseMiB, streams, blocksPerStream, dataChunks*chunkMiB)})
+	}
+
+	rep := &report{limits: limits}
+	header := []string{"id", "measurement", "durability", "result", "unit", "÷ path limit", "÷ baseline", "target", "verdict"}
+	for _, rw := range rows {
+		v, ok := r.num(rw.key)
+		cells := []string{rw.id, rw.what, orDash(rw.durability), "ERR", rw.unit, "-", "-", orDash(rw.target), "-"}
+		if !ok {
+			rep.errors++
+			msg := r.vals[rw.key]
+			if msg == "" {
+				msg = "not measured"
+			}
+			cells[8] = "ERR (see below)"
+			rep.failed = append(rep.failed, fmt.Sprintf("%s (%s): %s", rw.id, rw.what, msg))
+			rep.rows = append(rep.rows, cells)
+			continue
+		}
+		cells[3] = formatNum(v)
+		var ratioLimit, ratioBase float64
+		var haveLimit, haveBase bool
+		if p, found := limitOf[rw.limit]; found && p.ok && p.value > 0 {
+			ratioLimit, haveLimit = v/p.value, true
+			cells[5] = fmt.Sprintf("%s of %s", formatRatio(ratioLimit), formatNum(p.value))
+		}
+		if rw.baseKey != "" {
+			if b, ok := r.num(rw.baseKey); ok && b > 0 {
+				ratioBase, haveBase = v/b, true
+				cells[6] = fmt.Sprintf("%s × %s", formatRatio(ratioBase), rw.baseID)
+			}
+		}
+		verdict := ""
+		for _, c := range rw.checks {
+			var pass, known bool
+			switch c.kind {
+			case "limit":
+				pass, known = ratioLimit >= c.x, haveLimit
+			case "base":
+				pass, known = ratioBase >= c.x, haveBase
+			case "min":
+				pass, known = v >= c.x, true
+			case "max":
+				pass, known = v <= c.x, true
+			}
+			switch {
+			case !known:
+				verdict = "ERR"
+			case !pass && verdict != "ERR":
+				verdict = "MISS"
+			case verdict == "":
+				verdict = "PASS"
+			}
+		}
+		if verdict == "ERR" {
+			rep.errors++
+			rep.failed = append(rep.failed, fmt.Sprintf("%s (%s): the limit or baseline it is compared with failed", rw.id, rw.what))
+		}
+		cells[8] = orDash(verdict)
+		rep.rows = append(rep.rows, cells)
+	}
+	rep.table = markdownTable(header, rep.rows)
+	return rep
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// formatRatio prints a ratio rounded down to two decimals, so that a
+// ratio shown as equal to a target's threshold meets it.
+func formatRatio(v float64) string {
+	return strconv.FormatFloat(math.Floor(v*100)/100, 'f', 2, 64)
+}
+
+// formatNum prints v with about three significant digits.
+func formatNum(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case a >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
+}
+
+// markdownTable renders a Markdown table with padded columns, readable
+// as plain text too.
+func markdownTable(header []string, rows [][]string) string {
+	width := make([]int, len(header))
+	for _, r := range append([][]string{header}, rows...) {
+		for i, c := range r {
+			width[i] = max(width[i], len([]rune(c)))
+		}
+	}
+	var b strings.Builder
+	line := func(cells []string) {
+		b.WriteString("|")
+		for i, c := range cells {
+			c = strings.ReplaceAll(c, "|", "/")
+			pad := strings.Repeat(" ", width[i]-len([]rune(c)))
+			if i == 3 || i == 5 || i == 6 {
+				fmt.Fprintf(&b, " %s%s |", pad, c)
+			} else {
+				fmt.Fprintf(&b, " %s%s |", c, pad)
+			}
+		}
+		b.WriteString("\n")
+	}
+	line(header)
+	b.WriteString("|")
+	for i, w := range width {
+		if i == 3 || i == 5 || i == 6 {
+			fmt.Fprintf(&b, "%s:|", strings.Repeat("-", w+1))
+		} else {
+			fmt.Fprintf(&b, "%s|", strings.Repeat("-", w+2))
+		}
+	}
+	b.WriteString("\n")
+	for _, r := range rows {
+		line(r)
+	}
+	return b.String()
+}
+
+// writeMarkdown writes the whole RESULTS.md.
+func writeMarkdown(w io.Writer, r *results, rep *report) {
+	info := func(k string) string {
+		if v := r.info[k]; v != "" {
+			return v
+		}
+		return "unknown"
+	}
+	fmt.Fprintf(w, "# ecstore benchmark suite\n\n")
+	fmt.Fprintf(w, "Written by `bench/run.sh%s` on %s. ", map[bool]string{true: " --quick", false: ""}[r.info["mode"] == "quick"], info("date"))
+	if r.info["mode"] == "quick" {
+		fmt.Fprintf(w, "**This is a --quick smoke run with small sizes: its numbers are not measurements to quote.** ")
+	}
+	fmt.Fprintf(w, "Every number below was measured in this one run on this machine; rates are MB/s (10^6 bytes/s).\n\n")
+	fmt.Fprintf(w, "## Machine\n\n")
+	for _, kv := range [][2]string{
+		{"CPU", info("cpu") + ", " + info("cores") + " cores"},
+		{"RAM", info("ram")},
+		{"kernel", info("kernel")},
+		{"node directories", info("fs") + " (working directory " + info("workdir") + ")"},
+		{"Go", info("go")},
+		{"ecstore", "git " + info("git") + ", binary " + info("ecstore_version")},
+		{"XRootD", info("xrootd_version")},
+		{"load average", "at start " + info("load_start") + "; at end " + info("load_end")},
+		{"run time", info("elapsed")},
+	} {
+		fmt.Fprintf(w, "- **%s**: %s\n", kv[0], kv[1])
+	}
+	if note := r.info["fs_warning"]; note != "" {
+		fmt.Fprintf(w, "\n**Warning:** %s\n", note)
+	}
+	fmt.Fprintf(w, "\n## Results\n\n")
+	fmt.Fprintf(w, "Object size %s for the single transfers, %d streams of %s, small-object phases of %s each "+
+		"(ecstore bench --mode small, 27 KB objects). ecstore runs %d+%d with %d MiB chunks and no spares, "+
+		"in its default durable mode (every archive fsynced, renamed, directory fsynced before the close is acknowledged), "+
+		"with the background healer off so that rebuild traffic does not mix into the figures. "+
+		"Gets marked cold read files whose pages were dropped from the page cache first (posix_fadvise DONTNEED); "+
+		"xrdcp gets write to /dev/null.\n\n",
+		info("size"), streams, info("stream_size"), info("small_phase"), dataChunks, parityChunks, chunkMiB)
+	io.WriteString(w, rep.table)
+	fmt.Fprintf(w, "\nVerdicts: PASS/MISS against the issue-5 targets; `-` where no target applies.\n")
+	if len(rep.failed) > 0 {
+		fmt.Fprintf(w, "\n**Failed measurements:**\n\n")
+		for _, f := range rep.failed {
+			fmt.Fprintf(w, "- %s\n", f)
+		}
+	}
+
+	fmt.Fprintf(w, "\n## Limit arithmetic\n\n")
+	fmt.Fprintf(w, "Each path is bounded by the slowest resource it uses, counting how many times each object byte crosses it "+
+		"(the resources overlap, so the bound is the minimum, not a sum). On this one machine loopback TCP is CPU-bound: "+
+		"every hop (client→gateway, gateway→node) shares the same cores, so a path that moves each byte n times over loopback "+
+		"gets at most L/n. With %d+%d, a put sends (k+m)/k = %s× the object's bytes to the nodes (data plus parity), "+
+		"and a healthy get reads only the data chunks, 1×. A degraded get still reads k chunks per block, 1×, plus the decode.\n\n",
+		dataChunks, parityChunks, strconv.FormatFloat(expansion, 'f', -1, 64))
+	fmt.Fprintf(w, "- plain xrootd put: client→server 1× loopback, 1× disk → min(L1, max(L3, L4)) (a write without fsync is never slower than with one; the max absorbs noise); durable with the fsync: min(L1, L4); get: min(L1, L5).\n")
+	fmt.Fprintf(w, "- gateway on ecstore nodes, put: client→gateway 1× + gateway→nodes %s× = %s× over loopback, then %s× to disk with fsync → min(L1/%s, L4/%s). "+
+		"Get: nodes→gateway 1× + gateway→client 1× = 2× over loopback, 1× disk read → min(L1/2, L5).\n",
+		trimFloat(expansion), trimFloat(1+expansion), trimFloat(expansion), trimFloat(1+expansion), trimFloat(expansion))
+	fmt.Fprintf(w, "- gateway on local directories, put: client→gateway 1× loopback, %s× to disk with fsync → min(L1, L4/%s). Get: 1× disk read, 1× loopback → min(L1, L5).\n",
+		trimFloat(expansion), trimFloat(expansion))
+	fmt.Fprintf(w, "- %d parallel streams: the same with L2 (the %d-stream loopback aggregate) instead of L1.\n", streams, streams)
+	fmt.Fprintf(w, "- memcpy (L6) bounds the user-space copies each byte needs (xrootd protocol buffers, block assembly, encode); it is shown for scale and is not part of the minimum.\n")
+	fmt.Fprintf(w, "- the peak-RSS budget is %d MiB for the gateway plus %d blocks of k × chunk = %d MiB per stream: %d MiB for %d streams.\n\n",
+		baseMiB, blocksPerStream, dataChunks*chunkMiB, baseMiB+blocksPerStream*dataChunks*chunkMiB*streams, streams)
+	var pl [][]string
+	for _, p := range rep.limits {
+		v := "ERR"
+		if p.ok {
+			v = formatNum(p.value)
+		}
+		pl = append(pl, []string{p.name, p.formula, v})
+	}
+	io.WriteString(w, markdownTableLeft([]string{"path", "machine limit", "MB/s"}, pl))
+
+	fmt.Fprintf(w, "\n## Notes\n\n")
+	fmt.Fprintf(w, "- Durability: ecstore rows run in the default durable mode. Plain xrootd does not fsync on close: X1 and X4–X6 are "+
+		"without any fsync; X2 adds a timed `sync FILE` (fsync of the written file) after xrdcp, and X7–X15 use "+
+		"`ecstore bench --fsync` (kXR_sync before each close), so that durable ecstore rows are compared with durable xrootd rows.\n")
+	fmt.Fprintf(w, "- Small-object gets read objects written seconds earlier (page cache warm), on both sides.\n")
+	fmt.Fprintf(w, "- The stall (N5) is the SIGSTOPped get's time minus the time the same bytes take at the healthy rate N2.\n")
+	fmt.Fprintf(w, "- Local directories cannot be taken away from a running gateway (it keeps the directories it opened), "+
+		"so D3 moves two node directories away and restarts the gateway before the timed get.\n")
+	fmt.Fprintf(w, "- The machine is shared (see the load average): treat differences of less than ~20%% as noise.\n")
+	for _, n := range r.notes {
+		fmt.Fprintf(w, "- %s\n", n)
+	}
+}
+
+// trimFloat prints v without trailing zeros.
+func trimFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// markdownTableLeft is a plain left-aligned Markdown table.
+func markdownTableLeft(header []string, rows [][]string) string {
+	var b strings.Builder
+	b.WriteString("| " + strings.Join(header, " | ") + " |\n|")
+	for range header {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, r := range rows {
+		b.WriteString("| " + strings.Join(r, " | ") + " |\n")
+	}
+	return b.String()
+}

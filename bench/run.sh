@@ -1,0 +1,523 @@
+#!/usr/bin/env bash
+# bench/run.sh — the ecstore benchmark suite (issue 5): in one run on this
+# machine it measures
+#   1. the machine's limits: loopback TCP (1 and 8 streams), sequential
+#      write (with and without fsync) and cold read of the file system that
+#      holds the node directories, memcpy (bench/limits);
+#   2. the baseline: one plain real xrootd server, xrdcp put/get and
+#      `ecstore bench --mode small` against it;
+#   3. ecstore 8+2 / 1 MiB on 10 `ecstore node` processes and on 10 local
+#      directories: xrdcp put/get, get with 2 nodes gone, get with 1 node
+#      SIGSTOPped, small objects at concurrency 1/8/64, 8 parallel streams,
+#      the gateway's peak RSS;
+# and writes one table (bench/report), with the machine's description and
+# the limit arithmetic, to bench/RESULTS.md.
+#
+# Usage: bench/run.sh [--quick] [--out FILE]
+#   --quick     smaller sizes (256 MiB, 8 × 32 MiB, short phases): a smoke
+#               check of about two minutes; writes
+#               $BENCH_DIR/ecstore-bench-quick-RESULTS.md unless --out is given
+#   --out FILE  where to write the Markdown (default bench/RESULTS.md); the
+#               raw measurements go next to it (FILE without .md, plus .tsv)
+# Environment:
+#   BENCH_DIR    where the working directory (node directories, xrootd's
+#                data, test files) is made; default /var/tmp. Use a real
+#                disk, not tmpfs. Only the directory the script makes
+#                inside it is removed at the end.
+#   ECSTORE_BIN  the ecstore binary (default bin/ecstore from `make build`)
+#   BENCH_KEEP=1 keep the working directory (logs) at the end
+#
+# Needs: go, xrdcp, xrdfs, xrootd (scripts/install-deps.sh installs them),
+# coreutils. As root, xrootd runs as user xrootd (-R), as in test/interop.
+# Every process the script starts is killed by its PID at exit.
+set -euo pipefail
+
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit "${1:-0}"; }
+
+quick=0
+out=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick=1 ;;
+    --out) [ $# -ge 2 ] || usage 2; out="$2"; shift ;;
+    --out=*) out="${1#--out=}" ;;
+    -h | --help) usage 0 ;;
+    *) echo "run.sh: unknown argument $1" >&2; usage 2 ;;
+  esac
+  shift
+done
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ecstore="${ECSTORE_BIN:-$repo/bin/ecstore}"
+base="${BENCH_DIR:-/var/tmp}"
+
+if [ "$quick" = 1 ]; then
+  size_h=256MiB size=$((256 << 20))
+  stream_h=32MiB stream=$((32 << 20))
+  small_dur=2s small_phase=0.5s
+  limit_h=256MiB limit_repeats=1
+  out="${out:-$base/ecstore-bench-quick-RESULTS.md}"
+else
+  size_h=1GiB size=$((1 << 30))
+  stream_h=256MiB stream=$((256 << 20))
+  small_dur=20s small_phase=5s
+  limit_h=1GiB limit_repeats=3
+  out="${out:-$repo/bench/RESULTS.md}"
+fi
+nstreams=8
+
+say() { printf '%s run.sh: %s\n' "$(date +%T)" "$*" >&2; }
+die() { say "error: $*"; exit 1; }
+
+# --- tools -----------------------------------------------------------------
+missing=()
+for t in go xrdcp xrdfs xrootd timeout sync awk df; do
+  command -v "$t" >/dev/null 2>&1 || missing+=("$t")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  die "missing tools: ${missing[*]} (run scripts/install-deps.sh, or make deps)"
+fi
+[ -x "$ecstore" ] || die "no ecstore binary at $ecstore (run make build, or set ECSTORE_BIN)"
+xrootd_user=""
+if [ "$(id -u)" = 0 ]; then
+  for u in xrootd nobody; do
+    if id "$u" >/dev/null 2>&1; then xrootd_user="$u"; break; fi
+  done
+  [ -n "$xrootd_user" ] || die "running as root and no user xrootd or nobody to run xrootd as"
+fi
+
+# --- working directory and cleanup -----------------------------------------
+mkdir -p "$base"
+work="$(mktemp -d "$base/ecstore-bench.XXXXXX")"
+chmod 755 "$work" # xrootd runs as another user and must reach its directory
+pids=()           # every process started and not yet reaped
+
+forget() { # forget PID: drop it from pids
+  local keep=() p
+  for p in "${pids[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
+  pids=("${keep[@]}")
+}
+
+cleanup() {
+  local rc=$? p
+  trap - EXIT INT TERM
+  # TERM first, so that timeout(1) passes it on to its xrdcp; then KILL
+  for p in "${pids[@]}"; do
+    kill -CONT "$p" 2>/dev/null || true
+    kill -TERM "$p" 2>/dev/null || true
+  done
+  [ "${#pids[@]}" -eq 0 ] || sleep 0.5
+  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  if [ "${BENCH_KEEP:-0}" = 1 ]; then
+    say "kept $work"
+  else
+    rm -rf "$work"
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+export XRD_CONNECTIONWINDOW=5 XRD_CONNECTIONRETRY=2 XRD_REQUESTTIMEOUT=300 XRD_STREAMTIMEOUT=300
+tool_timeout=900 # seconds, for every external transfer
+
+results="$work/results.tsv"
+: >"$results"
+failed=0
+record() { printf '%s\t%s\n' "$1" "$2" >>"$results"; }
+fail() { # fail KEY MESSAGE: the measurement KEY failed
+  say "FAILED $1: $2"
+  record "$1" "$2"
+  failed=1
+}
+now() { date +%s%N; }
+mbps() { awk -v b="$1" -v ns="$2" 'BEGIN { printf "%.1f", b / 1e6 / (ns / 1e9) }'; }
+
+started_at=$(now)
+
+# --- helper programs --------------------------------------------------------
+say "building bench/limits and bench/report"
+mkdir -p "$work/bin"
+(cd "$repo" && go build -o "$work/bin/limits" ./bench/limits && go build -o "$work/bin/report" ./bench/report)
+limits="$work/bin/limits"
+
+# --- machine description ----------------------------------------------------
+fs_type="$(df -PT "$work" | awk 'NR == 2 { print $2 }')"
+fs_dev="$(df -PT "$work" | awk 'NR == 2 { print $1 " mounted on " $7 }')"
+record info.mode "$([ "$quick" = 1 ] && echo quick || echo full)"
+record info.date "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+record info.cpu "$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
+record info.cores "$(nproc)"
+record info.ram "$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+record info.kernel "$(uname -sr)"
+record info.fs "$fs_type on $fs_dev"
+record info.workdir "$work"
+record info.go "$(go version | awk '{ print $3 " " $4 }')"
+git_rev="$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+if [ -n "$(git -C "$repo" status --porcelain --untracked-files=no 2>/dev/null)" ]; then git_rev="$git_rev (work tree modified)"; fi
+record info.git "$git_rev"
+record info.ecstore_version "$("$ecstore" version 2>&1 | head -1)"
+record info.xrootd_version "xrootd $(xrootd -v 2>&1 | head -1), xrdcp $(xrdcp --version 2>&1 | head -1)"
+record info.load_start "$(cut -d' ' -f1-3 /proc/loadavg)"
+record info.size "$size_h"
+record info.stream_size "$stream_h"
+record info.small_phase "$small_phase"
+case "$fs_dev" in
+  /dev/vd* | /dev/xvd*)
+    record info.note "The node directories are on a virtual disk ($fs_dev): the host may cache it, so the disk limits (L3–L5) and cold reads can exceed what the physical device does; they are still the limits this machine shows." ;;
+esac
+case "$fs_type" in
+  tmpfs | ramfs | overlay)
+    record info.fs_warning "the node directories are on $fs_type, not a real disk: set BENCH_DIR to a directory on a disk"
+    say "WARNING: $work is on $fs_type, not a real disk (set BENCH_DIR)" ;;
+esac
+say "working in $work ($fs_type on $fs_dev); $([ "$quick" = 1 ] && echo quick || echo full) mode"
+
+# --- 1. machine limits ------------------------------------------------------
+# best_of KEY=FIELD[,KEY=FIELD...] ARGS...: run "limits ARGS" limit_repeats
+# times and record, for each KEY, the highest value of the output's FIELD
+best_of() {
+  local spec="$1" i line kf key field v
+  shift
+  declare -A best=()
+  for ((i = 0; i < limit_repeats; i++)); do
+    if ! line="$("$limits" "$@" 2>&1)"; then
+      for kf in ${spec//,/ }; do fail "${kf%%=*}" "limits $*: $line"; done
+      return
+    fi
+    for kf in ${spec//,/ }; do
+      key="${kf%%=*}" field="${kf#*=}"
+      v="$(printf '%s\n' "$line" | tr ' ' '\n' | awk -F= -v f="$field" '$1 == f { print $2 }')"
+      best[$key]="$(awk -v a="${best[$key]:-0}" -v b="$v" 'BEGIN { print (b + 0 > a + 0 ? b : a) }')"
+    done
+  done
+  for kf in ${spec//,/ }; do
+    key="${kf%%=*}"
+    record "$key" "${best[$key]}"
+    say "$key = ${best[$key]} MB/s"
+  done
+}
+say "1. machine limits"
+best_of limit.tcp1=tcp_mbps tcp --bytes "$limit_h" --streams 1
+best_of limit.tcp8=tcp_mbps tcp --bytes "$limit_h" --streams "$nstreams"
+sync
+best_of limit.write=write_mbps disk --dir "$work" --bytes "$limit_h"
+sync
+best_of limit.write_fsync=write_mbps,limit.read=read_mbps disk --dir "$work" --bytes "$limit_h" --fsync
+best_of limit.memcpy=memcpy_mbps memcpy --bytes 4GiB
+
+# test files, in the page cache for the puts
+say "writing the $size_h and $stream_h test files"
+src="$work/src.bin"
+"$limits" fill --bytes "$size_h" "$src"
+ssrc="$work/stream.bin"
+"$limits" fill --bytes "$stream_h" "$ssrc"
+
+# --- process helpers ----------------------------------------------------------
+# start NAME CMD...: start a process with its output in $work/NAME.log; sets
+# the variable started to its PID
+start() {
+  local name="$1"
+  shift
+  "$@" >"$work/$name.log" 2>&1 &
+  started=$!
+  pids+=("$started")
+}
+
+# wait_log PID LOGNAME REGEX: wait until the log has a line matching REGEX
+# (ERE) and print the first match's text
+wait_log() {
+  local pid="$1" log="$work/$2.log" re="$3" i m
+  for ((i = 0; i < 3000; i++)); do
+    if m="$(grep -Eo "$re" "$log" 2>/dev/null | head -1)" && [ -n "$m" ]; then
+      printf '%s\n' "$m"
+      return 0
+    fi
+    kill -0 "$pid" 2>/dev/null || { say "$2 exited:"; tail -20 "$log" >&2; return 1; }
+    sleep 0.01
+  done
+  say "$2 did not log /$re/ within 30 s:"
+  tail -20 "$log" >&2
+  return 1
+}
+
+# stop_proc PID: SIGKILL a process we started and reap it
+stop_proc() {
+  kill -CONT "$1" 2>/dev/null || true
+  kill -KILL "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+  forget "$1"
+}
+
+# waited CMD...: run CMD in the background and wait for it, so that a
+# signal to the script interrupts the wait at once (bash runs traps only
+# between foreground commands) and the cleanup kills CMD by its PID
+waited() {
+  local p rc=0
+  "$@" &
+  p=$!
+  pids+=("$p")
+  wait "$p" || rc=$?
+  forget "$p"
+  return "$rc"
+}
+
+# xrd ARGS...: xrdcp with a timeout, its output in xrdcp.log
+xrd() {
+  waited timeout "$tool_timeout" xrdcp --nopbar "$@" >"$work/xrdcp.log" 2>&1
+}
+
+# xrd_error LOG...: the first error line xrdcp wrote to the logs
+xrd_error() {
+  local e
+  e="$(grep -h -m1 -i 'error' "$@" 2>/dev/null | head -1 || true)"
+  printf '%s\n' "${e:-$(tail -qn1 "$@" 2>/dev/null | head -1)}"
+}
+
+# timed_xrd KEY BYTES ARGS...: time one xrdcp and record its MB/s; the
+# variable elapsed_ns holds the time
+timed_xrd() {
+  local key="$1" bytes="$2" t0
+  shift 2
+  sync
+  t0=$(now)
+  if xrd "$@"; then
+    elapsed_ns=$(($(now) - t0))
+    record "$key" "$(mbps "$bytes" "$elapsed_ns")"
+    say "$key = $(mbps "$bytes" "$elapsed_ns") MB/s"
+    return 0
+  fi
+  fail "$key" "xrdcp $*: $(xrd_error "$work/xrdcp.log")"
+  elapsed_ns=0
+  return 1
+}
+
+# small KEYPREFIX URL CONCURRENCY [bench flags]: ecstore bench --mode small;
+# records KEYPREFIX.cC.OP for put, get and rm
+small() {
+  local prefix="$1" url="$2" conc="$3" log c op
+  shift 3
+  log="$work/bench-$(echo "$prefix" | tr . -).txt"
+  if waited timeout "$tool_timeout" "$ecstore" bench --mode small --concurrency "$conc" --duration "$small_dur" "$@" "$url" >"$log" 2>&1; then
+    :
+  else
+    say "ecstore bench $prefix failed:"
+    tail -5 "$log" >&2
+  fi
+  for c in ${conc//,/ }; do
+    for op in put get rm; do
+      local v
+      v="$(awk -v c="$c" -v op="$op" '$1 == "small" && $2 == c && $3 == op { print $5 " " $10 }' "$log")"
+      if [ -z "$v" ]; then
+        fail "$prefix.c$c.$op" "no result (see $(basename "$log")): $(tail -1 "$log")"
+      elif [ "${v#* }" != 0 ]; then
+        fail "$prefix.c$c.$op" "${v#* } errors: $(grep -m1 "$op (concurrency $c)" "$log" || true)"
+      else
+        record "$prefix.c$c.$op" "${v% *}"
+      fi
+    done
+  done
+  say "$prefix: $(awk '$1 == "small" { printf "c%s %s %s/s  ", $2, $3, $5 }' "$log")"
+}
+
+# streams KEY URLBASE DIR: 8 parallel xrdcp puts of the stream file to
+# URLBASE//DIR/sI, then (cold) 8 parallel gets to /dev/null; evict PATHS...
+# are dropped from the page cache between them
+streams() {
+  local key="$1" url="$2" dir="$3" i t0 ok=1 nfail=0 sp=()
+  shift 3
+  sync
+  t0=$(now)
+  for ((i = 0; i < nstreams; i++)); do
+    timeout "$tool_timeout" xrdcp --nopbar -f "$ssrc" "$url//$dir/s$i" >"$work/stream-put$i.log" 2>&1 &
+    sp+=($!)
+    pids+=($!)
+  done
+  for i in "${sp[@]}"; do
+    wait "$i" || { ok=0; nfail=$((nfail + 1)); }
+    forget "$i"
+  done
+  if [ "$ok" = 1 ]; then
+    record "$key.put" "$(mbps $((nstreams * stream)) $(($(now) - t0)))"
+    say "$key.put = $(mbps $((nstreams * stream)) $(($(now) - t0))) MB/s"
+  else
+    fail "$key.put" "$nfail of $nstreams xrdcp puts failed: $(xrd_error "$work"/stream-put*.log)"
+  fi
+  "$limits" evict "$@"
+  sp=()
+  ok=1 nfail=0
+  t0=$(now)
+  for ((i = 0; i < nstreams; i++)); do
+    timeout "$tool_timeout" xrdcp --nopbar -f "$url//$dir/s$i" /dev/null >"$work/stream-get$i.log" 2>&1 &
+    sp+=($!)
+    pids+=($!)
+  done
+  for i in "${sp[@]}"; do
+    wait "$i" || { ok=0; nfail=$((nfail + 1)); }
+    forget "$i"
+  done
+  if [ "$ok" = 1 ]; then
+    record "$key.get" "$(mbps $((nstreams * stream)) $(($(now) - t0)))"
+    say "$key.get = $(mbps $((nstreams * stream)) $(($(now) - t0))) MB/s"
+  else
+    fail "$key.get" "$nfail of $nstreams xrdcp gets failed: $(xrd_error "$work"/stream-get*.log)"
+  fi
+}
+
+# rss KEY PID: record the peak RSS (VmHWM) of a process in MiB
+rss() {
+  local kb
+  kb="$(awk '/^VmHWM:/ { print $2 }' "/proc/$2/status" 2>/dev/null || true)"
+  if [ -n "$kb" ]; then
+    record "$1" "$(awk -v k="$kb" 'BEGIN { printf "%.1f", k / 1024 }')"
+    say "$1 = $((kb / 1024)) MiB"
+  else
+    fail "$1" "no /proc/$2/status (the gateway exited?)"
+  fi
+}
+
+# gateway NAME FLAGS...: start `ecstore serve` on a free port; sets gw_pid
+# and gw_url
+gateway() {
+  local name="$1" addr
+  shift
+  start "$name" "$ecstore" serve --root-addr 127.0.0.1:0 --metrics-addr= --heal=false "$@"
+  gw_pid=$started
+  addr="$(wait_log "$gw_pid" "$name" 'serving root://[^ ]+')" || die "the gateway did not start"
+  gw_url="root://${addr#serving root://}"
+}
+
+# --- 2. baseline: one plain xrootd --------------------------------------------
+say "2. baseline: plain xrootd"
+xdir="$work/xrootd"
+mkdir -p "$xdir/data" "$xdir/admin"
+xport="$("$limits" port)"
+printf 'xrd.port %s\nall.export /\noss.localroot %s\nall.adminpath %s\nall.pidpath %s\nxrootd.chksum adler32\n' \
+  "$xport" "$xdir/data" "$xdir/admin" "$xdir/admin" >"$xdir/xrootd.cf"
+xargs_=(-c "$xdir/xrootd.cf" -l "$xdir/admin/xrootd.log")
+if [ -n "$xrootd_user" ]; then
+  chown "$xrootd_user:" "$xdir/data" "$xdir/admin"
+  xargs_+=(-R "$xrootd_user")
+fi
+if [ -n "$xrootd_user" ] && command -v runuser >/dev/null 2>&1 &&
+  ! runuser -u "$xrootd_user" -- test -w "$xdir/data"; then
+  die "user $xrootd_user cannot reach $xdir: every parent of BENCH_DIR must be searchable by others (chmod o+x)"
+fi
+start xrootd xrootd "${xargs_[@]}"
+xrootd_pid=$started
+xurl="root://127.0.0.1:$xport"
+for ((i = 0; ; i++)); do
+  if timeout 5 xrdfs "127.0.0.1:$xport" ls / >/dev/null 2>&1; then break; fi
+  kill -0 "$xrootd_pid" 2>/dev/null || { tail -20 "$work/xrootd.log" "$xdir"/admin/xrootd.log* >&2 || true; die "xrootd exited at start"; }
+  [ "$i" -lt 300 ] || die "xrootd did not answer on port $xport within 30 s"
+  sleep 0.1
+done
+
+timed_xrd xrootd.put "$size" -f "$src" "$xurl//put-plain" || true
+rm -f "$xdir/data/put-plain"
+sync
+if timed_xrd xrootd.put_fsync.xrdcp "$size" -f "$src" "$xurl//put-sync"; then
+  t0=$(now)
+  if sync "$xdir/data/put-sync"; then
+    record xrootd.put_fsync "$(mbps "$size" $((elapsed_ns + $(now) - t0)))"
+    say "xrootd.put_fsync = $(mbps "$size" $((elapsed_ns + $(now) - t0))) MB/s"
+  else
+    fail xrootd.put_fsync "sync FILE failed"
+  fi
+else
+  fail xrootd.put_fsync "xrdcp failed"
+fi
+"$limits" evict "$xdir/data"
+timed_xrd xrootd.get "$size" -f "$xurl//put-sync" /dev/null || true
+rm -f "$xdir/data/put-sync"
+small xrootd.small.nofsync "$xurl//bench" 8
+small xrootd.small.fsync "$xurl//bench" 1,8,64 --fsync
+stop_proc "$xrootd_pid"
+rm -rf "$xdir"
+
+# --- 3. ecstore ---------------------------------------------------------------
+geom=(--ec 8+2 --chunk-size 1MiB --spares 0)
+
+# hwm PID: the peak RSS (VmHWM) of a process in MiB, or "?"
+hwm() { awk '/^VmHWM:/ { printf "%d", $2 / 1024; found = 1 } END { if (!found) print "?" }' "/proc/$1/status" 2>/dev/null || echo "?"; }
+
+# common KEYPREFIX EVICT...: the healthy tests on the running gateway
+common() {
+  local p="$1" h1 h2
+  shift
+  timed_xrd "$p.put" "$size" -f "$src" "$gw_url//big" || true
+  "$limits" evict "$@"
+  timed_xrd "$p.get" "$size" -f "$gw_url//big" /dev/null || true
+  healthy_ns=$elapsed_ns
+  h1="$(hwm "$gw_pid")"
+  small "$p.small" "$gw_url//bench" 1,8,64
+  h2="$(hwm "$gw_pid")"
+  streams "$p.streams" "$gw_url" streams "$@"
+  rss "$p.rss" "$gw_pid"
+  record info.note "gateway VmHWM ($p): ${h1} MiB after the $size_h put and get, ${h2} MiB after the small-object runs, then the figure of the RSS row after the streams."
+}
+
+say "3a. ecstore on 10 ecstore node processes"
+node_pids=()
+node_urls=()
+for i in 0 1 2 3 4 5 6 7 8 9; do
+  d="$work/nodes/n$i"
+  mkdir -p "$d/data"
+  start "node$i" "$ecstore" node --dir "$d" --addr 127.0.0.1:0
+  node_pids+=("$started")
+done
+for i in 0 1 2 3 4 5 6 7 8 9; do
+  a="$(wait_log "${node_pids[$i]}" "node$i" 'on root://[^ ]+')" || die "ecstore node $i did not start"
+  node_urls+=("${a#on }//data")
+done
+gateway gw-nodes --nodes "$(
+  IFS=,
+  echo "${node_urls[*]}"
+)" "${geom[@]}"
+common nodes "$work/nodes"
+
+# one node SIGSTOPped (not one of those killed next)
+kill -STOP "${node_pids[2]}"
+"$limits" evict "$work/nodes"
+if timed_xrd nodes.get_stopped1 "$size" -f "$gw_url//big" /dev/null && [ "$healthy_ns" -gt 0 ]; then
+  record nodes.stopped_stall "$(awk -v s="$elapsed_ns" -v h="$healthy_ns" 'BEGIN { printf "%.2f", (s - h) / 1e9 }')"
+else
+  fail nodes.stopped_stall "no healthy or stopped get to compare"
+fi
+kill -CONT "${node_pids[2]}"
+
+# two nodes SIGKILLed
+stop_proc "${node_pids[0]}"
+stop_proc "${node_pids[1]}"
+"$limits" evict "$work/nodes"
+timed_xrd nodes.get_killed2 "$size" -f "$gw_url//big" /dev/null || true
+stop_proc "$gw_pid"
+for p in "${node_pids[@]:2}"; do stop_proc "$p"; done
+rm -rf "$work/nodes"
+
+say "3b. ecstore on 10 local directories (--data)"
+data="$work/local"
+gateway gw-local --data "$data" "${geom[@]}"
+common local "$data"
+stop_proc "$gw_pid"
+mkdir -p "$work/moved"
+mv "$data/nodes/00" "$data/nodes/01" "$work/moved/"
+gateway gw-local2 --data "$data" "${geom[@]}"
+"$limits" evict "$data"
+timed_xrd local.get_killed2 "$size" -f "$gw_url//big" /dev/null || true
+stop_proc "$gw_pid"
+rm -rf "$data" "$work/moved"
+
+# --- report -------------------------------------------------------------------
+record info.load_end "$(cut -d' ' -f1-3 /proc/loadavg)"
+record info.elapsed "$(awk -v ns=$(($(now) - started_at)) 'BEGIN { printf "%.0f s", ns / 1e9 }')"
+mkdir -p "$(dirname "$out")"
+rc=0
+"$work/bin/report" --in "$results" --out "$out" || rc=$?
+cp "$results" "${out%.md}.tsv"
+say "wrote $out and the raw measurements ${out%.md}.tsv (go run ./bench/report --in FILE.tsv --out FILE.md redoes the table)"
+if [ "$failed" = 1 ] || [ "$rc" != 0 ]; then
+  die "some measurements failed (ERR rows; logs in $work with BENCH_KEEP=1)"
+fi

@@ -1,0 +1,99 @@
+package cluster
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Gateway access settings. They configure who may use the gateway's
+// HTTP and S3 frontends (`ecstore serve`); other commands ignore them.
+// They are config-file keys only, with no command-line flags, so that
+// secrets never appear in a process list:
+//
+//	access-key = ID:SECRET     an access key: S3 SigV4 signing, and HTTP
+//	                           Basic authentication with ID and SECRET.
+//	                           May repeat, one key per line.
+//	http-token = TOKEN         a bearer token for the HTTP frontend
+//	                           ("Authorization: Bearer TOKEN"). May repeat.
+//	http-anonymous-read = BOOL let clients without credentials read over
+//	                           HTTP (GET, HEAD, PROPFIND).
+const (
+	KeyAccessKey         = "access-key"
+	KeyHTTPToken         = "http-token"
+	KeyHTTPAnonymousRead = "http-anonymous-read"
+)
+
+// accessKeys lists the access settings, for error messages.
+var accessKeys = []string{KeyAccessKey, KeyHTTPToken, KeyHTTPAnonymousRead}
+
+// MinTokenLen is the shortest bearer token accepted, so that a token
+// cannot be guessed by trying.
+const MinTokenLen = 16
+
+// access holds the gateway access settings of a Config.
+type access struct {
+	keys     map[string]string // access key id -> secret
+	tokens   []string
+	anonRead bool
+}
+
+// repeatable reports whether key may appear on several lines.
+func repeatable(key string) bool { return key == KeyAccessKey || key == KeyHTTPToken }
+
+// set parses an access setting; handled is false for other keys.
+func (a *access) set(key, value string) (handled bool, err error) {
+	switch key {
+	case KeyAccessKey:
+		id, secret, ok := strings.Cut(value, ":")
+		if !ok || id == "" || secret == "" || strings.ContainsAny(value, " \t") {
+			return true, fmt.Errorf("%w: access-key: want ID:SECRET (no blanks)", ErrConfig)
+		}
+		if old, dup := a.keys[id]; dup && old != secret {
+			return true, fmt.Errorf("%w: access-key %s is given twice with different secrets", ErrConfig, id)
+		}
+		if a.keys == nil {
+			a.keys = map[string]string{}
+		}
+		a.keys[id] = secret
+	case KeyHTTPToken:
+		if len(value) < MinTokenLen || strings.ContainsAny(value, " \t,") {
+			return true, fmt.Errorf("%w: http-token: want at least %d characters, no blanks or commas", ErrConfig, MinTokenLen)
+		}
+		if !slices.Contains(a.tokens, value) {
+			a.tokens = append(a.tokens, value)
+		}
+	case KeyHTTPAnonymousRead:
+		b, err := strconv.ParseBool(value)
+		if err != nil {
+			return true, fmt.Errorf("%w: http-anonymous-read %q: want true or false", ErrConfig, value)
+		}
+		a.anonRead = b
+	default:
+		return false, nil
+	}
+	return true, nil
+}
+
+// AccessKeys returns the configured access keys (id -> secret); the map
+// is a copy.
+func (c *Config) AccessKeys() map[string]string { return maps.Clone(c.access.keys) }
+
+// HTTPTokens returns the configured bearer tokens.
+func (c *Config) HTTPTokens() []string { return slices.Clone(c.access.tokens) }
+
+// HTTPAnonymousRead reports whether http-anonymous-read is true.
+func (c *Config) HTTPAnonymousRead() bool { return c.access.anonRead }
+
+// OnlyAccess reports whether the config sets nothing but access settings
+// (for a separate credentials file), naming the first other key if not.
+func (c *Config) OnlyAccess() (string, bool) {
+	for _, k := range keys {
+		if c.IsSet(k) {
+			return k, false
+		}
+	}
+	return "", true
+}

@@ -1,0 +1,56 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ecstore/ecstore/internal/layout"
+	"github.com/ecstore/ecstore/internal/object"
+	"github.com/ecstore/ecstore/internal/testcluster"
+	"github.com/ecstore/ecstore/internal/xrootd"
+)
+
+// Regression: when a write loses its quorum mid-stream, the client's
+// pipelined later writes must be told why (an I/O error naming the lost
+// quorum), not that the object is written sequentially.
+func TestWriteFailureRepeatsItsCause(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 1024}
+	s, faulty := testcluster.New(t, 6, g).Faulty(t, g)
+	fsys := NewFS(s, nil, Hooks{})
+	xf, err := fsys.Open(ctx, "/w", xrootd.OpenOptions{Flags: xrootd.OpenNew | xrootd.OpenUpdate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := xf.(xrootd.FileWriter)
+	block := bytes.Repeat([]byte("b"), int(g.BlockSize()))
+	if _, err := f.WriteAt(ctx, block, 0); err != nil {
+		t.Fatal(err)
+	}
+	faulty[0].SetDown(true)
+	faulty[1].SetDown(true)
+	var off int64 = int64(len(block))
+	var first error
+	for i := 0; i < 50 && first == nil; i++ {
+		n, err := f.WriteAt(ctx, block, off)
+		off += int64(n)
+		first = err
+	}
+	if first == nil {
+		t.Fatal("writes kept succeeding with 2 of 6 nodes down and quorum 5")
+	}
+	// A pipelined write further on, as xrdcp sends them.
+	_, err = f.WriteAt(ctx, block, off+int64(len(block)))
+	if !hasCode(err, xrootd.ErrIOError) || !strings.Contains(err.Error(), "quorum") {
+		t.Fatalf("later write after %v: %v, want the quorum failure", first, err)
+	}
+	if err := xf.Close(ctx); err == nil {
+		t.Fatal("close of a failed write succeeded")
+	}
+	if _, err := s.Stat(ctx, "/w"); !errors.Is(err, object.ErrNotExist) {
+		t.Fatalf("failed write is visible: %v", err)
+	}
+}

@@ -1,0 +1,136 @@
+package object
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"testing"
+
+	"github.com/ecstore/ecstore/internal/layout"
+)
+
+// putHint writes data announcing hint as its size.
+func putHint(t *testing.T, s *Store, path string, data []byte, hint int64) {
+	t.Helper()
+	w, err := s.Create(context.Background(), path, &CreateOptions{SizeHint: hint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Objects announced small are stored as 1+M: M+1 archives, any M of which
+// may be lost, checked and rebuilt like any other object.
+func TestSmallObjectsAreStoredOneplusM(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	c := newCluster(t, 8, g, func(o *Options) { o.SmallObjectSize = 20000 })
+	r := rand.New(rand.NewPCG(seed(t), 1))
+	for _, size := range []int64{1, 4095, 4097, 20000} {
+		data := randBytes(r, size)
+		putHint(t, c.store, "/s", data, size)
+		info, err := c.store.Stat(ctx, "/s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Geometry.K != 1 || info.Geometry.M != 2 || len(info.Placement) != 3 {
+			t.Fatalf("size %d: geometry %v placement %v, want 1+2 on 3 nodes", size, info.Geometry, info.Placement)
+		}
+		held := c.archivesOf("/s")
+		if len(held) != 3 {
+			t.Fatalf("size %d: archives on %v, want 3", size, held)
+		}
+		// Any two lost: still exact.
+		for a := range held {
+			for b := a + 1; b < len(held); b++ {
+				hide := []string{held[a], held[b]}
+				for _, f := range hide {
+					os.Rename(f, f+".away")
+				}
+				got, err := get(c.store, "/s")
+				if err != nil || !bytes.Equal(got, data) {
+					t.Fatalf("size %d without %v: %d bytes, %v", size, hide, len(got), err)
+				}
+				for _, f := range hide {
+					os.Rename(f+".away", f)
+				}
+			}
+		}
+	}
+	// Rebuild of a lost small archive, then a deep inspection is healthy.
+	held := c.archivesOf("/s")
+	os.Remove(held[0])
+	in, err := c.store.Inspect(ctx, "/s", true)
+	if err != nil || in.Health != Degraded {
+		t.Fatalf("inspect after losing one of 3: %v %v", in, err)
+	}
+	for _, sl := range in.Slots {
+		if sl.FoundOn == "" {
+			if _, err := c.store.Rebuild(ctx, "/s", []int{sl.Slot}, RebuildOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if in, err := c.store.Inspect(ctx, "/s", true); err != nil || in.Health != Healthy {
+		t.Fatalf("inspect after rebuild: %+v %v", in, err)
+	}
+	// Three lost: unrecoverable, as for any 1+2 object.
+	for _, f := range c.archivesOf("/s") {
+		os.Remove(f)
+	}
+	if _, err := get(c.store, "/s"); err == nil || !errors.Is(err, ErrNotExist) {
+		t.Fatalf("get with every archive gone: %v", err)
+	}
+}
+
+// A hint that understates the size costs space, never data; a hint above
+// the threshold or none gives the store's geometry.
+func TestSmallObjectHintIsOnlyAHint(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	c := newCluster(t, 8, g, func(o *Options) { o.SmallObjectSize = 20000 })
+	r := rand.New(rand.NewPCG(seed(t), 2))
+	big := randBytes(r, 5*g.BlockSize()+3)
+	putHint(t, c.store, "/lie", big, 100)
+	if got, err := get(c.store, "/lie"); err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("object larger than its hint: %d bytes, %v", len(got), err)
+	}
+	for _, hint := range []int64{0, 20001} {
+		putHint(t, c.store, "/x", []byte("tiny"), hint)
+		if info, _ := c.store.Stat(ctx, "/x"); info.Geometry != g {
+			t.Fatalf("hint %d: geometry %v, want %v", hint, info.Geometry, g)
+		}
+	}
+	off := newCluster(t, 8, g, func(o *Options) { o.SmallObjectSize = -1 })
+	putHint(t, off.store, "/x", []byte("tiny"), 4)
+	if info, _ := off.store.Stat(ctx, "/x"); info.Geometry != g {
+		t.Fatalf("small path disabled: geometry %v", info.Geometry)
+	}
+}
+
+func TestQuorumFollowsGeometry(t *testing.T) {
+	g := layout.Geometry{K: 8, M: 2, ChunkSize: 4096}
+	for _, tc := range []struct {
+		quorum int
+		small  layout.Geometry
+		want   int
+	}{
+		{9, layout.Geometry{K: 1, M: 2}, 2},
+		{10, layout.Geometry{K: 1, M: 2}, 3},
+		{8, layout.Geometry{K: 1, M: 2}, 1},
+		{9, layout.Geometry{K: 1, M: 0}, 1},
+		{9, g, 9},
+	} {
+		s := &Store{opts: Options{Geometry: g, WriteQuorum: tc.quorum}}
+		if got := s.quorum(tc.small); got != tc.want {
+			t.Errorf("quorum %d of %v: %d for %v, want %d", tc.quorum, g, got, tc.small, tc.want)
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package webdav
+
+import (
+	"crypto/subtle"
+	"encoding/base64"
+	"net"
+	"net/http"
+	"strings"
+)
+
+// Authentication. Every request is either authenticated or anonymous:
+//
+//   - "Authorization: Basic base64(ID:SECRET)" with a configured access
+//     key (Options.Keys), or "Authorization: Bearer TOKEN" with a
+//     configured token (Options.Tokens), authenticates the request: it may
+//     read and write. Secrets and tokens are compared in constant time.
+//   - Wrong credentials (an unknown id, a wrong secret or token, a
+//     malformed Basic value) are refused with 403 Forbidden, even where
+//     anonymous access would be allowed.
+//   - A request without an Authorization header is anonymous. It may read
+//     when Options.AnonymousRead is set, and write when
+//     Options.AnonymousWrite is set and the connection's local address is
+//     a loopback address. Otherwise it gets 401 Unauthorized with a
+//     WWW-Authenticate challenge for each scheme that is configured.
+//   - OPTIONS needs no credentials: it describes the server, not objects.
+//   - An Authorization header of another scheme (AWS signatures,
+//     Negotiate, ...) is treated like none: 401 unless anonymous access
+//     allows the request.
+
+// authenticator checks credentials against the configured ones.
+type authenticator struct {
+	keys      map[string]string
+	tokens    [][]byte
+	anonRead  bool
+	anonWrite bool
+	challenge []string // WWW-Authenticate values
+}
+
+func newAuthenticator(o Options) authenticator {
+	a := authenticator{keys: map[string]string{}, anonRead: o.AnonymousRead, anonWrite: o.AnonymousWrite}
+	for k, v := range o.Keys {
+		a.keys[k] = v
+	}
+	for _, t := range o.Tokens {
+		a.tokens = append(a.tokens, []byte(t))
+	}
+	if len(a.keys) > 0 || len(a.tokens) == 0 {
+		a.challenge = append(a.challenge, `Basic realm="ecstore", charset="UTF-8"`)
+	}
+	if len(a.tokens) > 0 {
+		a.challenge = append(a.challenge, `Bearer realm="ecstore"`)
+	}
+	return a
+}
+
+// check authorizes a request that reads, or writes when write is set.
+func (a *authenticator) check(req *request, write bool) error {
+	scheme, value, _ := strings.Cut(strings.TrimSpace(req.r.Header.Get("Authorization")), " ")
+	value = strings.TrimSpace(value)
+	switch {
+	case strings.EqualFold(scheme, "Basic"):
+		if !a.basic(value) {
+			return errorf(http.StatusForbidden, "wrong access key or secret")
+		}
+		return nil
+	case strings.EqualFold(scheme, "Bearer"):
+		if !a.bearer(value) {
+			return errorf(http.StatusForbidden, "wrong bearer token")
+		}
+		return nil
+	}
+	if !write && a.anonRead || write && a.anonWrite && loopbackConn(req.r) {
+		return nil
+	}
+	for _, c := range a.challenge {
+		req.w.Header().Add("WWW-Authenticate", c)
+	}
+	if write && a.anonRead {
+		return errorf(http.StatusUnauthorized, "writing needs credentials (an access key with HTTP Basic, or a bearer token)")
+	}
+	return errorf(http.StatusUnauthorized, "credentials needed (an access key with HTTP Basic, or a bearer token)")
+}
+
+// basic checks a Basic credentials value.
+func (a *authenticator) basic(value string) bool {
+	raw, err := base64.StdEncoding.DecodeString(value)
+	if err != nil {
+		return false
+	}
+	id, secret, ok := strings.Cut(string(raw), ":")
+	if !ok {
+		return false
+	}
+	want, known := a.keys[id]
+	if !known {
+		// Compare anyway, so that the time taken does not tell whether
+		// the id exists.
+		want = "\x00unknown access key id\x00"
+	}
+	return subtle.ConstantTimeCompare([]byte(secret), []byte(want)) == 1 && known
+}
+
+// bearer checks a bearer token against every configured one.
+func (a *authenticator) bearer(token string) bool {
+	ok := 0
+	for _, t := range a.tokens {
+		ok |= subtle.ConstantTimeCompare([]byte(token), t)
+	}
+	return ok == 1 && token != ""
+}
+
+// loopbackConn reports whether the request arrived on a loopback address
+// of this host (the connection's local address, which the client cannot
+// forge). Requests without a connection (tests) are not loopback.
+func loopbackConn(r *http.Request) bool {
+	addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok {
+		return false
+	}
+	host, _, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,138 @@
+package webdav
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/object"
+)
+
+// contentTypeKey is the user metadata entry holding an object's media
+// type: the name the S3 frontend uses too, so that both serve it back.
+const contentTypeKey = "content-type"
+
+// get serves GET and HEAD: an object's content (or one range of it), or
+// an HTML index of a collection.
+func (h *handler) get(req *request, head bool) error {
+	if req.path == "/" {
+		return h.index(req, head)
+	}
+	rd, err := h.store.Open(req.ctx, req.path)
+	if errors.Is(err, object.ErrIsDir) {
+		return h.index(req, head)
+	}
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	if req.slash {
+		return errorf(http.StatusNotFound, "%s is an object, not a collection", req.path)
+	}
+	info := rd.Info()
+	hdr := req.w.Header()
+	etag := etagOf(info)
+	hdr.Set("ETag", etag)
+	hdr.Set("Last-Modified", info.MTime.UTC().Format(http.TimeFormat))
+	hdr.Set("Accept-Ranges", "bytes")
+	ctype := info.User[contentTypeKey]
+	if ctype == "" {
+		ctype = "application/octet-stream"
+	}
+	hdr.Set("Content-Type", ctype)
+	if want := req.r.Header.Get("Want-Digest"); want != "" {
+		if d := digestHeader(want, info); d != "" {
+			hdr.Set("Digest", d)
+		}
+	}
+	switch preconditions(req.r, etag, info.MTime) {
+	case http.StatusNotModified:
+		hdr.Del("Content-Type")
+		req.w.WriteHeader(http.StatusNotModified)
+		return nil
+	case http.StatusPreconditionFailed:
+		return errorf(http.StatusPreconditionFailed, "a precondition (If-Match or If-Unmodified-Since) failed")
+	}
+	size := info.Size
+	start, length, partial := int64(0), size, false
+	if v := req.r.Header.Get("Range"); v != "" && rangeStillValid(req.r, etag, info.MTime) {
+		if start, length, partial, err = parseRange(v, size); err != nil {
+			hdr.Set("Content-Range", "bytes */"+strconv.FormatInt(size, 10))
+			return err
+		}
+	}
+	hdr.Set("Content-Length", strconv.FormatInt(length, 10))
+	if partial {
+		hdr.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, start+length-1, size))
+		req.w.WriteHeader(http.StatusPartialContent)
+	} else {
+		req.w.WriteHeader(http.StatusOK)
+	}
+	if head || length == 0 {
+		return nil
+	}
+	return copyRange(req.ctx, req.w, rd, start, length, info.Geometry.BlockSize())
+}
+
+// copyRange streams [start, start+length) of rd to w, a block at a time
+// (so reads stay sequential and the Reader reads ahead).
+func copyRange(ctx context.Context, w io.Writer, rd *object.Reader, start, length, blockSize int64) error {
+	buf := make([]byte, min(length, max(blockSize, 64<<10), 8<<20))
+	for off, end := start, start+length; off < end; {
+		n, err := rd.ReadAt(ctx, buf[:min(int64(len(buf)), end-off)], off)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return fmt.Errorf("send %s at %d: %w", rd.Info().Path, off, werr)
+			}
+			off += int64(n)
+		}
+		if err != nil && !(errors.Is(err, io.EOF) && off == end) {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("read %s at %d: %w", rd.Info().Path, off, err)
+		}
+	}
+	return nil
+}
+
+// index sends a minimal HTML listing of a collection (for browsers; file
+// clients use PROPFIND).
+func (h *handler) index(req *request, head bool) error {
+	infos, err := h.store.List(req.ctx, req.path)
+	if err != nil {
+		return err
+	}
+	hdr := req.w.Header()
+	hdr.Set("Content-Type", "text/html; charset=utf-8")
+	req.w.WriteHeader(http.StatusOK)
+	if head {
+		return nil
+	}
+	bw := bufio.NewWriter(req.w)
+	title := html.EscapeString(req.path)
+	fmt.Fprintf(bw, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Index of %s</title></head>\n<body><h1>Index of %s</h1>\n<table>\n", title, title)
+	base := req.path
+	if base != "/" {
+		base += "/"
+		fmt.Fprintf(bw, "<tr><td><a href=\"../\">../</a></td><td></td><td></td></tr>\n")
+	}
+	for _, in := range infos {
+		name, size := in.Name, strconv.FormatInt(in.Size, 10)
+		if in.IsDir {
+			name, size = name+"/", "-"
+		}
+		href := (&url.URL{Path: base + name}).EscapedPath()
+		fmt.Fprintf(bw, "<tr><td><a href=\"%s\">%s</a></td><td>%s</td><td>%s</td></tr>\n",
+			html.EscapeString(href), html.EscapeString(name), size, in.MTime.UTC().Format(time.RFC3339))
+	}
+	fmt.Fprintf(bw, "</table></body></html>\n")
+	return bw.Flush()
+}

@@ -1,0 +1,196 @@
+package webdav
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/adler32"
+	"hash/crc32"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/object"
+)
+
+// put stores the request body as the object at the path, streaming it
+// into an object.Writer. The object is committed only when the body
+// arrived complete (as long as Content-Length says, or to the end of a
+// chunked body) and matches the Digest header if one was sent; any other
+// outcome aborts the write and leaves the previous version, or nothing,
+// visible. Missing parent directories are created, as XRootD's HTTP
+// server and dCache do; a parent that is an object is a 409 Conflict.
+func (h *handler) put(req *request) error {
+	r := req.r
+	if req.slash || req.path == "/" {
+		return errorf(http.StatusMethodNotAllowed, "PUT to a collection URL")
+	}
+	if r.Header.Get("Content-Range") != "" {
+		return errorf(http.StatusBadRequest, "partial PUT (Content-Range) is not supported: objects are written whole")
+	}
+	check, err := newDigestCheck(r.Header.Get("Digest"))
+	if err != nil {
+		return err
+	}
+	info, err := h.store.Stat(req.ctx, req.path)
+	existed := err == nil
+	switch {
+	case existed && info.IsDir:
+		return errorf(http.StatusMethodNotAllowed, "%s is a collection", req.path)
+	case errors.Is(err, object.ErrUnrecoverable):
+		existed, info = true, nil // an unreadable object may be replaced
+	case err != nil && !errors.Is(err, object.ErrNotExist):
+		return err
+	}
+	etag := ""
+	if info != nil {
+		etag = etagOf(info)
+	}
+	if preconditions(r, etag, modTime(info)) != 0 {
+		return errorf(http.StatusPreconditionFailed, "a precondition (If-Match or If-None-Match) failed")
+	}
+	if err := h.noObjectAbove(req, req.path); err != nil {
+		return err
+	}
+	var meta map[string]string
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		meta = map[string]string{contentTypeKey: ct}
+	}
+	w, err := h.store.Create(req.ctx, req.path, &object.CreateOptions{User: meta, SizeHint: max(r.ContentLength, 0)})
+	if err != nil {
+		return err
+	}
+	body := &bodyReader{r: r.Body, check: check}
+	n, err := w.ReadFrom(body)
+	if h.opts.Hooks.Bytes != nil && n > 0 {
+		h.opts.Hooks.Bytes("write", int(n))
+	}
+	switch {
+	case body.err != nil:
+		_ = w.Abort()
+		return wrapf(body.err, http.StatusBadRequest, "the request body broke off after %d bytes; nothing was stored", n)
+	case err != nil:
+		_ = w.Abort()
+		return fmt.Errorf("webdav: put %s: %w", req.path, err)
+	case r.ContentLength >= 0 && n != r.ContentLength:
+		_ = w.Abort()
+		return errorf(http.StatusBadRequest, "the body has %d bytes, Content-Length says %d; nothing was stored", n, r.ContentLength)
+	}
+	if err := check.verify(); err != nil {
+		_ = w.Abort()
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("webdav: put %s: %w", req.path, err)
+	}
+	req.w.Header().Set("Content-Length", "0")
+	if existed {
+		req.w.WriteHeader(http.StatusNoContent)
+	} else {
+		req.w.WriteHeader(http.StatusCreated)
+	}
+	return nil
+}
+
+// bodyReader reads a request body, keeping its first read error (so that
+// a broken body is told apart from a failing engine) and feeding the
+// digest check.
+type bodyReader struct {
+	r     io.Reader
+	check *digestCheck
+	err   error
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.check.write(p[:n])
+	if err != nil && !errors.Is(err, io.EOF) && b.err == nil {
+		b.err = err
+	}
+	return n, err
+}
+
+// digestCheck verifies a PUT body against the instance digests of its
+// Digest header (RFC 3230 section 4.3.2), for the algorithms served.
+type digestCheck struct {
+	sums map[string]hash.Hash32
+	want map[string][]byte
+}
+
+// newDigestCheck parses a request's Digest header. Unknown algorithms
+// are ignored; a malformed value of a known one is a 400.
+func newDigestCheck(h string) (*digestCheck, error) {
+	c := &digestCheck{}
+	if strings.TrimSpace(h) == "" {
+		return c, nil
+	}
+	for _, item := range strings.Split(h, ",") {
+		alg, val, ok := strings.Cut(strings.TrimSpace(item), "=")
+		alg = strings.ToLower(strings.TrimSpace(alg))
+		if !ok {
+			continue
+		}
+		var want []byte
+		var hs hash.Hash32
+		switch alg {
+		case "adler32":
+			want = parseSum(val, false)
+			hs = adler32.New()
+		case "crc32c":
+			want = parseSum(val, true)
+			hs = crc32.New(crc32.MakeTable(crc32.Castagnoli))
+		default:
+			continue
+		}
+		if want == nil {
+			return nil, errorf(http.StatusBadRequest, "bad %s value %q in the Digest header", alg, val)
+		}
+		if c.sums == nil {
+			c.sums, c.want = map[string]hash.Hash32{}, map[string][]byte{}
+		}
+		c.sums[alg], c.want[alg] = hs, want
+	}
+	return c, nil
+}
+
+// parseSum decodes a 32-bit checksum given as 8 hex digits or (for
+// crc32c, as XRootD sends it) the base64 of its 4 big-endian bytes.
+func parseSum(v string, base64OK bool) []byte {
+	v = strings.TrimSpace(v)
+	if b, err := hex.DecodeString(v); err == nil && len(b) == 4 {
+		return b
+	}
+	if base64OK {
+		if b, err := base64.StdEncoding.DecodeString(v); err == nil && len(b) == 4 {
+			return b
+		}
+	}
+	return nil
+}
+
+// modTime is the modification time of an object that may not exist.
+func modTime(info *object.Info) time.Time {
+	if info == nil {
+		return time.Time{}
+	}
+	return info.MTime
+}
+
+func (c *digestCheck) write(p []byte) {
+	for _, h := range c.sums {
+		h.Write(p)
+	}
+}
+
+// verify compares the digests of the body read with the header's.
+func (c *digestCheck) verify() error {
+	for alg, h := range c.sums {
+		if got := h.Sum(nil); string(got) != string(c.want[alg]) {
+			return errorf(http.StatusBadRequest, "the body does not match its Digest header (%s %x, received %x); nothing was stored", alg, c.want[alg], got)
+		}
+	}
+	return nil
+}

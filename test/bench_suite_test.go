@@ -1,0 +1,131 @@
+//go:build slow
+
+package test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// benchSuiteRows lists the row ids of the table bench/run.sh writes: L
+// machine limits, X the plain xrootd baseline, N ecstore on ecstore
+// nodes, D ecstore on local directories.
+var benchSuiteRows = map[string]int{"L": 6, "X": 15, "N": 17, "D": 15}
+
+// TestBenchSuiteQuick is the smoke test of the benchmark suite: it runs
+// bench/run.sh --quick (real xrootd, xrdcp, ten ecstore nodes, local
+// directories) into a temporary RESULTS file and checks that the table
+// has every row with a numeric result and no failed measurement, and
+// that the machine is described. It asserts no speed. It needs the
+// XRootD tools (scripts/install-deps.sh): without them it is skipped,
+// or fails when CI=true.
+func TestBenchSuiteQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the benchmark suite smoke run is skipped with -short")
+	}
+	for _, tool := range []string{"bash", "xrdcp", "xrdfs", "xrootd", "go"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("required tool missing (CI=true): %s: %v", tool, err)
+			}
+			t.Skipf("tool missing (install with scripts/install-deps.sh): %s: %v", tool, err)
+		}
+	}
+	script, err := filepath.Abs(filepath.Join("..", "bench", "run.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not t.TempDir: its parents are mode 0700, and xrootd runs as an
+	// unprivileged user when the test runs as root.
+	base, err := os.MkdirTemp("", "ecstore-bench-suite-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(base, "RESULTS.md")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", script, "--quick", "--out", out)
+	cmd.Env = append(os.Environ(), "BENCH_DIR="+base, "ECSTORE_BIN="+bin, "BENCH_KEEP=0")
+	// On timeout, SIGTERM lets the script's trap kill what it started.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second
+	start := time.Now()
+	output, err := cmd.CombinedOutput()
+	t.Logf("bench/run.sh --quick took %v", time.Since(start).Round(time.Second))
+	if err != nil {
+		t.Fatalf("bench/run.sh --quick: %v\n%s", err, output)
+	}
+	md, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatalf("no results file: %v\n%s", err, output)
+	}
+	if !strings.Contains(string(output), "| id ") {
+		t.Errorf("bench/run.sh printed no table:\n%s", output)
+	}
+	for _, want := range []string{"**CPU**", "**RAM**", "**kernel**", "**node directories**", "**Go**", "**ecstore**", "## Limit arithmetic"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("%s has no %q", out, want)
+		}
+	}
+
+	rows := tableRows(string(md))
+	for prefix, n := range benchSuiteRows {
+		for i := 1; i <= n; i++ {
+			id := fmt.Sprintf("%s%d", prefix, i)
+			cells, ok := rows[id]
+			switch {
+			case !ok:
+				t.Errorf("row %s missing", id)
+			case len(cells) != 9:
+				t.Errorf("row %s has %d cells, want 9: %q", id, len(cells), cells)
+			default:
+				if _, err := strconv.ParseFloat(cells[3], 64); err != nil {
+					t.Errorf("row %s (%s): result %q is not a number", id, cells[1], cells[3])
+				}
+				if strings.HasPrefix(cells[8], "ERR") {
+					t.Errorf("row %s (%s): %s", id, cells[1], cells[8])
+				}
+			}
+		}
+	}
+	if t.Failed() {
+		t.Logf("%s:\n%s", out, md)
+	}
+}
+
+var rowIDRE = regexp.MustCompile(`^[LXND][0-9]+$`)
+
+// tableRows returns the cells of the results table's rows by row id.
+func tableRows(md string) map[string][]string {
+	rows := map[string][]string{}
+	sc := bufio.NewScanner(strings.NewReader(md))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if !strings.HasPrefix(line, "|") || !strings.HasSuffix(line, "|") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		if rowIDRE.MatchString(cells[0]) {
+			rows[cells[0]] = cells
+		}
+	}
+	return rows
+}

@@ -1,0 +1,206 @@
+//go:build interop
+
+package interop
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// httpCreds are the credentials of the HTTP suite, given to the gateway
+// in an --auth-file; the S3 key of the environment is an extra one.
+const (
+	httpKeyID     = "httpsuite"
+	httpKeySecret = "httpsuite-secret/key+1"
+	httpToken     = "httpsuite-token-0123456789abcdef"
+	envKeyID      = "envkey"
+	envKeySecret  = "envkey-secret"
+)
+
+// TestCrossProtocolHTTP drives one gateway over root://, S3 and
+// HTTP/WebDAV at once: objects written with davix-put or curl read back
+// bit-exact with xrdcp and aws s3 cp, and objects written with xrdcp or
+// aws s3 cp read back with davix-get and curl. HTTP authentication is
+// checked through the binary (401 without credentials, 403 with wrong
+// ones), the S3 frontend takes both the configured key and the one from
+// the environment, and an S3 multipart upload left incomplete expires
+// with its parts.
+func TestCrossProtocolHTTP(t *testing.T) {
+	for _, tool := range []string{"xrdcp", "xrdfs", "xrdadler32", "curl", "davix-put", "davix-get", "davix-ls"} {
+		needTool(t, tool)
+	}
+	aws := needTool(t, "aws")
+	work := t.TempDir()
+	auth := filepath.Join(work, "auth.conf")
+	if err := os.WriteFile(auth, []byte(fmt.Sprintf("# HTTP suite\naccess-key = %s:%s\nhttp-token = %s\n", httpKeyID, httpKeySecret, httpToken)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("ECSTORE_ACCESS_KEY", envKeyID)
+	t.Setenv("ECSTORE_SECRET_KEY", envKeySecret)
+	t.Setenv("AWS_ACCESS_KEY_ID", httpKeyID)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", httpKeySecret)
+	t.Setenv("AWS_DEFAULT_REGION", "us-east-1")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(work, "aws-config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(work, "aws-credentials"))
+	s3addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	httpAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	cluster := []string{"--data", filepath.Join(work, "data"), "--fsync=false"}
+	gw := startGateway(t, work, true, append(cluster, "--s3-addr", s3addr, "--http-addr", httpAddr,
+		"--auth-file", auth, "--s3-upload-expiry", "8s")...)
+	gw.flags = cluster
+	s3url, web := "http://"+s3addr, "http://"+httpAddr
+	bearer := "Authorization: Bearer " + httpToken
+	davix := func(tool string, args ...string) string {
+		t.Helper()
+		return must(t, tool, append([]string{"--retry", "0", "-H", bearer}, args...)...)
+	}
+	curl := func(args ...string) string {
+		t.Helper()
+		return must(t, "curl", append([]string{"-sS", "--fail", "-H", bearer}, args...)...)
+	}
+	status := func(args ...string) string {
+		t.Helper()
+		return must(t, "curl", append([]string{"-sS", "-o", os.DevNull, "-w", "%{http_code}"}, args...)...)
+	}
+	s := seed(t)
+	file := func(name string, size int64, stream uint64) string {
+		p := filepath.Join(work, name)
+		writeRandom(t, p, size, s, stream)
+		return p
+	}
+	must(t, aws, "--endpoint-url", s3url, "s3", "mb", "s3://xbk")
+
+	t.Run("davix-put to xrdcp and aws", func(t *testing.T) {
+		up := file("davix.bin", 9*mib+77, 1)
+		davix("davix-put", up, web+"/xbk/from-davix")
+		back := up + ".xrdcp"
+		must(t, "xrdcp", "--nopbar", "--cksum", "adler32", gw.obj("/xbk/from-davix"), back)
+		sameFile(t, back, up)
+		back = up + ".aws"
+		must(t, aws, "--endpoint-url", s3url, "s3", "cp", "--only-show-errors", "s3://xbk/from-davix", back)
+		sameFile(t, back, up)
+	})
+	t.Run("curl to xrdcp and aws", func(t *testing.T) {
+		up := file("curl.bin", 2*mib+3, 2)
+		curl("-T", up, web+"/xbk/dir/from-curl")
+		back := up + ".xrdcp"
+		must(t, "xrdcp", "--nopbar", gw.obj("/xbk/dir/from-curl"), back)
+		sameFile(t, back, up)
+		back = up + ".aws"
+		must(t, aws, "--endpoint-url", s3url, "s3", "cp", "--only-show-errors", "s3://xbk/dir/from-curl", back)
+		sameFile(t, back, up)
+	})
+	t.Run("xrdcp to davix-get and curl", func(t *testing.T) {
+		up := file("xrdcp.bin", 17*mib+1, 3)
+		must(t, "xrdcp", "--nopbar", up, gw.obj("/xbk/from-xrdcp"))
+		back := up + ".davix"
+		davix("davix-get", web+"/xbk/from-xrdcp", back)
+		sameFile(t, back, up)
+		back = up + ".curl"
+		hdr := curl("-o", back, "-D", "-", "-H", "Want-Digest: adler32", web+"/xbk/from-xrdcp")
+		sameFile(t, back, up)
+		if want := fmt.Sprintf("Digest: adler32=%08x", adler32Local(t, up)); !strings.Contains(hdr, want) {
+			t.Errorf("GET headers lack %q:\n%s", want, hdr)
+		}
+	})
+	t.Run("aws to davix-get and curl", func(t *testing.T) {
+		up := file("aws.bin", 9*mib+5, 4) // multipart with the default 8 MiB parts
+		must(t, aws, "--endpoint-url", s3url, "s3", "cp", "--only-show-errors", up, "s3://xbk/from-aws")
+		back := up + ".davix"
+		davix("davix-get", web+"/xbk/from-aws", back)
+		sameFile(t, back, up)
+		back = up + ".curl"
+		curl("-o", back, web+"/xbk/from-aws")
+		sameFile(t, back, up)
+		// The key from the environment works too.
+		out := must(t, "env", "AWS_ACCESS_KEY_ID="+envKeyID, "AWS_SECRET_ACCESS_KEY="+envKeySecret,
+			aws, "--endpoint-url", s3url, "s3", "ls", "s3://xbk/")
+		if !strings.Contains(out, "from-aws") {
+			t.Errorf("aws s3 ls with the environment's key:\n%s", out)
+		}
+	})
+	t.Run("listings agree", func(t *testing.T) {
+		ls := davix("davix-ls", "-l", web+"/xbk/")
+		for _, want := range []string{"9437261 ", "from-davix", "from-xrdcp", "from-aws", "dir"} {
+			if !strings.Contains(ls, want) {
+				t.Errorf("davix-ls -l lacks %q:\n%s", want, ls)
+			}
+		}
+		checkLs(t, gw.url, "/xbk", map[string]int64{"/xbk/from-davix": 9*mib + 77, "/xbk/dir": -1,
+			"/xbk/from-xrdcp": 17*mib + 1, "/xbk/from-aws": 9*mib + 5})
+	})
+	t.Run("authentication", func(t *testing.T) {
+		small := file("small.bin", 1000, 5)
+		for _, c := range []struct {
+			name string
+			args []string
+			want string
+		}{
+			{"no credentials GET", []string{web + "/xbk/from-aws"}, "401"},
+			{"no credentials PUT", []string{"-T", small, web + "/xbk/anon"}, "401"},
+			{"wrong token", []string{"-H", "Authorization: Bearer wrong-token-0123456789", "-T", small, web + "/xbk/anon"}, "403"},
+			{"wrong secret", []string{"-u", httpKeyID + ":nope", web + "/xbk/from-aws"}, "403"},
+			{"basic with the access key", []string{"-u", httpKeyID + ":" + httpKeySecret, "-r", "0-9", web + "/xbk/from-aws"}, "206"},
+			{"basic with the environment's key", []string{"-u", envKeyID + ":" + envKeySecret, "-I", web + "/xbk/from-aws"}, "200"},
+		} {
+			if got := status(c.args...); got != c.want {
+				t.Errorf("%s: status %s, want %s", c.name, got, c.want)
+			}
+		}
+		if out, err := run(t, "xrdfs", gw.url, "stat", "/xbk/anon"); err == nil {
+			t.Errorf("a refused PUT stored /xbk/anon:\n%s", out)
+		}
+		// Anonymous writes are never taken beyond loopback.
+		out, err := run(t, ecstoreBin, "serve", "--data", filepath.Join(work, "other"), "--root-addr", "127.0.0.1:0",
+			"--metrics-addr=", "--http-addr", "0.0.0.0:0", "--http-anonymous-writes")
+		if err == nil || !strings.Contains(out, "loopback") {
+			t.Errorf("serve with anonymous writes on 0.0.0.0: %v\n%s", err, out)
+		}
+	})
+	t.Run("abandoned multipart upload expires", func(t *testing.T) {
+		part := file("part.bin", 5*mib, 6)
+		var created struct{ UploadId string }
+		out := must(t, aws, "--endpoint-url", s3url, "s3api", "create-multipart-upload", "--bucket", "xbk", "--key", "abandoned")
+		if err := json.Unmarshal([]byte(out), &created); err != nil {
+			t.Fatalf("create-multipart-upload: %v\n%s", err, out)
+		}
+		must(t, aws, "--endpoint-url", s3url, "s3api", "upload-part", "--bucket", "xbk", "--key", "abandoned",
+			"--upload-id", created.UploadId, "--part-number", "1", "--body", part)
+		if !strings.Contains(gw.cli(t, "ls", "/.ecstore-uploads/xbk"), created.UploadId) {
+			t.Fatal("the upload's parts are not where expected")
+		}
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			out := must(t, aws, "--endpoint-url", s3url, "s3api", "list-multipart-uploads", "--bucket", "xbk")
+			if !strings.Contains(out, created.UploadId) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("upload not expired after 90s:\n%s", out)
+			}
+			time.Sleep(time.Second)
+		}
+		if out, err := run(t, ecstoreBin, append([]string{"ls", "-l", "/.ecstore-uploads/xbk/" + created.UploadId}, cluster...)...); err == nil {
+			t.Errorf("parts left after expiry:\n%s", out)
+		}
+		if st := status("-H", bearer, "-I", web+"/xbk/abandoned"); st != "404" {
+			t.Errorf("expired upload visible over HTTP: %s", st)
+		}
+	})
+	page := scrape(t, gw.metrics)
+	for _, op := range []string{"http_put", "http_get", "http_propfind", "http_head"} {
+		if metricSum(page, `ec_gateway_requests_total{op="`+op+`",status="ok"}`) == 0 {
+			t.Errorf("metrics count no %s:\n%s", op, grep(page, "http_"))
+		}
+	}
+	gw.checkAlive(t)
+	gw.fsck(t)
+}
