@@ -66,18 +66,14 @@ func cmdCp(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		defer c.Close()
-		f, err := c.Open(ctx, src.path, xrootd.OpenRead, 0)
+		f, ck, err := openWithChecksum(ctx, c, src, !*noCksum)
 		if err != nil {
-			return remoteErr(src, err)
+			return err
 		}
 		defer f.Close(context.WithoutCancel(ctx))
 		size = f.OpenInfo().Size
 		in = &remoteReader{ctx: ctx, f: f}
-		if !*noCksum {
-			if _, v, err := c.Checksum(ctx, src.path, "adler32"); err == nil {
-				srcCk = v
-			}
-		}
+		srcCk = ck
 	} else if pos[0] == "-" {
 		in = e.stdin
 	} else {
@@ -115,6 +111,42 @@ func cmdCp(ctx context.Context, e *env, args []string) error {
 		return checkSum(src, srcCk, sum.Sum32())
 	}
 	return nil
+}
+
+// openWithChecksum opens src for reading and, when withSum, asks for its
+// adler32. The checksum is asked by path, so an overwrite between the open
+// and the query would pair the old bytes with the new checksum: a stat
+// after the query must show the version that was opened (same id, size
+// and mtime), or the file is opened again. The checksum is "" when the
+// server cannot tell it.
+func openWithChecksum(ctx context.Context, c *xrootd.Client, src rootURL, withSum bool) (*xrootd.ClientFile, string, error) {
+	const attempts = 3
+	for attempt := 1; ; attempt++ {
+		f, err := c.Open(ctx, src.path, xrootd.OpenRead, 0)
+		if err != nil {
+			return nil, "", remoteErr(src, err)
+		}
+		if !withSum {
+			return f, "", nil
+		}
+		_, ck, err := c.Checksum(ctx, src.path, "adler32")
+		if err != nil {
+			return f, "", nil
+		}
+		now, err := c.Stat(ctx, src.path)
+		if err == nil && sameVersion(f.OpenInfo(), now) {
+			return f, ck, nil
+		}
+		f.Close(context.WithoutCancel(ctx))
+		if attempt == attempts {
+			return nil, "", fmt.Errorf("cp: %s keeps changing while it is opened; try again, or copy with -no-cksum", src)
+		}
+	}
+}
+
+// sameVersion reports whether two stats describe the same file version.
+func sameVersion(a, b xrootd.FileInfo) bool {
+	return a.ID == b.ID && a.Size == b.Size && a.ModTime.Equal(b.ModTime)
 }
 
 // checkSum compares a server's adler32 (as text; servers may drop leading

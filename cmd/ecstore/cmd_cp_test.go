@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -63,5 +64,56 @@ func TestCpAndNamespaceOverRoot(t *testing.T) {
 	}
 	if r := ecstore(t, nil, "cp", src, out); r.code != exitUsage {
 		t.Fatalf("local cp: exit %d", r.code)
+	}
+}
+
+// TestCpWhileOverwritten: downloads race overwrites of the source. Every
+// download ends with one whole version, verified against the checksum of
+// that same version: the checksum is asked by path, so cp must notice an
+// overwrite between its open and that query (regression test for a
+// fault-suite "adler32 mismatch").
+func TestCpWhileOverwritten(t *testing.T) {
+	url := gatewayURL(t)
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(6, 6))
+	versions := [][]byte{testcluster.Rand(rng, 700<<10), testcluster.Rand(rng, 900<<10)}
+	var files []string
+	for i, v := range versions {
+		f := filepath.Join(dir, fmt.Sprintf("v%d", i))
+		os.WriteFile(f, v, 0o644)
+		files = append(files, f)
+	}
+	mustRun(t, nil, "cp", files[0], url+"/race/x")
+	stop := make(chan struct{})
+	writerDone := make(chan error, 1)
+	go func() {
+		for i := 1; ; i++ {
+			select {
+			case <-stop:
+				writerDone <- nil
+				return
+			default:
+			}
+			if r := ecstore(t, nil, "cp", "-f", files[i%2], url+"/race/x"); r.code != 0 {
+				writerDone <- fmt.Errorf("overwrite %d: %s", i, r.stderr)
+				return
+			}
+		}
+	}()
+	out := filepath.Join(dir, "out")
+	for i := range 25 {
+		r := ecstore(t, nil, "cp", "-f", url+"/race/x", out)
+		if r.code != 0 {
+			t.Errorf("download %d: exit %d: %s", i, r.code, r.stderr)
+			continue
+		}
+		got, _ := os.ReadFile(out)
+		if !bytes.Equal(got, versions[0]) && !bytes.Equal(got, versions[1]) {
+			t.Errorf("download %d: %d bytes that are neither version", i, len(got))
+		}
+	}
+	close(stop)
+	if err := <-writerDone; err != nil {
+		t.Fatal(err)
 	}
 }

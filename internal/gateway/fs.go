@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"io/fs"
 	"iter"
@@ -17,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ecstore/ecstore/internal/archive"
 	"github.com/ecstore/ecstore/internal/node"
 	"github.com/ecstore/ecstore/internal/object"
 	"github.com/ecstore/ecstore/internal/xrootd"
@@ -243,12 +245,25 @@ func (f *FS) Space(ctx context.Context, _ string) (xrootd.Space, error) {
 }
 
 func fileInfo(info *object.Info) xrootd.FileInfo {
-	fi := xrootd.FileInfo{Size: info.Size, ModTime: info.MTime, Mode: 0o644}
+	fi := xrootd.FileInfo{ID: versionID(info.Version), Size: info.Size, ModTime: info.MTime, Mode: 0o644}
 	if info.IsDir {
 		fi.Mode = fs.ModeDir | 0o755
 		fi.Size = 4096
 	}
 	return fi
+}
+
+// versionID is the stat "id" of an object version: what an inode number
+// is to a POSIX file. An overwrite changes it, so a client that compares
+// the id it opened with a fresh stat can tell that the object was
+// replaced. Kept within 63 bits for clients that parse it as signed.
+func versionID(v archive.Version) uint64 {
+	if v == "" {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write([]byte(v))
+	return h.Sum64() >> 1
 }
 
 // readFile is an object open for reading.

@@ -147,7 +147,54 @@ func probeOne(ctx context.Context, path string, n node.Node) probeResult {
 // locate finds the newest version of path that has at least K consistent
 // archives. It probes the nodes that rank highest for the path first and
 // asks the remaining nodes only when that does not find enough archives.
+//
+// An overwrite commits by renaming its archives over the old ones, node by
+// node. A probe that lands between the first and the last rename can see
+// fewer than K archives of either version; locate then probes again a few
+// times, briefly, before it calls the object unrecoverable.
 func (s *Store) locate(ctx context.Context, path string) (*located, error) {
+	delay := commitRetryDelay
+	for attempt := 0; ; attempt++ {
+		loc, results, err := s.locateOnce(ctx, path)
+		var unrecoverable *UnrecoverableError
+		if !errors.As(err, &unrecoverable) || attempt == commitRetries || !maybeCommitting(results) {
+			return loc, err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+		delay *= 2
+	}
+}
+
+// commitRetries and commitRetryDelay bound how long locate waits for a
+// commit in flight: 10+20+40+80+160 ms.
+const (
+	commitRetries    = 5
+	commitRetryDelay = 10 * time.Millisecond
+)
+
+// maybeCommitting reports whether probe results that yield no readable
+// version look like a write being committed: archives of some version
+// exist (so the object is not simply absent), and either two versions are
+// interleaved or a version is short of K without any node having failed.
+func maybeCommitting(results []probeResult) bool {
+	versions := map[archive.Version]bool{}
+	failed := false
+	for _, r := range results {
+		if r.ref != nil {
+			versions[r.ref.idx.Meta.Version] = true
+		}
+		failed = failed || r.err != nil && !r.malformed
+	}
+	return len(versions) > 1 || len(versions) == 1 && !failed
+}
+
+func (s *Store) locateOnce(ctx context.Context, path string) (*located, []probeResult, error) {
 	ranked := s.rank(path)
 	first := min(len(ranked), s.opts.Geometry.Width()+s.opts.Spares)
 	results := s.probe(ctx, path, ranked[:first])
@@ -160,7 +207,7 @@ func (s *Store) locate(ctx context.Context, path string) (*located, error) {
 		loc, ok = choose(results)
 	}
 	if ok {
-		return loc, nil
+		return loc, results, nil
 	}
 	if loc != nil {
 		loc.close()
@@ -175,16 +222,16 @@ func (s *Store) locate(ctx context.Context, path string) (*located, error) {
 	}
 	switch {
 	case isDir:
-		return nil, fmt.Errorf("object %s: %w", path, ErrIsDir)
+		return nil, results, fmt.Errorf("object %s: %w", path, ErrIsDir)
 	case loc != nil && loc.meta != nil:
 		if d := s.deletedUpTo(ctx, path); d != "" && d >= newestVersion(results) {
-			return nil, fmt.Errorf("object %s: %w (removed; stale archives remain for repair)", path, ErrNotExist)
+			return nil, results, fmt.Errorf("object %s: %w (removed; stale archives remain for repair)", path, ErrNotExist)
 		}
-		return nil, &UnrecoverableError{Path: path, Block: -1, Available: loc.found, Need: loc.meta.K, Causes: errs}
+		return nil, results, &UnrecoverableError{Path: path, Block: -1, Available: loc.found, Need: loc.meta.K, Causes: errs}
 	case len(errs) > 0:
-		return nil, fmt.Errorf("object %s: %w (and %d nodes failed: %w)", path, ErrNotExist, len(errs), errors.Join(errs...))
+		return nil, results, fmt.Errorf("object %s: %w (and %d nodes failed: %w)", path, ErrNotExist, len(errs), errors.Join(errs...))
 	}
-	return nil, fmt.Errorf("object %s: %w", path, ErrNotExist)
+	return nil, results, fmt.Errorf("object %s: %w", path, ErrNotExist)
 }
 
 // choose groups the archives found by version and picks the newest version

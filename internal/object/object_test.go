@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/node"
@@ -446,5 +447,75 @@ func TestMkdirUnderObjectFails(t *testing.T) {
 	info, err := c.store.Stat(ctx, "/a/obj")
 	if err != nil || info.IsDir {
 		t.Fatalf("object became a directory: %+v %v", info, err)
+	}
+}
+
+// TestReadDuringOverwriteCommit: an overwrite renames its archives into
+// place node by node. A read that probes in the middle sees fewer than K
+// archives of either version; it must wait for the commit, not fail.
+// Regression test for a fault-suite failure (seed 1795316879435949654).
+func TestReadDuringOverwriteCommit(t *testing.T) {
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 1000}
+	c := newCluster(t, 6, g, func(o *Options) { o.SmallObjectSize = -1 })
+	r := rand.New(rand.NewPCG(seed(t), 9))
+	v1, v2 := randBytes(r, 9000), randBytes(r, 11000)
+	snapshot := func() [][]byte {
+		var out [][]byte
+		for _, d := range c.dirs {
+			b, err := os.ReadFile(filepath.Join(d, "o"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, b)
+		}
+		return out
+	}
+	replace := func(i int, b []byte) {
+		p := filepath.Join(c.dirs[i], "o")
+		if err := os.WriteFile(p+".tmp", b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(p+".tmp", p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(t, c.store, "/o", v1)
+	old := snapshot()
+	put(t, c.store, "/o", v2)
+	nw := snapshot()
+	// Half-way through the commit: three nodes still hold the old version.
+	for i := range 3 {
+		replace(i, old[i])
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		time.Sleep(25 * time.Millisecond)
+		for i := range 3 {
+			replace(i, nw[i])
+		}
+	}()
+	got, err := get(c.store, "/o")
+	<-done
+	if err != nil {
+		t.Fatalf("read during the commit: %v", err)
+	}
+	if !bytes.Equal(got, v2) {
+		t.Fatalf("read during the commit returned %d bytes, not the new version", len(got))
+	}
+
+	// With no commit in flight, the object really is unreadable, and
+	// says so after the bounded wait.
+	for i := range 3 {
+		replace(i, old[i])
+	}
+	start := time.Now()
+	_, err = get(c.store, "/o")
+	var ue *UnrecoverableError
+	if !errors.As(err, &ue) {
+		t.Fatalf("mixed versions for good: got %v, want an UnrecoverableError", err)
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Errorf("an unreadable object took %v to report", waited)
 	}
 }
