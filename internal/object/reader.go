@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ecstore/ecstore/internal/archive"
+	"github.com/ecstore/ecstore/internal/bufpool"
 	"github.com/ecstore/ecstore/internal/erasure"
 	"github.com/ecstore/ecstore/internal/layout"
 )
@@ -39,11 +40,28 @@ type Reader struct {
 }
 
 // blockFetch is a (possibly in-flight) fetch of a block's data chunks.
+// Its chunk buffers are recycled when the last reference goes: the cache
+// holds one, the fetching goroutine one, and every ReadAt copying out of
+// it one.
 type blockFetch struct {
-	done   chan struct{}
-	need   []bool   // data stripes requested
-	chunks [][]byte // K entries, verified data where need (or reconstructed)
-	err    error
+	done    chan struct{}
+	need    []bool   // data stripes requested
+	chunks  [][]byte // K entries, verified data where need (or reconstructed)
+	backing [][]byte // the pooled buffers behind chunks
+	err     error
+	refs    atomic.Int32
+}
+
+func (f *blockFetch) ref() { f.refs.Add(1) }
+
+// unref drops a reference; the last one recycles the chunk buffers.
+func (f *blockFetch) unref() {
+	if f.refs.Add(-1) == 0 {
+		for _, b := range f.backing {
+			bufpool.Put(b)
+		}
+		f.chunks, f.backing = nil, nil
+	}
 }
 
 func (f *blockFetch) covers(need []bool) bool {
@@ -92,6 +110,10 @@ func (r *Reader) Close() error {
 		return nil
 	}
 	r.closed = true
+	for _, f := range r.cache {
+		f.unref()
+	}
+	r.cache, r.fifo = nil, nil
 	r.mu.Unlock()
 	r.cancel()
 	r.loc.close()
@@ -124,8 +146,15 @@ func (r *Reader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 	r.nextSeq = max(r.nextSeq, end)
 	fetches := make([]*blockFetch, 0, last-first+1)
 	for b := first; b <= last; b++ {
-		fetches = append(fetches, r.fetchLocked(b, r.need(b, max(off, b*bs), min(end, (b+1)*bs)), false))
+		f := r.fetchLocked(b, r.need(b, max(off, b*bs), min(end, (b+1)*bs)), false)
+		f.ref()
+		fetches = append(fetches, f)
 	}
+	defer func() {
+		for _, f := range fetches {
+			f.unref()
+		}
+	}()
 	if sequential {
 		for b := last + 1; b <= last+int64(r.s.opts.ReadAhead) && b < r.l.Blocks(); b++ {
 			r.fetchLocked(b, r.need(b, b*bs, min(r.l.Size, (b+1)*bs)), true)
@@ -194,27 +223,33 @@ func (r *Reader) fetchLocked(b int64, need []bool, ahead bool) *blockFetch {
 		}
 	}
 	f := &blockFetch{done: make(chan struct{}), need: need}
-	if _, ok := r.cache[b]; !ok {
+	f.refs.Store(2) // the cache's and the fetching goroutine's
+	if old, ok := r.cache[b]; ok {
+		old.unref()
+	} else {
 		r.fifo = append(r.fifo, b)
 	}
 	r.cache[b] = f
 	for limit := r.s.opts.ReadAhead + 2; len(r.fifo) > limit; {
 		old := r.fifo[0]
 		r.fifo = r.fifo[1:]
+		r.cache[old].unref()
 		delete(r.cache, old)
 	}
 	go func() {
+		defer f.unref()
 		defer close(f.done)
-		f.chunks, f.err = r.readBlock(r.bg, b, need)
+		f.chunks, f.backing, f.err = r.readBlock(r.bg, b, need)
 	}()
 	return f
 }
 
 // chunkResult is the outcome of reading one chunk.
 type chunkResult struct {
-	stripe int
-	data   []byte
-	err    error
+	stripe  int
+	data    []byte
+	backing []byte // pooled buffer holding data
+	err     error
 }
 
 // readBlock reads the needed data chunks of block b and verifies each.
@@ -222,9 +257,19 @@ type chunkResult struct {
 // that recently failed, it also reads the other chunks and reconstructs
 // from the first K that verify. It returns K entries with the needed ones
 // filled.
-func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) ([][]byte, error) {
+func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]byte, err error) {
 	k, width := r.l.K, r.l.Width()
 	chunks := make([][]byte, width)
+	backing := make([][]byte, width)
+	defer func() {
+		// Parity (and everything, on failure) goes back to the pool;
+		// the data chunks' buffers go with the block.
+		for s, buf := range backing {
+			if buf != nil && (s >= k || err != nil) {
+				bufpool.Put(buf)
+			}
+		}
+	}()
 	started := make([]bool, width)
 	results := make(chan chunkResult, width) // late readers never block
 	var (
@@ -247,8 +292,8 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) ([][]byte,
 		go func() {
 			cctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			data, err := r.readChunk(cctx, b, s)
-			results <- chunkResult{s, data, err}
+			data, buf, err := r.readChunk(cctx, b, s)
+			results <- chunkResult{s, data, buf, err}
 		}()
 	}
 	startRest := func() {
@@ -282,8 +327,15 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) ([][]byte,
 			break
 		}
 		if good >= k {
+			cl := int(r.l.ChunkLen(b))
+			for s := range k {
+				if chunks[s] == nil {
+					backing[s] = bufpool.Get(cl)
+					chunks[s] = backing[s][:0]
+				}
+			}
 			if err := r.codec.ReconstructData(chunks); err != nil {
-				return nil, fmt.Errorf("object %s: block %d: %w", r.path, b, err)
+				return nil, nil, fmt.Errorf("object %s: block %d: %w", r.path, b, err)
 			}
 			break
 		}
@@ -301,7 +353,7 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) ([][]byte,
 				}
 				continue
 			}
-			return nil, &UnrecoverableError{Path: r.path, Block: b, Available: good, Need: k, Causes: causes}
+			return nil, nil, &UnrecoverableError{Path: r.path, Block: b, Available: good, Need: k, Causes: causes}
 		}
 		select {
 		case res := <-results:
@@ -320,14 +372,14 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) ([][]byte,
 				}
 				continue
 			}
-			chunks[res.stripe] = res.data
+			chunks[res.stripe], backing[res.stripe] = res.data, res.backing
 			good++
 		case <-hedge.C:
 			if !hedged {
 				startRest()
 			}
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
 	}
 	if len(failed) > 0 || hedged {
@@ -346,7 +398,7 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) ([][]byte,
 			}
 		}
 	}
-	return chunks[:k], nil
+	return chunks[:k], backing[:k], nil
 }
 
 // chunkRetries is how many times a block's timed-out chunk reads are
@@ -410,24 +462,28 @@ func countTrue(b []bool) int {
 // errMissing means the archive of a slot was not found.
 var errMissing = errors.New("archive missing")
 
-// readChunk reads and verifies chunk (b, s).
-func (r *Reader) readChunk(ctx context.Context, b int64, s int) ([]byte, error) {
+// readChunk reads and verifies chunk (b, s) into a pooled buffer, which
+// it returns with the chunk's bytes (a part of it).
+func (r *Reader) readChunk(ctx context.Context, b int64, s int) (data, buf []byte, err error) {
 	slot := r.l.Slot(b, s)
 	ref := r.loc.slots[slot]
 	if ref == nil {
-		return nil, fmt.Errorf("slot %d (node %s): %w", slot, r.loc.meta.Placement[slot], errMissing)
+		return nil, nil, fmt.Errorf("slot %d (node %s): %w", slot, r.loc.meta.Placement[slot], errMissing)
 	}
 	c := &ref.idx.Chunks[b]
-	data, err := archive.ReadChunk(ctx, ref.file, c, nil)
+	buf = bufpool.Get(int(c.Span()))
+	data, err = archive.ReadChunk(ctx, ref.file, c, buf)
 	if err != nil {
-		return nil, fmt.Errorf("node %s: %w", ref.node.ID(), err)
+		bufpool.Put(buf)
+		return nil, nil, fmt.Errorf("node %s: %w", ref.node.ID(), err)
 	}
-	return data, nil
+	return data, buf, nil
 }
 
 // WriteTo streams the whole object to w with read-ahead.
 func (r *Reader) WriteTo(ctx context.Context, w io.Writer) (int64, error) {
-	buf := make([]byte, r.l.BlockSize())
+	buf := bufpool.Get(int(min(r.l.BlockSize(), max(r.l.Size, 1))))
+	defer bufpool.Put(buf)
 	var off int64
 	for off < r.l.Size {
 		n, err := r.ReadAt(ctx, buf[:min(int64(len(buf)), r.l.Size-off)], off)

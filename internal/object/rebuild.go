@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ecstore/ecstore/internal/archive"
+	"github.com/ecstore/ecstore/internal/bufpool"
 	"github.com/ecstore/ecstore/internal/erasure"
 	"github.com/ecstore/ecstore/internal/node"
 )
@@ -99,7 +100,7 @@ func (s *Store) Rebuild(ctx context.Context, path string, slots []int, opts Rebu
 		allData[i] = true
 	}
 	for b := int64(0); b < l.Blocks(); b++ {
-		data, err := r.readBlock(ctx, b, allData)
+		data, backing, err := r.readBlock(ctx, b, allData)
 		if err != nil {
 			abort()
 			return nil, fmt.Errorf("object %s: rebuild block %d: %w", path, b, err)
@@ -108,9 +109,16 @@ func (s *Store) Rebuild(ctx context.Context, path string, slots []int, opts Rebu
 		chunks := make([][]byte, l.Width())
 		copy(chunks, data)
 		for i := l.K; i < l.Width(); i++ {
-			chunks[i] = make([]byte, cl)
+			chunks[i] = bufpool.Get(cl)
+			backing = append(backing, chunks[i])
+		}
+		release := func() {
+			for _, buf := range backing {
+				bufpool.Put(buf)
+			}
 		}
 		if err := codec.Encode(chunks); err != nil {
+			release()
 			abort()
 			return nil, fmt.Errorf("object %s: rebuild block %d: %w", path, b, err)
 		}
@@ -118,16 +126,19 @@ func (s *Store) Rebuild(ctx context.Context, path string, slots []int, opts Rebu
 			st := l.Stripe(b, t.slot)
 			if throttle != nil {
 				if err := throttle(ctx, cl); err != nil {
+					release()
 					abort()
 					return nil, err
 				}
 			}
 			if err := t.aw.WriteChunk(b, st, chunks[st], erasure.ChunkChecksum(chunks[st])); err != nil {
+				release()
 				abort()
 				return nil, fmt.Errorf("object %s: rebuild slot %d on node %s: %w", path, t.slot, t.node.ID(), err)
 			}
 			res.Bytes += int64(cl)
 		}
+		release()
 	}
 	for _, t := range targets {
 		m := *meta

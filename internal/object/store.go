@@ -87,10 +87,11 @@ type Options struct {
 	// of the store. Default GOMAXPROCS.
 	Workers int
 	// InFlight is how many full blocks a writer may have queued for
-	// encoding and writing besides the one it is filling. Default 3.
+	// encoding and writing besides the one it is filling. Default 2.
 	InFlight int
 	// ReadAhead is how many blocks a sequential reader fetches ahead.
-	// Default 2.
+	// Default 1: clients such as xrdcp keep several block-sized requests
+	// in flight, which is read-ahead already.
 	ReadAhead int
 	// HedgeDelay is how long a read waits for a data chunk before it also
 	// reads parity chunks and reconstructs from whichever K arrive first.
@@ -183,10 +184,10 @@ func (o *Options) withDefaults() error {
 		o.Workers = runtime.GOMAXPROCS(0)
 	}
 	if o.InFlight <= 0 {
-		o.InFlight = 3
+		o.InFlight = 2
 	}
 	if o.ReadAhead <= 0 {
-		o.ReadAhead = 2
+		o.ReadAhead = 1
 	}
 	if o.HedgeDelay <= 0 {
 		o.HedgeDelay = 250 * time.Millisecond
@@ -225,8 +226,7 @@ type Store struct {
 	nodes   []node.Node
 	byID    map[string]node.Node
 	workers chan struct{} // encoding slots
-	bufs    bufPools
-	suspect sync.Map // node id -> time.Time until which reads avoid it
+	suspect sync.Map      // node id -> time.Time until which reads avoid it
 }
 
 // markSuspect makes reads avoid node id for SuspectFor.
@@ -352,24 +352,6 @@ func (s *Store) spaces(ctx context.Context) []placement.Node {
 	}
 	wg.Wait()
 	return out
-}
-
-// bufPools recycles chunk-sized buffers by capacity.
-type bufPools struct{ m sync.Map } // int -> *sync.Pool
-
-func (b *bufPools) get(n int) []byte {
-	p, _ := b.m.LoadOrStore(n, &sync.Pool{})
-	if v := p.(*sync.Pool).Get(); v != nil {
-		return (*v.(*[]byte))[:n]
-	}
-	return make([]byte, n)
-}
-
-func (b *bufPools) put(buf []byte) {
-	n := cap(buf)
-	p, _ := b.m.LoadOrStore(n, &sync.Pool{})
-	buf = buf[:n]
-	p.(*sync.Pool).Put(&buf)
 }
 
 // checkPath validates an object path. The tombstone area is reserved.

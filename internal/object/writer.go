@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ecstore/ecstore/internal/archive"
+	"github.com/ecstore/ecstore/internal/bufpool"
 	"github.com/ecstore/ecstore/internal/erasure"
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/node"
@@ -285,7 +286,7 @@ func (w *Writer) Write(p []byte) (int, error) {
 			if err := w.acquire(); err != nil {
 				return written, err
 			}
-			w.buf = w.s.bufs.get(bs)
+			w.buf = bufpool.Get(bs)
 		}
 		n := copy(w.buf[w.fill:], p)
 		w.fill += n
@@ -313,7 +314,7 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 			if err := w.acquire(); err != nil {
 				return total, err
 			}
-			w.buf = w.s.bufs.get(bs)
+			w.buf = bufpool.Get(bs)
 		}
 		n, err := r.Read(w.buf[w.fill:])
 		w.fill += n
@@ -372,7 +373,7 @@ func (w *Writer) encode(job *blockJob) {
 		job.chunks[s] = job.data[s*cl : (s+1)*cl]
 	}
 	for s := k; s < width; s++ {
-		job.chunks[s] = w.s.bufs.get(int(w.geo.ChunkSize))[:cl]
+		job.chunks[s] = bufpool.Get(int(w.geo.ChunkSize))[:cl]
 	}
 	if err := w.codec.Encode(job.chunks); err != nil {
 		w.fail(fmt.Errorf("encode block %d: %w", job.block, err))
@@ -447,10 +448,10 @@ func (w *Writer) writeSlot(sw *slotWriter) {
 func (w *Writer) release(job *blockJob, failed bool) {
 	for s := w.geo.K; s < len(job.chunks); s++ {
 		if job.chunks[s] != nil {
-			w.s.bufs.put(job.chunks[s])
+			bufpool.Put(job.chunks[s])
 		}
 	}
-	w.s.bufs.put(job.data)
+	bufpool.Put(job.data)
 	<-w.inflight
 	_ = failed
 }
@@ -524,7 +525,7 @@ func (w *Writer) Close() error {
 	if w.fill > 0 && w.stickyErr() == nil {
 		w.submit()
 	} else if w.buf != nil {
-		w.s.bufs.put(w.buf)
+		bufpool.Put(w.buf)
 		w.buf = nil
 		<-w.inflight
 	}
@@ -634,7 +635,7 @@ func (w *Writer) Abort() error {
 	w.done = true
 	w.fail(fmt.Errorf("aborted"))
 	if w.buf != nil {
-		w.s.bufs.put(w.buf)
+		bufpool.Put(w.buf)
 		w.buf = nil
 		<-w.inflight
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+
+	"github.com/ecstore/ecstore/internal/bufpool"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -167,13 +169,22 @@ func ReadRequestFrame(r io.Reader, maxPayload int) (*RequestFrame, error) {
 }
 
 // readPayload reads exactly n bytes, growing the buffer in steps so that a
-// peer that declares much and sends little cannot make us allocate n.
+// peer that declares much and sends little cannot make us allocate n. A
+// recycled buffer (package bufpool) is used when one is pooled; the caller
+// may hand the result back to bufpool.Put when done with it.
 func readPayload(r io.Reader, n int) ([]byte, error) {
 	if n == 0 {
 		return nil, nil
 	}
+	if p, ok := bufpool.TryGet(n); ok {
+		if _, err := io.ReadFull(r, p); err != nil {
+			bufpool.Put(p)
+			return nil, truncatedEOF(err)
+		}
+		return p, nil
+	}
 	if n <= readChunk {
-		p := make([]byte, n)
+		p := make([]byte, n, bufpool.Class(n))
 		if _, err := io.ReadFull(r, p); err != nil {
 			return nil, truncatedEOF(err)
 		}
@@ -183,7 +194,7 @@ func readPayload(r io.Reader, n int) ([]byte, error) {
 	for len(p) < n {
 		step := min(n-len(p), readChunk)
 		if cap(p)-len(p) < step {
-			np := make([]byte, len(p), min(n, 2*cap(p)))
+			np := make([]byte, len(p), min(bufpool.Class(n), 2*cap(p)))
 			copy(np, p)
 			p = np
 		}

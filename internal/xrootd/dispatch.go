@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ecstore/ecstore/internal/bufpool"
 )
 
 // maxPathLen bounds the path of a request.
@@ -22,13 +24,14 @@ const maxPathLen = 4096
 // dispatch routes one request. It runs on the reading goroutine, which
 // fixes the order of the write-side requests of each file; everything that
 // may block on the handler runs on its own goroutine. The request's slot
-// and payload budget are released by s.finish when it is done.
-func (s *session) dispatch(f *RequestFrame, size int64) {
+// and payload budget are released by s.finish when it is done; nothing may
+// keep a slice of f.Payload beyond that, since the buffer is recycled.
+func (s *session) dispatch(f *RequestFrame) {
 	sid, id := f.StreamID, f.ID
 	req, err := ParseRequest(f)
 	if err != nil {
 		s.sendError(sid, &Error{Code: ErrArgInvalid, Message: fmt.Sprintf("malformed %v request: %v", id, err)})
-		s.finish(size)
+		s.finish(f)
 		return
 	}
 	if !s.loggedIn.Load() {
@@ -36,7 +39,7 @@ func (s *session) dispatch(f *RequestFrame, size int64) {
 		case *ProtocolRequest, *LoginRequest, *PingRequest, *AuthRequest:
 		default:
 			s.sendError(sid, Errorf(ErrNotAuthorized, "%v request before login", id))
-			s.finish(size)
+			s.finish(f)
 			return
 		}
 	}
@@ -45,41 +48,41 @@ func (s *session) dispatch(f *RequestFrame, size int64) {
 	switch r := req.(type) {
 	case *ProtocolRequest:
 		s.guard(sid, id, func() { s.doProtocol(sid, r) })
-		s.finish(size)
+		s.finish(f)
 		return
 	case *LoginRequest:
 		s.guard(sid, id, func() { s.doLogin(sid, r) })
-		s.finish(size)
+		s.finish(f)
 		return
 	case *WriteRequest:
-		s.queueFileOp(sid, id, r.Handle, size, func(of *openFile) { s.doWrite(sid, of, r.Offset, r.Data, false) })
+		s.queueFileOp(sid, id, r.Handle, f, func(of *openFile) { s.doWrite(sid, of, r.Offset, r.Data, false) })
 		return
 	case *PgWriteRequest:
-		s.queueFileOp(sid, id, r.Handle, size, func(of *openFile) { s.doPgWrite(sid, of, r) })
+		s.queueFileOp(sid, id, r.Handle, f, func(of *openFile) { s.doPgWrite(sid, of, r) })
 		return
 	case *SyncRequest:
-		s.queueFileOp(sid, id, r.Handle, size, func(of *openFile) { s.doSync(sid, of) })
+		s.queueFileOp(sid, id, r.Handle, f, func(of *openFile) { s.doSync(sid, of) })
 		return
 	case *CloseRequest:
-		s.queueFileOp(sid, id, r.Handle, size, func(of *openFile) { s.doClose(sid, of) })
+		s.queueFileOp(sid, id, r.Handle, f, func(of *openFile) { s.doClose(sid, of) })
 		return
 	case *TruncateRequest:
 		if r.Path == "" {
-			s.queueFileOp(sid, id, r.Handle, size, func(of *openFile) { s.doFileTruncate(sid, of, r.Size) })
+			s.queueFileOp(sid, id, r.Handle, f, func(of *openFile) { s.doFileTruncate(sid, of, r.Size) })
 			return
 		}
 	}
 	go func() {
-		defer s.finish(size)
+		defer s.finish(f)
 		s.guard(sid, id, func() { s.handle(sid, req) })
 	}()
 }
 
 // queueFileOp queues a write-side operation on an open file, or answers
 // kXR_FileNotOpen.
-func (s *session) queueFileOp(sid StreamID, id RequestID, fh FileHandle, size int64, fn func(of *openFile)) {
+func (s *session) queueFileOp(sid StreamID, id RequestID, fh FileHandle, f *RequestFrame, fn func(of *openFile)) {
 	ok := s.enqueue(fh, func(of *openFile) {
-		defer s.finish(size)
+		defer s.finish(f)
 		s.guard(sid, id, func() {
 			if of.closed {
 				s.sendError(sid, Errorf(ErrFileNotOpen, "%v: file handle %x is closed", id, fh))
@@ -90,7 +93,7 @@ func (s *session) queueFileOp(sid StreamID, id RequestID, fh FileHandle, size in
 	})
 	if !ok {
 		s.sendError(sid, Errorf(ErrFileNotOpen, "%v: file handle %x is not open", id, fh))
-		s.finish(size)
+		s.finish(f)
 	}
 }
 
@@ -393,7 +396,8 @@ func (s *session) doRead(ctx context.Context, sid StreamID, r *ReadRequest) erro
 	if remaining == 0 {
 		return sent(s.sendOK(sid, nil))
 	}
-	buf := make([]byte, min(remaining, s.limits.ResponseChunk))
+	buf := bufpool.Get(min(remaining, s.limits.ResponseChunk))
+	defer bufpool.Put(buf)
 	for {
 		n, eof, err := readFull(ctx, of.f, buf[:min(remaining, len(buf))], off)
 		if err != nil {
@@ -421,8 +425,10 @@ func (s *session) doPgRead(ctx context.Context, sid StreamID, r *PgReadRequest) 
 	defer of.readers.Done()
 	remaining, off := int(r.Length), r.Offset
 	chunk := s.limits.ResponseChunk
-	buf := make([]byte, min(remaining, chunk))
-	var out []byte
+	buf := bufpool.Get(min(remaining, chunk))
+	defer bufpool.Put(buf)
+	out := bufpool.Get(len(buf) + (len(buf)/PageSize+2)*4)[:0] // data and page CRCs
+	defer func() { bufpool.Put(out) }()
 	for {
 		// Every frame after the first starts on a page boundary.
 		n := min(remaining, chunk-int(off%PageSize))

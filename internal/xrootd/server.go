@@ -28,7 +28,8 @@ type Limits struct {
 	MaxPayload int
 	// PayloadBudget bounds the payload bytes of all requests of one
 	// connection that are in flight; the connection stops reading when
-	// it is exhausted. Default 64 MiB; raised to MaxPayload if smaller.
+	// it is exhausted. Default MaxPayload: one large write being
+	// received while the one before it is processed.
 	PayloadBudget int64
 	// MaxInflight bounds the requests of one connection processed
 	// concurrently. Default 64.
@@ -54,7 +55,7 @@ func (l Limits) withDefaults() Limits {
 		l.MaxPayload = DefaultMaxPayload
 	}
 	if l.PayloadBudget <= 0 {
-		l.PayloadBudget = 64 << 20
+		l.PayloadBudget = int64(l.MaxPayload)
 	}
 	if l.PayloadBudget < int64(l.MaxPayload) {
 		l.PayloadBudget = int64(l.MaxPayload)

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ecstore/ecstore/internal/bufpool"
 )
 
 // session is one client connection.
@@ -213,7 +215,7 @@ func (s *session) run() (graceful bool) {
 		}
 		f := &RequestFrame{StreamID: h.StreamID, ID: h.ID, Params: h.Params, Payload: payload}
 		s.wg.Add(1)
-		s.dispatch(f, size)
+		s.dispatch(f)
 	}
 }
 
@@ -260,9 +262,11 @@ func (s *session) readEnded(err error) (graceful bool) {
 	return false
 }
 
-// finish releases what a request held.
-func (s *session) finish(size int64) {
-	s.budget.release(size)
+// finish releases what a request held, recycling its payload buffer.
+func (s *session) finish(f *RequestFrame) {
+	s.budget.release(int64(len(f.Payload)))
+	bufpool.Put(f.Payload)
+	f.Payload = nil
 	<-s.slots
 	s.wg.Done()
 }
