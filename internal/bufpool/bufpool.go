@@ -27,8 +27,11 @@ func pool(class int) *sync.Pool {
 }
 
 // Get returns a buffer of length n: a recycled one when available, else a
-// new one with capacity Class(n).
+// new one with capacity Class(n) (exactly n below Granule).
 func Get(n int) []byte {
+	if n < Granule {
+		return make([]byte, n)
+	}
 	if b, ok := TryGet(n); ok {
 		return b
 	}

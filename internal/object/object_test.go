@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -517,5 +518,56 @@ func TestReadDuringOverwriteCommit(t *testing.T) {
 	}
 	if waited := time.Since(start); waited > 5*time.Second {
 		t.Errorf("an unreadable object took %v to report", waited)
+	}
+}
+
+// TestConcurrentReadersShareBlocks: concurrent sequential and random
+// readers of one Reader, with pooled chunk buffers recycled as blocks
+// leave the small cache, always get the right bytes (run with -race).
+func TestConcurrentReadersShareBlocks(t *testing.T) {
+	g := layout.Geometry{K: 3, M: 1, ChunkSize: 64 << 10}
+	c := newCluster(t, 4, g, func(o *Options) { o.SmallObjectSize = -1 })
+	r := rand.New(rand.NewPCG(seed(t), 11))
+	data := randBytes(r, 3<<20+12345)
+	put(t, c.store, "/r", data)
+	rd, err := c.store.Open(context.Background(), "/r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 1))
+			off := rng.Int64N(int64(len(data)))
+			for range 300 {
+				n := 1 + rng.IntN(300<<10)
+				if w%2 == 1 { // random readers jump about
+					off = rng.Int64N(int64(len(data)))
+				}
+				p := make([]byte, n)
+				got, err := rd.ReadAt(context.Background(), p, off)
+				if err != nil && !errors.Is(err, io.EOF) {
+					errs <- fmt.Errorf("ReadAt(%d, %d): %v", off, n, err)
+					return
+				}
+				if !bytes.Equal(p[:got], data[off:off+int64(got)]) {
+					errs <- fmt.Errorf("ReadAt(%d, %d) returned wrong bytes", off, n)
+					return
+				}
+				off += int64(got)
+				if off >= int64(len(data)) {
+					off = 0
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
