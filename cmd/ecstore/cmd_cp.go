@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/ecstore/ecstore/internal/erasure"
 	"github.com/ecstore/ecstore/internal/xrootd"
@@ -120,7 +121,7 @@ func cmdCp(ctx context.Context, e *env, args []string) error {
 // and mtime), or the file is opened again. The checksum is "" when the
 // server cannot tell it.
 func openWithChecksum(ctx context.Context, c *xrootd.Client, src rootURL, withSum bool) (*xrootd.ClientFile, string, error) {
-	const attempts = 3
+	const attempts = 5
 	for attempt := 1; ; attempt++ {
 		f, err := c.Open(ctx, src.path, xrootd.OpenRead, 0)
 		if err != nil {
@@ -140,6 +141,11 @@ func openWithChecksum(ctx context.Context, c *xrootd.Client, src rootURL, withSu
 		f.Close(context.WithoutCancel(ctx))
 		if attempt == attempts {
 			return nil, "", fmt.Errorf("cp: %s keeps changing while it is opened; try again, or copy with -no-cksum", src)
+		}
+		select {
+		case <-time.After(time.Duration(attempt) * 20 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, "", ctx.Err()
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ecstore/ecstore/internal/testcluster"
 	"github.com/ecstore/ecstore/internal/testgateway"
@@ -98,6 +99,8 @@ func TestCpWhileOverwritten(t *testing.T) {
 				writerDone <- fmt.Errorf("overwrite %d: %s", i, r.stderr)
 				return
 			}
+			time.Sleep(10 * time.Millisecond) // an overwrite every few tens of ms
+
 		}
 	}()
 	out := filepath.Join(dir, "out")

@@ -594,13 +594,33 @@ func (r *runner) cleanup(ctx context.Context, res *Result) {
 		})
 		if err := lead.ensureConn(ctx); err != nil {
 			fail(err)
-		} else if err := lead.c.Rmdir(ctx, r.dir); err != nil && !isNotFound(err) {
+		} else if err := r.rmdir(ctx, lead); err != nil {
 			fail(err)
 		}
 	}
 	if first != nil {
 		res.CleanupError = first.Error()
 	}
+}
+
+// rmdir removes the run's emptied directory. Uploads interrupted by a
+// cancelled run are discarded by the server when their connection ends,
+// which may be a moment after the cleanup lists the directory: an rmdir
+// that finds the directory not yet empty is retried for a few seconds.
+func (r *runner) rmdir(ctx context.Context, w *worker) error {
+	var err error
+	for delay := 50 * time.Millisecond; delay < 5*time.Second; delay *= 2 {
+		err = w.c.Rmdir(ctx, r.dir)
+		if err == nil || isNotFound(err) {
+			return nil
+		}
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return err
+		}
+	}
+	return err
 }
 
 // isNotFound reports whether err is the server's kXR_NotFound.

@@ -298,22 +298,33 @@ type writeFile struct {
 	err   error // the first write failure, repeated to later writes
 }
 
-var _ xrootd.FileAborter = (*writeFile)(nil)
+var (
+	_ xrootd.FileAborter      = (*writeFile)(nil)
+	_ xrootd.FileStreamWriter = (*writeFile)(nil)
+)
 
-func (wf *writeFile) WriteAt(_ context.Context, p []byte, off int64) (int, error) {
-	// A failed write explains itself to every later request: clients
-	// pipeline writes, and the failure is what they must see, not the
-	// offset gap it left.
+// check is what every write does first: a failed write explains itself
+// to every later request (clients pipeline writes, and the failure is
+// what they must see, not the offset gap it left); objects are written
+// in order.
+func (wf *writeFile) check(off int64) error {
 	if wf.err != nil {
-		return 0, mapErr(wf.err)
+		return mapErr(wf.err)
 	}
 	if err := wf.w.Err(); err != nil {
 		wf.err = err
-		return 0, mapErr(err)
+		return mapErr(err)
 	}
 	if off != wf.w.Size() {
-		return 0, xrootd.Errorf(xrootd.ErrUnsupported,
+		return xrootd.Errorf(xrootd.ErrUnsupported,
 			"%s: objects are written sequentially: write at offset %d, expected %d", wf.name, off, wf.w.Size())
+	}
+	return nil
+}
+
+func (wf *writeFile) WriteAt(_ context.Context, p []byte, off int64) (int, error) {
+	if err := wf.check(off); err != nil {
+		return 0, err
 	}
 	start := time.Now()
 	n, err := wf.w.Write(p)
@@ -323,6 +334,28 @@ func (wf *writeFile) WriteAt(_ context.Context, p []byte, off int64) (int, error
 	wf.hooks.done("write", start, err)
 	wf.hooks.bytes("write", n)
 	return n, mapErr(err)
+}
+
+// WriteFrom takes a large write straight from the client's connection
+// into the object's block buffers. If r fails part-way (connection lost,
+// page checksum mismatch), the object holds a partial write and is never
+// committed: Close then fails.
+func (wf *writeFile) WriteFrom(_ context.Context, r io.Reader, off, n int64) (int64, error) {
+	if err := wf.check(off); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	lr := &io.LimitedReader{R: r, N: n}
+	got, err := wf.w.ReadFrom(lr)
+	if err == nil && got < n {
+		err = fmt.Errorf("%s: write payload ended after %d of %d bytes: %w", wf.name, got, n, io.ErrUnexpectedEOF)
+	}
+	if err != nil {
+		wf.err = err
+	}
+	wf.hooks.done("write", start, err)
+	wf.hooks.bytes("write", int(got))
+	return got, mapErr(err)
 }
 
 func (wf *writeFile) ReadAt(context.Context, []byte, int64) (int, error) {
@@ -337,6 +370,10 @@ func (wf *writeFile) Stat(context.Context) (xrootd.FileInfo, error) {
 // durable on at least the write quorum of nodes.
 func (wf *writeFile) Close(context.Context) (err error) {
 	defer func(start time.Time) { wf.hooks.done("close", start, err) }(time.Now())
+	if wf.err != nil {
+		wf.w.Abort()
+		return mapErr(fmt.Errorf("%s not stored: an earlier write failed: %w", wf.name, wf.err))
+	}
 	return mapErr(wf.w.Close())
 }
 

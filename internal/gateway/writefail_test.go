@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/object"
@@ -52,5 +54,39 @@ func TestWriteFailureRepeatsItsCause(t *testing.T) {
 	}
 	if _, err := s.Stat(ctx, "/w"); !errors.Is(err, object.ErrNotExist) {
 		t.Fatalf("failed write is visible: %v", err)
+	}
+}
+
+// A streamed write whose payload fails part-way (a bad page checksum, a
+// connection lost) leaves a partial object behind in the writer: it must
+// never be committed, even if the client then closes the file.
+func TestStreamedWriteFailureIsNotCommitted(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 1024}
+	s := testcluster.New(t, 6, g).Store
+	fsys := NewFS(s, nil, Hooks{})
+	xf, err := fsys.Open(ctx, "/s", xrootd.OpenOptions{Flags: xrootd.OpenNew | xrootd.OpenUpdate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := xf.(xrootd.FileStreamWriter)
+	data := bytes.Repeat([]byte("s"), 10000)
+	if n, err := f.WriteFrom(ctx, bytes.NewReader(data), 0, int64(len(data))); err != nil || n != int64(len(data)) {
+		t.Fatalf("WriteFrom: %d, %v", n, err)
+	}
+	broken := errors.New("connection reset")
+	r := io.MultiReader(bytes.NewReader(data[:3000]), iotest.ErrReader(broken))
+	if _, err := f.WriteFrom(ctx, r, int64(len(data)), int64(len(data))); err == nil {
+		t.Fatal("WriteFrom from a failing reader succeeded")
+	}
+	// A short payload is a failure too.
+	if _, err := f.WriteFrom(ctx, bytes.NewReader(data[:10]), 2*int64(len(data)), 100); err == nil {
+		t.Fatal("a later write succeeded after the failed one")
+	}
+	if err := xf.Close(ctx); err == nil {
+		t.Fatal("close after a failed streamed write succeeded")
+	}
+	if _, err := s.Stat(ctx, "/s"); !errors.Is(err, object.ErrNotExist) {
+		t.Fatalf("partial streamed write is visible: %v", err)
 	}
 }

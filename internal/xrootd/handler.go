@@ -2,6 +2,7 @@ package xrootd
 
 import (
 	"context"
+	"io"
 	"io/fs"
 	"iter"
 	"net/url"
@@ -82,6 +83,18 @@ type File interface {
 // The server keeps no reference to p after WriteAt returns.
 type FileWriter interface {
 	WriteAt(ctx context.Context, p []byte, off int64) (int, error)
+}
+
+// FileStreamWriter is implemented by files that take a large write
+// straight from the connection: the server then does not buffer the
+// payload (for kXR_pgwrite, r yields the data with the page checksums
+// verified and stripped). WriteFrom reads the n data bytes for offset off
+// from r; it may stop early only with an error, and the server discards
+// what it left unread. An error from r (a broken connection, a page
+// checksum mismatch) leaves the file with a partial write: the file must
+// then refuse to commit, as after any failed write.
+type FileStreamWriter interface {
+	WriteFrom(ctx context.Context, r io.Reader, off, n int64) (int64, error)
 }
 
 // FileSyncer is implemented by files that can flush written data to

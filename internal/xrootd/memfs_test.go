@@ -22,6 +22,8 @@ type memFS struct {
 	nodes map[string]*memNode
 	// aborted counts files aborted at disconnect.
 	aborted int
+	// streamed counts writes taken through WriteFrom.
+	streamed int
 	// failOpen, when set, is returned by Open for that path.
 	failOpen map[string]error
 	nextID   uint64
@@ -328,6 +330,22 @@ func (f *memFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) 
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// WriteFrom takes a large write from the connection. Bytes before a
+// failure of r are written, as a file that streams to disk would.
+func (f *memFile) WriteFrom(ctx context.Context, r io.Reader, off, n int64) (int64, error) {
+	buf := make([]byte, n)
+	got, err := io.ReadFull(r, buf)
+	if got > 0 {
+		if _, werr := f.WriteAt(ctx, buf[:got], off); werr != nil {
+			return int64(got), werr
+		}
+	}
+	f.fs.mu.Lock()
+	f.fs.streamed++
+	f.fs.mu.Unlock()
+	return int64(got), err
 }
 
 func (f *memFile) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {

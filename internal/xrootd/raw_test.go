@@ -1,6 +1,7 @@
 package xrootd
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"math/rand/v2"
@@ -251,6 +252,82 @@ func TestHostileFrames(t *testing.T) {
 			rawDial(t, addr, true).ping(StreamID{7, 7})
 		})
 	}
+}
+
+// TestStreamedWrites: large kXR_write and kXR_pgwrite payloads go straight
+// from the connection to a FileStreamWriter. The data arrives intact, a
+// page with a bad checksum fails only its request (the connection stays
+// in step), and a connection that dies inside a payload leaves the server
+// serving.
+func TestStreamedWrites(t *testing.T) {
+	m := newMemFS()
+	// A payload budget of 2 MiB: streamed writes must not consume it, or
+	// the writes below would stall.
+	addr, _ := startServer(t, m, Limits{MaxPayload: 2 << 20})
+	sid := StreamID{0x56, 0x78}
+	data := make([]byte, 3<<20+1234)
+	for i := range data {
+		data[i] = byte(i*7 + i>>12)
+	}
+	open := func(rc *rawConn, path string) FileHandle {
+		rc.send(sid, &OpenRequest{Options: OpenNew, Mode: 0o644, Path: path})
+		f := rc.final()
+		or, err := ParseOpenResponse(f.Body)
+		if f.Status != StatusOK || err != nil {
+			t.Fatalf("open %s: %v %v", path, f.Status, err)
+		}
+		return or.Handle
+	}
+	rc := rawDial(t, addr, true)
+	// Pipelined plain writes and pgwrites, most starting off a page
+	// boundary, more of them than the payload budget holds.
+	fh := open(rc, "/big")
+	const piece = 300<<10 + 5
+	var want []Status
+	for off := 0; off < len(data); off += piece {
+		end := min(off+piece, len(data))
+		if len(want)%2 == 0 {
+			rc.send(sid, &WriteRequest{Handle: fh, Offset: int64(off), Data: data[off:end]})
+			want = append(want, StatusOK)
+		} else {
+			rc.send(sid, &PgWriteRequest{Handle: fh, Offset: int64(off), Pages: AppendPages(nil, int64(off), data[off:end])})
+			want = append(want, StatusStatus)
+		}
+	}
+	for i, st := range want {
+		if f := rc.final(); f.Status != st {
+			t.Fatalf("write %d answered %v, want %v", i, f.Status, st)
+		}
+	}
+	rc.send(sid, &CloseRequest{Handle: fh})
+	if f := rc.final(); f.Status != StatusOK {
+		t.Fatalf("close answered %v", f.Status)
+	}
+	m.mu.Lock()
+	got, streamed := append([]byte(nil), m.nodes["/big"].data...), m.streamed
+	m.mu.Unlock()
+	if !bytes.Equal(got, data) {
+		t.Fatalf("stored %d bytes, not the %d written", len(got), len(data))
+	}
+	if streamed < len(want)-1 { // the last piece may be too small
+		t.Fatalf("%d of %d writes were streamed", streamed, len(want))
+	}
+
+	// A bad page in the middle of a large pgwrite.
+	fh = open(rc, "/bad")
+	pages := AppendPages(nil, 0, data[:1<<20])
+	pages[100*(PageSize+PageCRCLen)+17] ^= 0x40
+	rc.send(sid, &PgWriteRequest{Handle: fh, Offset: 0, Pages: pages})
+	rc.expectError(sid, ErrChkSumErr)
+	rc.ping(sid)
+
+	// A connection that dies inside a payload.
+	rc2 := rawDial(t, addr, true)
+	fh = open(rc2, "/cut")
+	frame := EncodeRequest(sid, &WriteRequest{Handle: fh, Data: data[:1<<20]}).AppendTo(nil)
+	rc2.write(frame[:len(frame)/2])
+	rc2.conn.Close()
+	rawDial(t, addr, true).ping(sid)
 }
 
 // TestRandomRequests sends seeded random requests on one connection: each

@@ -1,6 +1,7 @@
 package xrootd
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -24,6 +25,7 @@ type session struct {
 	conn   net.Conn
 	limits Limits
 	log    *slog.Logger
+	in     *bufio.Reader // requests, read only by the reading goroutine
 
 	ctx    context.Context // cancelled when the connection ends
 	cancel context.CancelFunc
@@ -107,6 +109,7 @@ func newSession(ctx context.Context, srv *Server, conn net.Conn, limits Limits, 
 		cancel: cancel,
 		srv:    srv,
 		conn:   conn,
+		in:     bufio.NewReaderSize(conn, 64<<10),
 		limits: limits,
 		log:    log.With("conn", id, "remote", conn.RemoteAddr().String()),
 		slots:  make(chan struct{}, limits.MaxInflight),
@@ -168,7 +171,7 @@ func (s *session) serve() {
 func (s *session) run() (graceful bool) {
 	s.conn.SetWriteDeadline(time.Now().Add(s.limits.HandshakeTimeout))
 	s.setReadDeadline(time.Now().Add(s.limits.HandshakeTimeout))
-	if err := ReadHandshake(s.conn); err != nil {
+	if err := ReadHandshake(s.in); err != nil {
 		s.log.Debug("xrootd handshake failed", "err", err)
 		return false
 	}
@@ -192,6 +195,12 @@ func (s *session) run() (graceful bool) {
 			s.sendError(h.StreamID, &Error{Code: code, Message: err.Error()})
 			return false
 		}
+		if served, ok := s.streamWrite(h); served {
+			if !ok {
+				return s.draining.Load()
+			}
+			continue
+		}
 		select {
 		case s.slots <- struct{}{}:
 		case <-s.ctx.Done():
@@ -202,7 +211,7 @@ func (s *session) run() (graceful bool) {
 			<-s.slots
 			return false
 		}
-		payload, err := readPayload(s.conn, int(h.Dlen))
+		payload, err := readPayload(s.in, int(h.Dlen))
 		if err != nil {
 			s.budget.release(size)
 			<-s.slots
@@ -224,14 +233,14 @@ func (s *session) run() (graceful bool) {
 // and no complete header received.
 func (s *session) readHeader(hb []byte) error {
 	if s.limits.IdleTimeout <= 0 {
-		_, err := io.ReadFull(s.conn, hb)
+		_, err := io.ReadFull(s.in, hb)
 		return err
 	}
 	defer s.setReadDeadline(time.Time{})
 	n := 0
 	for n < len(hb) {
 		s.setReadDeadline(time.Now().Add(s.limits.IdleTimeout))
-		m, err := s.conn.Read(hb[n:])
+		m, err := s.in.Read(hb[n:])
 		n += m
 		switch {
 		case err == nil:
