@@ -46,7 +46,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ecstore/ecstore/internal/fsutil"
 	"io"
 	"io/fs"
 	"iter"
@@ -62,6 +61,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ecstore/ecstore/internal/bufpool"
+	"github.com/ecstore/ecstore/internal/fsutil"
 	"github.com/ecstore/ecstore/internal/xrootd"
 )
 
@@ -547,6 +548,26 @@ func (f *file) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
 	n, err := f.f.WriteAt(p, off)
 	return n, osErr(err)
 }
+
+// WriteFrom writes a large request's payload straight from the connection
+// to the file at off. As with any interrupted write to a plain file, the
+// bytes before a failure stay written; the client was told the write
+// failed.
+func (f *file) WriteFrom(ctx context.Context, r io.Reader, off, n int64) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	buf := bufpool.Get(copyBuffer)
+	defer bufpool.Put(buf)
+	got, err := io.CopyBuffer(io.NewOffsetWriter(f.f, off), io.LimitReader(r, n), buf)
+	if err == nil && got < n {
+		err = io.ErrUnexpectedEOF
+	}
+	return got, osErr(err)
+}
+
+// copyBuffer is the buffer of a streamed write.
+const copyBuffer = 256 << 10
 
 // Sync fsyncs the file (kXR_sync), whatever Options.Fsync says.
 func (f *file) Sync(ctx context.Context) error {

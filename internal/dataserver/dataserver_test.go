@@ -537,3 +537,31 @@ func TestAbortKeepsPartial(t *testing.T) {
 		t.Errorf("stat partial = %+v, %v", fi, err)
 	}
 }
+
+// TestLargeWritesStream: writes of 256 KiB and more (plain and paged,
+// including one at an unaligned offset) go straight from the connection
+// to the file, and land intact.
+func TestLargeWritesStream(t *testing.T) {
+	dir, addr := serve(t, Options{})
+	c := dial(t, addr)
+	ctx := testCtx(t)
+	data := randomBytes(testRand(t), 3<<20+999)
+	f, err := c.Open(ctx, "/big", xrootd.OpenNew, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := 1<<20 + 3
+	if _, err := f.WriteAt(ctx, data[:cut], 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.PgWriteAt(ctx, data[cut:], int64(cut)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "big"))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("file holds %d bytes (%v), not the %d written", len(got), err, len(data))
+	}
+}
