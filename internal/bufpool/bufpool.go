@@ -7,16 +7,38 @@
 // Buffers smaller than Granule are not pooled: allocating them is cheap.
 package bufpool
 
-import "sync"
+import (
+	"math/bits"
+	"sync"
+)
 
-// Granule is the size-class step: a buffer of n bytes comes from the class
-// of n rounded up to a multiple of Granule.
+// Granule is the smallest pooled size, and the finest class step.
 const Granule = 64 << 10
 
 var classes sync.Map // class size -> *sync.Pool of *[]byte
 
+// step is the class step for n bytes: 1/64 of the power of two below n
+// (at least 4 KiB), so that a class wastes under 2 % and a chunk with
+// its small archive header (1 MiB + a few dozen bytes) does not take a
+// 64 KiB larger buffer.
+func step(n int) int {
+	return max(4096, 1<<(bits.Len(uint(n))-1)/64)
+}
+
 // Class is the capacity of the pooled buffers that serve n bytes.
-func Class(n int) int { return (n + Granule - 1) / Granule * Granule }
+func Class(n int) int {
+	if n <= Granule {
+		return Granule
+	}
+	st := step(n)
+	return (n + st - 1) / st * st
+}
+
+// floorClass is the largest class not above capacity c.
+func floorClass(c int) int {
+	st := step(c)
+	return c / st * st
+}
 
 func pool(class int) *sync.Pool {
 	if p, ok := classes.Load(class); ok {
@@ -55,10 +77,10 @@ func TryGet(n int) ([]byte, bool) {
 // Put recycles b; the caller must not use it afterwards. Buffers below
 // Granule, and nil, are dropped.
 func Put(b []byte) {
-	c := cap(b) / Granule * Granule
-	if c < Granule {
+	if cap(b) < Granule {
 		return
 	}
+	c := floorClass(cap(b))
 	b = b[:c]
 	pool(c).Put(&b)
 }

@@ -183,6 +183,13 @@ func readPayload(r io.Reader, n int) ([]byte, error) {
 		}
 		return p, nil
 	}
+	if n < bufpool.Granule {
+		p := make([]byte, n)
+		if _, err := io.ReadFull(r, p); err != nil {
+			return nil, truncatedEOF(err)
+		}
+		return p, nil
+	}
 	if n <= readChunk {
 		p := make([]byte, n, bufpool.Class(n))
 		if _, err := io.ReadFull(r, p); err != nil {
