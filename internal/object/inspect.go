@@ -139,7 +139,7 @@ func (s *Store) Inspect(ctx context.Context, path string, deep bool) (*Inspectio
 		return in, nil
 	}
 	defer loc.close()
-	if !ok {
+	if !ok || loc.mayBeRemnants() {
 		if d := s.deletedUpTo(ctx, path); d != "" && d >= newestVersion(results) {
 			// Remnants of a removed object: every archive found is debris.
 			in.Health = Removed

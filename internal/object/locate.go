@@ -206,6 +206,12 @@ func (s *Store) locateOnce(ctx context.Context, path string) (*located, []probeR
 		results = append(results, s.probe(ctx, path, ranked[first:])...)
 		loc, ok = choose(results)
 	}
+	if ok && loc.mayBeRemnants() {
+		if d := s.deletedUpTo(ctx, path); d != "" && d >= loc.meta.Version {
+			loc.close()
+			return nil, results, fmt.Errorf("object %s: %w (removed; stale archives remain for repair)", path, ErrNotExist)
+		}
+	}
 	if ok {
 		return loc, results, nil
 	}
@@ -297,6 +303,15 @@ func buildLocated(refs []*archiveRef) *located {
 		loc.found++
 	}
 	return loc
+}
+
+// mayBeRemnants reports whether the archives found could be what a
+// removal left on nodes it could not reach: at most M of them (a removal
+// needs M+1 nodes to record it), and not all. With K ≤ M, as for small
+// objects stored 1+M, such remnants are readable, so the tombstones must
+// be asked before they are served.
+func (l *located) mayBeRemnants() bool {
+	return l.found <= l.meta.M && l.found < len(l.slots)
 }
 
 // malformedArchive reports whether a parse error means the bytes are

@@ -242,7 +242,8 @@ func (s *Store) fillSlow(ctx context.Context, out []Info, idx []int) []Info {
 }
 
 // summaryFromAttrs builds a listing entry from the archives' extended
-// attributes when the newest version among them has at least K archives.
+// attributes when the newest version among them has at least K archives,
+// and more than M unless it has them all.
 func summaryFromAttrs(path, name string, files []node.FileInfo) (*Info, bool) {
 	count := map[string]int{}
 	var newest string
@@ -264,6 +265,9 @@ func summaryFromAttrs(path, name string, files []node.FileInfo) (*Info, bool) {
 		mt, err3 := strconv.ParseInt(fi.Attrs["mtime"], 10, 64)
 		if err != nil || err2 != nil || err3 != nil || count[newest] < k {
 			return nil, false
+		}
+		if count[newest] <= m && count[newest] < k+m {
+			return nil, false // perhaps remnants of a removal: Stat asks the tombstones
 		}
 		chunk, _ := strconv.ParseInt(fi.Attrs["chunk"], 10, 64) // 0 when written before it was kept
 		info = &Info{Path: path, Name: name, Size: size, MTime: time.Unix(0, mt).UTC(),

@@ -134,3 +134,52 @@ func TestQuorumFollowsGeometry(t *testing.T) {
 		}
 	}
 }
+
+// A small object (1+M) removed while M of its nodes are down leaves up to
+// M whole-object archives behind. Each alone is readable (K = 1), so the
+// tombstones must hide them: after the nodes return, the object is gone
+// for Open, Stat, List and Inspect (which calls the remnants debris).
+// Regression test for fault-suite seed 1795319577529703400.
+func TestRemovedSmallObjectStaysRemoved(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	c, faulty := faultyCluster(t, 8, g, func(o *Options) { o.SmallObjectSize = 20000 })
+	data := randBytes(rand.New(rand.NewPCG(seed(t), 2)), 5000)
+	putHint(t, c.store, "/d/s", data, int64(len(data)))
+	putHint(t, c.store, "/d/keep", data, int64(len(data)))
+	down := []int{c.slotNode(t, "/d/s", 0), c.slotNode(t, "/d/s", 1)}
+	for _, i := range down {
+		faulty[i].SetDown(true)
+	}
+	if err := c.store.Remove(ctx, "/d/s"); err != nil {
+		t.Fatalf("remove with two of its nodes down: %v", err)
+	}
+	for _, i := range down {
+		faulty[i].SetDown(false)
+	}
+	if n := len(c.archivesOf("/d/s")); n == 0 {
+		t.Fatal("no remnants on the returned nodes: the test tests nothing")
+	}
+	if _, err := get(c.store, "/d/s"); !errors.Is(err, ErrNotExist) {
+		t.Errorf("open of the removed object: %v, want ErrNotExist", err)
+	}
+	if _, err := c.store.Stat(ctx, "/d/s"); !errors.Is(err, ErrNotExist) {
+		t.Errorf("stat of the removed object: %v, want ErrNotExist", err)
+	}
+	infos, err := c.store.List(ctx, "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) != 1 || infos[0].Name != "keep" {
+		t.Errorf("list /d: %v, want only keep", infos)
+	}
+	in, err := c.store.Inspect(ctx, "/d/s", false)
+	if err != nil || in.Health != Removed {
+		t.Errorf("inspect: %+v, %v; want removed", in, err)
+	}
+	// A new object at the path is readable again.
+	putHint(t, c.store, "/d/s", data[:100], 100)
+	if got, err := get(c.store, "/d/s"); err != nil || !bytes.Equal(got, data[:100]) {
+		t.Errorf("rewritten object: %d bytes, %v", len(got), err)
+	}
+}
