@@ -140,7 +140,12 @@ func (s *Store) Inspect(ctx context.Context, path string, deep bool) (*Inspectio
 	}
 	defer loc.close()
 	if !ok || loc.mayBeRemnants() {
-		if d := s.deletedUpTo(ctx, path); d != "" && d >= newestVersion(results) {
+		d := s.deletedUpTo(ctx, path)
+		hidden := d != "" && d >= newestVersion(results)
+		if ok {
+			hidden = d == loc.meta.Version // see removedExactly
+		}
+		if hidden {
 			// Remnants of a removed object: every archive found is debris.
 			in.Health = Removed
 			for _, r := range results {

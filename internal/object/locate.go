@@ -207,7 +207,7 @@ func (s *Store) locateOnce(ctx context.Context, path string) (*located, []probeR
 		loc, ok = choose(results)
 	}
 	if ok && loc.mayBeRemnants() {
-		if d := s.deletedUpTo(ctx, path); d != "" && d >= loc.meta.Version {
+		if s.removedExactly(ctx, path, loc.meta.Version) {
 			loc.close()
 			return nil, results, fmt.Errorf("object %s: %w (removed; stale archives remain for repair)", path, ErrNotExist)
 		}
@@ -312,6 +312,15 @@ func buildLocated(refs []*archiveRef) *located {
 // be asked before they are served.
 func (l *located) mayBeRemnants() bool {
 	return l.found <= l.meta.M && l.found < len(l.slots)
+}
+
+// removedExactly reports whether the newest tombstone of path was written
+// for version v itself: a readable version is hidden only then. (A
+// tombstone "up to" a newer version does not hide it: mv keeps versions,
+// so an older object can be moved onto a path whose previous, newer
+// object was removed.)
+func (s *Store) removedExactly(ctx context.Context, path string, v archive.Version) bool {
+	return s.deletedUpTo(ctx, path) == v
 }
 
 // malformedArchive reports whether a parse error means the bytes are

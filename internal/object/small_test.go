@@ -183,3 +183,33 @@ func TestRemovedSmallObjectStaysRemoved(t *testing.T) {
 		t.Errorf("rewritten object: %d bytes, %v", len(got), err)
 	}
 }
+
+// Moving an older small object onto a newer one while a node is down
+// leaves a tombstone for the replaced (newer) version at the destination.
+// The moved object keeps its older version and is degraded (a node of
+// its own was down too); it must stay visible, and fsck must not call it
+// removed. Regression test for fault-suite seed 1795320206031874684.
+func TestSmallObjectMovedOntoNewerStaysVisible(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	c, faulty := faultyCluster(t, 8, g, func(o *Options) { o.SmallObjectSize = 20000 })
+	r := rand.New(rand.NewPCG(seed(t), 3))
+	src, dst := randBytes(r, 1035), randBytes(r, 3000)
+	putHint(t, c.store, "/d/src", src, int64(len(src)))
+	putHint(t, c.store, "/d/dst", dst, int64(len(dst)))
+	down := c.slotNode(t, "/d/src", 2)
+	faulty[down].SetDown(true)
+	if err := c.store.Rename(ctx, "/d/src", "/d/dst"); err != nil {
+		t.Fatalf("mv with a node down: %v", err)
+	}
+	if got, err := get(c.store, "/d/dst"); err != nil || !bytes.Equal(got, src) {
+		t.Fatalf("moved object: %d bytes, %v", len(got), err)
+	}
+	infos, err := c.store.List(ctx, "/d")
+	if err != nil || len(infos) != 1 || infos[0].Name != "dst" {
+		t.Fatalf("list /d: %v, %v; want dst", infos, err)
+	}
+	if in, err := c.store.Inspect(ctx, "/d/dst", false); err != nil || in.Health == Removed {
+		t.Fatalf("inspect: %+v, %v", in, err)
+	}
+}

@@ -41,6 +41,13 @@ func (s *Store) writeTombstones(ctx context.Context, path string, v archive.Vers
 	var mu sync.Mutex
 	ok := 0
 	s.forEach(ctx, func(ctx context.Context, n node.Node) error {
+		// Never lower a tombstone: mv keeps versions, so removing an
+		// object moved onto this path may remove an older version than
+		// one removed here before, whose remnants must stay hidden.
+		v := v
+		if old, err := readTombstone(ctx, n, path); err == nil && old > v {
+			v = old
+		}
 		up, err := n.Create(ctx, tombstonePath(path))
 		if err != nil {
 			return err
