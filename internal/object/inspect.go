@@ -138,16 +138,30 @@ func (s *Store) Inspect(ctx context.Context, path string, deep bool) (*Inspectio
 		}
 		return in, nil
 	}
+	var debris []StaleArchive
+	if ok && loc.mayBeRemnants() && s.removedExactly(ctx, path, loc.meta.Version) {
+		// Remnants of a removed version: debris, reported stale; an older
+		// version (one moved onto the path) may still be the object.
+		for _, r := range results {
+			if r.ref != nil && r.ref.idx.Meta.Version == loc.meta.Version {
+				debris = append(debris, StaleArchive{Node: r.node.ID(), Version: loc.meta.Version})
+			}
+		}
+		results = dropVersion(results, loc.meta.Version)
+		if loc, ok = choose(results); loc == nil {
+			in.Health = Removed
+			in.Stale = debris
+			return in, nil
+		}
+	}
 	defer loc.close()
-	if !ok || loc.mayBeRemnants() {
+	if !ok {
 		d := s.deletedUpTo(ctx, path)
 		hidden := d != "" && d >= newestVersion(results)
-		if ok {
-			hidden = d == loc.meta.Version // see removedExactly
-		}
 		if hidden {
 			// Remnants of a removed object: every archive found is debris.
 			in.Health = Removed
+			in.Stale = append(in.Stale, debris...)
 			for _, r := range results {
 				if r.ref != nil {
 					in.Stale = append(in.Stale, StaleArchive{Node: r.node.ID(), Version: r.ref.idx.Meta.Version})
@@ -157,6 +171,7 @@ func (s *Store) Inspect(ctx context.Context, path string, deep bool) (*Inspectio
 		}
 	}
 	in.Info = infoFromMeta(path, loc.meta, loc.found)
+	in.Stale = append(in.Stale, debris...)
 	for _, r := range loc.stale {
 		in.Stale = append(in.Stale, StaleArchive{Node: r.node.ID(), Version: r.idx.Meta.Version})
 	}

@@ -206,11 +206,11 @@ func (s *Store) locateOnce(ctx context.Context, path string) (*located, []probeR
 		results = append(results, s.probe(ctx, path, ranked[first:])...)
 		loc, ok = choose(results)
 	}
-	if ok && loc.mayBeRemnants() {
-		if s.removedExactly(ctx, path, loc.meta.Version) {
-			loc.close()
-			return nil, results, fmt.Errorf("object %s: %w (removed; stale archives remain for repair)", path, ErrNotExist)
-		}
+	if ok && loc.mayBeRemnants() && s.removedExactly(ctx, path, loc.meta.Version) {
+		// Remnants of a removed version: debris. An older version (say,
+		// one moved onto the path) may still be the object.
+		results = dropVersion(results, loc.meta.Version)
+		loc, ok = choose(results)
 	}
 	if ok {
 		return loc, results, nil
@@ -321,6 +321,20 @@ func (l *located) mayBeRemnants() bool {
 // object was removed.)
 func (s *Store) removedExactly(ctx context.Context, path string, v archive.Version) bool {
 	return s.deletedUpTo(ctx, path) == v
+}
+
+// dropVersion closes the archives of version v among results and leaves
+// them out.
+func dropVersion(results []probeResult, v archive.Version) []probeResult {
+	out := results[:0:0]
+	for _, r := range results {
+		if r.ref != nil && r.ref.idx.Meta.Version == v {
+			r.ref.file.Close()
+			r.ref = nil
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // malformedArchive reports whether a parse error means the bytes are

@@ -213,3 +213,38 @@ func TestSmallObjectMovedOntoNewerStaysVisible(t *testing.T) {
 		t.Fatalf("inspect: %+v, %v", in, err)
 	}
 }
+
+// Moving a large object onto a small one while a node holding the small
+// one is down: when that node returns, its archive of the replaced small
+// object (readable alone, and newer) is debris hidden by the tombstone;
+// the moved object is the one to read, list and keep. Regression test for
+// fault-suite seed 1795321216969545084.
+func TestLargeObjectMovedOntoSmallOne(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	c, faulty := faultyCluster(t, 8, g, func(o *Options) { o.SmallObjectSize = 20000 })
+	r := rand.New(rand.NewPCG(seed(t), 4))
+	big, small := randBytes(r, 50000), randBytes(r, 1519)
+	putHint(t, c.store, "/d/big", big, int64(len(big)))
+	putHint(t, c.store, "/d/x", small, int64(len(small)))
+	down := c.slotNode(t, "/d/x", 1)
+	faulty[down].SetDown(true)
+	if err := c.store.Rename(ctx, "/d/big", "/d/x"); err != nil {
+		t.Fatalf("mv with a node down: %v", err)
+	}
+	faulty[down].SetDown(false)
+	if got, err := get(c.store, "/d/x"); err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("moved object: %d bytes, %v", len(got), err)
+	}
+	infos, err := c.store.List(ctx, "/d")
+	if err != nil || len(infos) != 1 || infos[0].Name != "x" || infos[0].Size != int64(len(big)) {
+		t.Fatalf("list /d: %v, %v; want x of %d bytes", infos, err, len(big))
+	}
+	in, err := c.store.Inspect(ctx, "/d/x", false)
+	if err != nil || in.Health == Removed || in.Info == nil || in.Info.Size != int64(len(big)) {
+		t.Fatalf("inspect: %+v, %v", in, err)
+	}
+	if len(in.Stale) == 0 {
+		t.Errorf("inspect reports no stale archive: the returned node's copy of the replaced object is debris")
+	}
+}

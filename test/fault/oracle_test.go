@@ -84,13 +84,17 @@ func (c *cluster) scanObject(path string, verify bool) []*diskArchive {
 // avail is verified; it is the maximum over matching versions. Where a
 // slot has several archives (a rebuilt copy elsewhere and the original
 // back on its node), the one a reader uses counts: the archive on the
-// node the placement names wins, as in the engine's locate.
+// node the placement names wins, as in the engine's locate. The result is
+// the surplus over what a read needs: good archives minus the version's K
+// (small objects are stored 1+M, others geoK+geoM); negative when the
+// version cannot be read, and -geoK when no archive matches.
 func goodArchives(archives []*diskArchive, want *content, avail func(node int) bool) int {
 	type pick struct {
 		a    *diskArchive
 		home bool
 	}
 	chosen := map[archive.Version]map[int]pick{}
+	needK := map[archive.Version]int{}
 	for _, a := range archives {
 		if a.idx == nil || !avail(a.node) {
 			continue
@@ -101,21 +105,22 @@ func goodArchives(archives []*diskArchive, want *content, avail func(node int) b
 		}
 		if chosen[m.Version] == nil {
 			chosen[m.Version] = map[int]pick{}
+			needK[m.Version] = m.K
 		}
 		home := m.Slot < len(m.Placement) && m.Placement[m.Slot] == fmt.Sprintf("%02d", a.node)
 		if cur, ok := chosen[m.Version][m.Slot]; !ok || home && !cur.home {
 			chosen[m.Version][m.Slot] = pick{a, home}
 		}
 	}
-	best := 0
-	for _, slots := range chosen {
+	best := -geoK
+	for v, slots := range chosen {
 		good := 0
 		for _, p := range slots {
 			if p.a.good() {
 				good++
 			}
 		}
-		best = max(best, good)
+		best = max(best, good-needK[v])
 	}
 	return best
 }

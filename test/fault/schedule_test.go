@@ -439,11 +439,11 @@ func (s *schedule) budgetOK(without int, damaged string) (bool, string) {
 	for _, p := range s.model.paths() {
 		e := s.model[p]
 		archives := s.c.scanObject(p, true)
-		now := 0
+		now := -geoK
 		for _, st := range e.present() {
 			now = max(now, goodArchives(archives, st, availNow))
 		}
-		if now < geoK {
+		if now < 0 {
 			continue // already unreadable (a state the next read settles): nothing to keep
 		}
 		for _, a := range archives {
@@ -451,12 +451,12 @@ func (s *schedule) budgetOK(without int, damaged string) (bool, string) {
 				a.bad = append(a.bad, -1)
 			}
 		}
-		after := 0
+		after := -geoK
 		for _, st := range e.present() {
 			after = max(after, goodArchives(archives, st, avail))
 		}
-		if after < geoK {
-			return false, fmt.Sprintf("%s would keep %d good archives", p, after)
+		if after < 0 {
+			return false, fmt.Sprintf("%s would be %d good archives short", p, -after)
 		}
 	}
 	return true, ""
