@@ -9,11 +9,14 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/ecstore/ecstore/internal/cluster"
 	"github.com/ecstore/ecstore/internal/gateway"
 	"github.com/ecstore/ecstore/internal/layout"
+	"github.com/ecstore/ecstore/internal/memlimit"
 	"github.com/ecstore/ecstore/internal/obs"
 	"github.com/ecstore/ecstore/internal/repair"
 	"github.com/ecstore/ecstore/internal/s3"
@@ -76,6 +79,7 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 	heal := fs.Bool("heal", true, "rebuild, in the background, objects that reads and writes find degraded")
 	healRate := fs.String("heal-rate", "20MB", "limit background rebuilding to `SIZE` per second (0: unlimited)")
 	healInterval := fs.Duration("heal-interval", 0, "also run a full repair of the cluster every `DURATION` (0: never)")
+	memLimit := fs.String("memory-limit", "auto", "soft limit of the gateway's memory: auto (64 MiB plus 4 blocks per open\ntransfer, unless GOMEMLIMIT is set), a `SIZE`, or off")
 	if _, err := fs.parse(args, 0, 0); err != nil {
 		return err
 	}
@@ -90,6 +94,16 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 	rate, err := layout.ParseSize(*healRate)
 	if err != nil {
 		return usageErrorf("--heal-rate: %v", err)
+	}
+	// The Go runtime honours GOMEMLIMIT by itself; auto leaves it be.
+	autoLimit := *memLimit == "auto" && os.Getenv("GOMEMLIMIT") == ""
+	var fixedLimit int64
+	switch *memLimit {
+	case "auto", "off":
+	default:
+		if fixedLimit, err = layout.ParseSize(*memLimit); err != nil || fixedLimit <= 0 {
+			return usageErrorf("--memory-limit: want auto, off or a size such as 2GiB, not %q", *memLimit)
+		}
 	}
 	readOnly := !*anonWrites && !loopback(*rootAddr)
 	if *httpAnonWrites && (*httpAddr == "" || !loopback(*httpAddr)) {
@@ -108,6 +122,15 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 	log := cf.logger(e)
 	var healer *repair.Healer
 	events := m.Events()
+	var gov atomic.Pointer[memlimit.Governor]
+	if next := events.Transfers; autoLimit {
+		events.Transfers = func(open int) {
+			if g := gov.Load(); g != nil {
+				g.Update(open)
+			}
+			next(open)
+		}
+	}
 	if *heal {
 		healer = repair.NewHealer(nil, repair.HealerOptions{Rate: rate, Interval: *healInterval, Logger: log, Healed: m.Healed})
 		events = healer.Events(events)
@@ -117,6 +140,12 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 		return err
 	}
 	defer c.Close()
+	if fixedLimit > 0 {
+		debug.SetMemoryLimit(fixedLimit)
+	}
+	if autoLimit {
+		gov.Store(memlimit.New(64<<20, 4*c.Store().Geometry().BlockSize()))
+	}
 	if healer != nil {
 		healer.SetStore(c.Store())
 		go healer.Run(ctx)

@@ -55,20 +55,32 @@ func (c *cluster) slotNode(t *testing.T, path string, slot int) int {
 	return -1
 }
 
-func TestHungNodeReadIsHedged(t *testing.T) {
+// hungSlotStore writes blocks blocks of random data to /h and returns
+// them with a store over the same nodes in which the node holding slot 0
+// hangs on every read, and the rule that hangs it.
+func hungSlotStore(t *testing.T, blocks int64, stream uint64, mod func(*Options)) ([]byte, *Store, *node.Rule) {
+	t.Helper()
 	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
 	c, fs := faultyCluster(t, 6, g)
-	data := randBytes(rand.New(rand.NewPCG(seed(t), 1)), 40*g.BlockSize())
+	data := randBytes(rand.New(rand.NewPCG(seed(t), stream)), blocks*g.BlockSize())
 	put(t, c.store, "/h", data)
 	hung := c.slotNode(t, "/h", 0)
-	// Rebuild the store with a wrapper whose reads hang in place of node hung.
 	rule := node.Inject(node.OpRead, node.Hang())
 	nodes := slices.Clone(c.nodes)
 	nodes[hung] = node.Wrap(fs[hung], rule)
-	s, err := New(nodes, c.store.opts)
+	opts := c.store.opts
+	if mod != nil {
+		mod(&opts)
+	}
+	s, err := New(nodes, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return data, s, rule
+}
+
+func TestHungNodeReadIsHedged(t *testing.T) {
+	data, s, rule := hungSlotStore(t, 40, 1, nil)
 	start := time.Now()
 	r, err := s.Open(context.Background(), "/h")
 	if err != nil {
@@ -443,5 +455,38 @@ func TestSlowChunksAreRetried(t *testing.T) {
 		if r.Fired() != 1 {
 			t.Fatalf("rule %d fired %d times, want 1", i, r.Fired())
 		}
+	}
+}
+
+// TestHungNodeRandomReadIsHedged reads small ranges far apart (random
+// reads fetch only the chunks they need) with one node hung: the hedge
+// must start enough chunks to decode the block, not just one.
+func TestHungNodeRandomReadIsHedged(t *testing.T) {
+	data, s, rule := hungSlotStore(t, 60, 3, func(o *Options) {
+		o.HedgeDelay = 50 * time.Millisecond
+		o.ChunkTimeout = 5 * time.Second
+		o.SuspectFor = time.Nanosecond // every read meets the hung node afresh
+	})
+	g := s.Geometry()
+	r, err := s.Open(context.Background(), "/h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	bs := g.BlockSize()
+	for i := range 16 {
+		// Every other block, ten apart, each stripe in turn.
+		off := (int64(i%2)*20+int64(i/4)*10)*bs + int64(i%4)*g.ChunkSize + 100
+		p := make([]byte, 100)
+		start := time.Now()
+		if _, err := r.ReadAt(context.Background(), p, off); err != nil || !bytes.Equal(p, data[off:off+100]) {
+			t.Fatalf("ReadAt(%d): %v or wrong bytes", off, err)
+		}
+		if took := time.Since(start); took > 2*time.Second {
+			t.Fatalf("ReadAt(%d) with a hung node took %v: the hedge did not start enough chunks", off, took)
+		}
+	}
+	if rule.Fired() == 0 {
+		t.Fatal("the hung node was never asked")
 	}
 }

@@ -33,10 +33,16 @@ type Reader struct {
 
 	mu      sync.Mutex
 	cache   map[int64]*blockFetch
-	fifo    []int64
-	nextSeq int64 // furthest offset read so far, for sequential detection
-	closed  bool
-	warned  atomic.Bool // a degraded read was logged at Warn
+	fifo    []int64 // cached blocks, oldest first
+	nextSeq int64   // furthest offset read so far, for sequential detection
+	active  int     // ReadAt calls in progress
+
+	// fetching bounds the blocks being fetched at once (ReadAhead+1):
+	// what a pipelining client asks for beyond that waits its turn
+	// instead of holding buffers while the nodes are busy anyway.
+	fetching chan struct{}
+	closed   bool
+	warned   atomic.Bool // a degraded read was logged at Warn
 }
 
 // blockFetch is a (possibly in-flight) fetch of a block's data chunks.
@@ -50,6 +56,7 @@ type blockFetch struct {
 	backing [][]byte // the pooled buffers behind chunks
 	err     error
 	refs    atomic.Int32
+	read    atomic.Int64 // bytes copied out by ReadAt calls
 }
 
 func (f *blockFetch) ref() { f.refs.Add(1) }
@@ -92,8 +99,10 @@ func (s *Store) Open(ctx context.Context, path string) (*Reader, error) {
 	}
 	loc.stale = nil
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.transfer(1)
 	return &Reader{s: s, path: path, loc: loc, l: loc.meta.Layout(), codec: codec,
-		bg: bg, cancel: cancel, cache: map[int64]*blockFetch{}}, nil
+		bg: bg, cancel: cancel, cache: map[int64]*blockFetch{},
+		fetching: make(chan struct{}, s.opts.ReadAhead+1)}, nil
 }
 
 // Size is the object's size in bytes.
@@ -117,6 +126,7 @@ func (r *Reader) Close() error {
 	r.mu.Unlock()
 	r.cancel()
 	r.loc.close()
+	r.s.transfer(-1)
 	return nil
 }
 
@@ -139,28 +149,49 @@ func (r *Reader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 		return 0, ErrClosed
 	}
 	// Sequential: starts within a few blocks of the furthest point read so
-	// far, as concurrent in-order readers (xrdcp keeps several requests
-	// in flight, which arrive out of order) do.
-	window := int64(r.s.opts.ReadAhead+2) * bs
-	sequential := off == 0 || off >= r.nextSeq-window && off <= r.nextSeq+bs
+	// far, either way, as concurrent in-order readers (xrdcp keeps several
+	// requests in flight, which arrive out of order) do. A sequential reader gets
+	// whole blocks, which the following reads find in the cache; a
+	// random one only the chunks it asks for.
+	window := int64(r.s.opts.ReadAhead+pipelineDepth) * bs
+	sequential := off >= r.nextSeq-window && off <= r.nextSeq+window
 	r.nextSeq = max(r.nextSeq, end)
 	fetches := make([]*blockFetch, 0, last-first+1)
 	for b := first; b <= last; b++ {
-		f := r.fetchLocked(b, r.need(b, max(off, b*bs), min(end, (b+1)*bs)), false)
+		lo, hi := b*bs, min(r.l.Size, (b+1)*bs)
+		if !sequential {
+			lo, hi = max(off, lo), min(end, hi)
+		}
+		f := r.fetchLocked(b, r.need(b, lo, hi))
 		f.ref()
 		fetches = append(fetches, f)
 	}
-	defer func() {
-		for _, f := range fetches {
-			f.unref()
-		}
-	}()
-	if sequential {
-		for b := last + 1; b <= last+int64(r.s.opts.ReadAhead) && b < r.l.Blocks(); b++ {
-			r.fetchLocked(b, r.need(b, b*bs, min(r.l.Size, (b+1)*bs)), true)
+	// A client that keeps several requests in flight reads ahead by
+	// itself; fetching yet another block would only hold more memory.
+	// Read-ahead starts past the furthest point read: with requests
+	// finishing out of order, a block after this one may be done already.
+	if sequential && r.active == 0 {
+		from := (r.nextSeq + bs - 1) / bs
+		for b := from; b < from+int64(r.s.opts.ReadAhead) && b < r.l.Blocks(); b++ {
+			r.fetchLocked(b, r.need(b, b*bs, min(r.l.Size, (b+1)*bs)))
 		}
 	}
+	r.active++
 	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.active--
+		for i, f := range fetches {
+			// A block read to its end once is done with: sequential
+			// readers do not come back, so its buffers go now.
+			b := first + int64(i)
+			if f.read.Load() >= min(r.l.Size, (b+1)*bs)-b*bs && r.cache[b] == f {
+				r.evictLocked(b)
+			}
+			f.unref()
+		}
+		r.mu.Unlock()
+	}()
 
 	n := 0
 	for i, f := range fetches {
@@ -181,6 +212,7 @@ func (r *Reader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 			pos += int64(c)
 			n += c
 		}
+		f.read.Add(hi - lo)
 	}
 	if end < off+int64(len(p)) {
 		return n, io.EOF
@@ -210,17 +242,20 @@ func (f *blockFetch) failed() bool {
 	}
 }
 
+// pipelineDepth is how many blocks, besides those read ahead, a reader
+// keeps cached: enough for clients with many requests in flight (xrdcp
+// keeps four by default, up to 16 with XRD_CPPARALLELCHUNKS) to find the
+// blocks they are reading. It does not bound memory: blocks read to their
+// end leave the cache at once, and at most ReadAhead+1 blocks are being
+// fetched (holding buffers) at a time.
+const pipelineDepth = 16
+
 // fetchLocked returns a cached fetch covering need, or starts one. Fetches
 // run under the reader's own context, since later reads may share them;
 // callers wait for them under theirs. r.mu must be held.
-func (r *Reader) fetchLocked(b int64, need []bool, ahead bool) *blockFetch {
+func (r *Reader) fetchLocked(b int64, need []bool) *blockFetch {
 	if f, ok := r.cache[b]; ok && f.covers(need) && !f.failed() {
 		return f
-	}
-	if ahead {
-		for s := range need {
-			need[s] = true
-		}
 	}
 	f := &blockFetch{done: make(chan struct{}), need: need}
 	f.refs.Store(2) // the cache's and the fetching goroutine's
@@ -230,18 +265,29 @@ func (r *Reader) fetchLocked(b int64, need []bool, ahead bool) *blockFetch {
 		r.fifo = append(r.fifo, b)
 	}
 	r.cache[b] = f
-	for limit := r.s.opts.ReadAhead + 2; len(r.fifo) > limit; {
-		old := r.fifo[0]
-		r.fifo = r.fifo[1:]
-		r.cache[old].unref()
-		delete(r.cache, old)
+	for len(r.fifo) > r.s.opts.ReadAhead+pipelineDepth {
+		r.evictLocked(r.fifo[0])
 	}
 	go func() {
 		defer f.unref()
 		defer close(f.done)
+		select {
+		case r.fetching <- struct{}{}:
+		case <-r.bg.Done():
+			f.err = fmt.Errorf("object %s: block %d: %w", r.path, b, ErrClosed)
+			return
+		}
+		defer func() { <-r.fetching }()
 		f.chunks, f.backing, f.err = r.readBlock(r.bg, b, need)
 	}()
 	return f
+}
+
+// evictLocked drops block b from the cache. r.mu must be held.
+func (r *Reader) evictLocked(b int64) {
+	r.cache[b].unref()
+	delete(r.cache, b)
+	r.fifo = slices.DeleteFunc(r.fifo, func(x int64) bool { return x == b })
 }
 
 // chunkResult is the outcome of reading one chunk.
@@ -277,8 +323,22 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 		causes   []error
 		good     int
 		inflight int
-		hedged   bool
+		hedged   bool // every stripe has been started
+		hedges   int  // times the hedge timer fired
 	)
+	defer func() {
+		// Reads still in flight (hedges that lost the race) hand their
+		// buffers back to the pool when they end.
+		if n := inflight; n > 0 {
+			go func() {
+				for range n {
+					if res := <-results; res.backing != nil {
+						bufpool.Put(res.backing)
+					}
+				}
+			}()
+		}
+	}()
 	// timeout is the deadline of one chunk read. When a block runs out of
 	// chunks only because reads timed out (every node answering slowly,
 	// as under heavy load), those reads are retried with a doubled
@@ -296,14 +356,18 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 			results <- chunkResult{s, data, buf, err}
 		}()
 	}
-	startRest := func() {
-		hedged = true
-		for s := range width {
+	// startMore starts up to n stripes not started yet, parity first;
+	// n < 0 starts them all.
+	startMore := func(n int) {
+		for s := width - 1; s >= 0 && n != 0; s-- {
 			if !started[s] {
 				start(s)
+				n--
 			}
 		}
+		hedged = !slices.Contains(started, false)
 	}
+	startRest := func() { startMore(-1) }
 	for s, n := range need {
 		switch {
 		case !n:
@@ -375,7 +439,22 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 			chunks[res.stripe], backing[res.stripe] = res.data, res.backing
 			good++
 		case <-hedge.C:
-			if !hedged {
+			// The first time, start just enough chunks to decode the
+			// block without the needed ones still missing; if those are
+			// not enough either, all.
+			hedges++
+			switch {
+			case hedged:
+			case hedges == 1:
+				missing := 0
+				for s, n := range need {
+					if n && chunks[s] == nil {
+						missing++
+					}
+				}
+				startMore(max(k-good-(inflight-missing), 1))
+				hedge.Reset(r.s.opts.HedgeDelay)
+			default:
 				startRest()
 			}
 		case <-ctx.Done():

@@ -27,6 +27,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ecstore/ecstore/internal/erasure"
@@ -149,6 +150,10 @@ type Events struct {
 	// (op is "read", "write", "open" or "probe"). Checksum mismatches are
 	// reported too: the node returned wrong bytes.
 	NodeError func(nodeID, op string, err error)
+	// Transfers is called with the number of open readers and writers
+	// each time one opens or closes (calls may race; the count each
+	// carries is current when it is taken).
+	Transfers func(open int)
 }
 
 func (e *Events) nodeError(id, op string, err error) {
@@ -227,7 +232,19 @@ type Store struct {
 	byID    map[string]node.Node
 	workers chan struct{} // encoding slots
 	suspect sync.Map      // node id -> time.Time until which reads avoid it
+	open    atomic.Int64  // readers and writers open
 }
+
+// transfer counts a reader or writer opening (+1) or closing (-1).
+func (s *Store) transfer(delta int64) {
+	n := s.open.Add(delta)
+	if f := s.opts.Events.Transfers; f != nil {
+		f(int(n))
+	}
+}
+
+// OpenTransfers returns the number of readers and writers open.
+func (s *Store) OpenTransfers() int { return int(s.open.Load()) }
 
 // markSuspect makes reads avoid node id for SuspectFor.
 func (s *Store) markSuspect(id string) {

@@ -163,6 +163,7 @@ func (s *Store) Create(ctx context.Context, path string, opt *CreateOptions) (*W
 	for _, sw := range w.slots {
 		go w.writeSlot(sw)
 	}
+	s.transfer(1)
 	return w, nil
 }
 
@@ -521,6 +522,7 @@ func (w *Writer) Close() error {
 		return ErrClosed
 	}
 	w.done = true
+	defer w.s.transfer(-1)
 	defer w.cancel()
 	if w.fill > 0 && w.stickyErr() == nil {
 		w.submit()
@@ -633,6 +635,7 @@ func (w *Writer) Abort() error {
 		return nil
 	}
 	w.done = true
+	defer w.s.transfer(-1)
 	w.fail(fmt.Errorf("aborted"))
 	if w.buf != nil {
 		bufpool.Put(w.buf)

@@ -27,6 +27,7 @@ type Metrics struct {
 	nodeErrors     *prometheus.CounterVec
 	healed         *prometheus.CounterVec
 	healedBytes    prometheus.Counter
+	openTransfers  prometheus.Gauge
 }
 
 // New registers every metric in a fresh registry (with the Go runtime and
@@ -59,19 +60,23 @@ func New() *Metrics {
 		healedBytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ec_repair_rebuilt_bytes_total", Help: "Chunk bytes rebuilt by the background healer.",
 		}),
+		openTransfers: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ec_object_open_transfers", Help: "Object readers and writers open (all frontends and the healer).",
+		}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.bytes, m.degradedReads, m.degradedWrites, m.nodeErrors, m.healed, m.healedBytes,
+	m.reg.MustRegister(m.requests, m.latency, m.bytes, m.degradedReads, m.degradedWrites, m.nodeErrors, m.healed, m.healedBytes, m.openTransfers,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
 // Events returns engine hooks that count degraded reads and writes and
-// node errors.
+// node errors, and follow the open transfers.
 func (m *Metrics) Events() object.Events {
 	return object.Events{
 		DegradedRead:  func(string, int64, []int) { m.degradedReads.Inc() },
 		DegradedWrite: func(string, []int) { m.degradedWrites.Inc() },
 		NodeError:     func(id, op string, _ error) { m.nodeErrors.WithLabelValues(id, op).Inc() },
+		Transfers:     func(open int) { m.openTransfers.Set(float64(open)) },
 	}
 }
 

@@ -1,9 +1,11 @@
 package xrootd
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -111,6 +113,7 @@ func (o *DialOptions) withDefaults() DialOptions {
 // *RedirectError and kXR_error as an *Error.
 type Client struct {
 	conn  net.Conn
+	in    *bufio.Reader // reads conn: the handshake, then readLoop only
 	opts  DialOptions
 	log   *slog.Logger
 	addr  string
@@ -131,6 +134,30 @@ type Client struct {
 type call struct {
 	frames chan *ResponseFrame
 	gone   chan struct{} // closed when the caller stops listening
+
+	// sink, when set, is where the bodies of the call's kXR_oksofar and
+	// kXR_ok frames are received, in order, without an intermediate
+	// buffer (kXR_read). readLoop holds smu while it writes into sink;
+	// pending.detach takes it to make sure it never will again.
+	smu  sync.Mutex
+	sink []byte
+}
+
+// receive reads the n-byte body of f straight into the call's sink when
+// it fits there; it reports whether it did. An error is a read error.
+func (cl *call) receive(r io.Reader, f *ResponseFrame, n int) (bool, error) {
+	cl.smu.Lock()
+	defer cl.smu.Unlock()
+	if cl.sink == nil || n > len(cl.sink) {
+		return false, nil
+	}
+	dst := cl.sink[:n:n]
+	if _, err := io.ReadFull(r, dst); err != nil {
+		return true, truncatedEOF(err)
+	}
+	cl.sink = cl.sink[n:]
+	f.Body, f.inPlace = dst, true
+	return true, nil
 }
 
 // Dial connects to the XRootD server at addr ("host:port", "host" for
@@ -150,6 +177,7 @@ func Dial(ctx context.Context, addr string, opts *DialOptions) (*Client, error) 
 	}
 	c := &Client{
 		conn:  conn,
+		in:    bufio.NewReaderSize(conn, 64<<10),
 		opts:  o,
 		log:   o.Logger.With("server", hostport),
 		addr:  hostport,
@@ -201,14 +229,14 @@ func (c *Client) setup(ctx context.Context) error {
 	if _, err := c.conn.Write(b); err != nil {
 		return ctxErr(ctx, fmt.Errorf("send handshake: %w", err))
 	}
-	f, err := ReadResponseFrame(c.conn, c.opts.MaxFrame)
+	f, err := ReadResponseFrame(c.in, c.opts.MaxFrame)
 	if err != nil {
 		return ctxErr(ctx, fmt.Errorf("read handshake response: %w", err))
 	}
 	if _, _, err := ParseHandshakeResponse(f); err != nil {
 		return err
 	}
-	if f, err = ReadResponseFrame(c.conn, c.opts.MaxFrame); err != nil {
+	if f, err = ReadResponseFrame(c.in, c.opts.MaxFrame); err != nil {
 		return ctxErr(ctx, fmt.Errorf("read protocol response: %w", err))
 	}
 	if f.Status != StatusOK {
@@ -231,7 +259,7 @@ func (c *Client) setup(ctx context.Context) error {
 		if _, err := c.conn.Write(EncodeRequest(StreamID{}, login).AppendTo(nil)); err != nil {
 			return ctxErr(ctx, fmt.Errorf("send login: %w", err))
 		}
-		if f, err = ReadResponseFrame(c.conn, c.opts.MaxFrame); err != nil {
+		if f, err = ReadResponseFrame(c.in, c.opts.MaxFrame); err != nil {
 			return ctxErr(ctx, fmt.Errorf("read login response: %w", err))
 		}
 		if f.Status != StatusWait || attempt >= c.opts.MaxWaitRetries {
@@ -353,7 +381,7 @@ func isFinal(f *ResponseFrame) bool {
 
 func (c *Client) readLoop() {
 	for {
-		f, err := ReadResponseFrame(c.conn, c.opts.MaxFrame)
+		f, err := c.readFrame()
 		if err != nil {
 			c.fail(fmt.Errorf("read response: %w", err))
 			return
@@ -394,6 +422,29 @@ func (c *Client) readLoop() {
 	}
 }
 
+// readFrame reads the next response frame, receiving a data body
+// straight into its call's sink when the call has one.
+func (c *Client) readFrame() (*ResponseFrame, error) {
+	f, dlen, err := readResponseHeader(c.in, c.opts.MaxFrame)
+	if err != nil {
+		return nil, err
+	}
+	if f.Status == StatusOK || f.Status == StatusOKSoFar {
+		c.mu.Lock()
+		cl := c.calls[f.StreamID]
+		c.mu.Unlock()
+		if cl != nil {
+			if done, err := cl.receive(c.in, f, dlen); done || err != nil {
+				return f, err
+			}
+		}
+	}
+	if err := readResponseBody(c.in, f, dlen, c.opts.MaxFrame); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
 // pending is a sent request whose answer has not been consumed.
 type pending struct {
 	c   *Client
@@ -401,8 +452,10 @@ type pending struct {
 	cl  *call
 }
 
-// start sends req on a free stream id.
-func (c *Client) start(ctx context.Context, req Request) (*pending, error) {
+// start sends req on a free stream id. A non-nil sink receives the data
+// of the answer in place (see call.sink); the caller must then detach
+// the pending request before it reuses sink.
+func (c *Client) start(ctx context.Context, req Request, sink []byte) (*pending, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -430,7 +483,7 @@ func (c *Client) start(ctx context.Context, req Request) (*pending, error) {
 			break
 		}
 	}
-	cl := &call{frames: make(chan *ResponseFrame, 4), gone: make(chan struct{})}
+	cl := &call{frames: make(chan *ResponseFrame, 4), gone: make(chan struct{}), sink: sink}
 	c.calls[sid] = cl
 	c.mu.Unlock()
 
@@ -452,6 +505,20 @@ func (c *Client) start(ctx context.Context, req Request) (*pending, error) {
 		return nil, ctxErr(ctx, c.connErr())
 	}
 	return &pending{c: c, sid: sid, cl: cl}, nil
+}
+
+// detach makes sure the connection's reader no longer writes into the
+// call's sink. If it is receiving into it right now (the caller gave up
+// mid-frame), the connection is failed, as the stream cannot skip the
+// rest of that frame, and detach waits for the reader to let go.
+func (p *pending) detach() {
+	cl := p.cl
+	if !cl.smu.TryLock() {
+		p.c.fail(errors.New("a read was abandoned while its answer was arriving"))
+		cl.smu.Lock()
+	}
+	cl.sink = nil
+	cl.smu.Unlock()
 }
 
 // wait consumes the answer, passing every data frame (kXR_oksofar, the
@@ -482,15 +549,24 @@ func (p *pending) wait(ctx context.Context, onData func(f *ResponseFrame) error)
 // roundTrip sends req and waits for its final answer, following kXR_wait.
 // onData may be nil when no data is expected.
 func (c *Client) roundTrip(ctx context.Context, req Request, onData func(f *ResponseFrame) error) error {
+	return c.roundTripInto(ctx, req, nil, onData)
+}
+
+// roundTripInto is roundTrip with a sink that receives the answer's data
+// in place (see call.sink); sink is no longer written once it returns.
+func (c *Client) roundTripInto(ctx context.Context, req Request, sink []byte, onData func(f *ResponseFrame) error) error {
 	if onData == nil {
 		onData = func(*ResponseFrame) error { return nil }
 	}
 	for attempt := 0; ; attempt++ {
-		p, err := c.start(ctx, req)
+		p, err := c.start(ctx, req, sink)
 		if err != nil {
 			return err
 		}
 		f, err := p.wait(ctx, onData)
+		if sink != nil {
+			p.detach()
+		}
 		if err != nil {
 			return err
 		}

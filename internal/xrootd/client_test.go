@@ -252,3 +252,77 @@ func TestDialFailures(t *testing.T) {
 		}
 	}
 }
+
+// TestClientReadInPlace checks that kXR_read answers are received straight
+// into the caller's buffer, and that a read given up on never writes into
+// that buffer afterwards: the buffer goes back to a pool and is reused.
+func TestClientReadInPlace(t *testing.T) {
+	release := make(chan struct{})
+	fs := &fakeServer{t: t, serve: func(w net.Conn, f *RequestFrame) {
+		switch f.ID {
+		case ReqOpen:
+			w.Write(respond(f.StreamID, StatusOK, []byte{0, 0, 0, 1}))
+		case ReqPing:
+			w.Write(respond(f.StreamID, StatusOK, nil))
+		case ReqRead:
+			off := int64(binary.BigEndian.Uint64(f.Params[4:12]))
+			switch off {
+			case 0: // in two frames
+				w.Write(respond(f.StreamID, StatusOKSoFar, []byte("abc")))
+				w.Write(respond(f.StreamID, StatusOK, []byte("defgh")))
+			case 1: // answered after the client gave up
+				go func() {
+					<-release
+					w.Write(respond(f.StreamID, StatusOK, []byte("XXXXXXXX")))
+				}()
+			case 2: // the client gives up in the middle of the frame
+				w.Write(AppendResponseHeader(nil, f.StreamID, StatusOK, 8))
+				w.Write([]byte("YY"))
+				go func() {
+					<-release
+					w.Write([]byte("YYYYYY"))
+				}()
+			}
+		}
+	}}
+	c := dial(t, fs.start(), nil)
+	ctx := testCtx(t)
+	f, err := c.Open(ctx, "/x", OpenRead, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 8)
+	if n, err := f.ReadAt(ctx, buf, 0); err != nil || string(buf[:n]) != "abcdefgh" {
+		t.Fatalf("read in two frames: %q %v", buf[:n], err)
+	}
+
+	giveUp := func(off int64) {
+		t.Helper()
+		for i := range buf {
+			buf[i] = '.'
+		}
+		tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer cancel()
+		if _, err := f.ReadAt(tctx, buf, off); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("read at %d: %v, want a deadline error", off, err)
+		}
+	}
+	giveUp(1)
+	release <- struct{}{}
+	if err := c.Ping(ctx); err != nil {
+		t.Fatalf("ping after an abandoned read: %v", err)
+	}
+	if string(buf) != "........" {
+		t.Fatalf("an abandoned read wrote %q into the caller's buffer", buf)
+	}
+
+	giveUp(2)
+	close(release)
+	time.Sleep(50 * time.Millisecond)
+	if string(buf) != "........" && string(buf) != "YY......" {
+		t.Fatalf("a read abandoned mid-frame wrote %q into the caller's buffer afterwards", buf)
+	}
+	if err := c.Ping(ctx); !errors.Is(err, ErrClosed) {
+		t.Errorf("after a read abandoned mid-frame: %v, want ErrClosed (the stream cannot resync)", err)
+	}
+}

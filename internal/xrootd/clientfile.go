@@ -52,14 +52,18 @@ func (f *ClientFile) ReadAt(ctx context.Context, p []byte, off int64) (int, erro
 		want := min(len(p)-n, f.c.opts.ReadChunk)
 		dst := p[n : n+want]
 		got := 0
-		err := f.c.roundTrip(ctx, &ReadRequest{Handle: f.fh, Offset: off + int64(n), Length: int32(want)}, func(fr *ResponseFrame) error {
+		err := f.c.roundTripInto(ctx, &ReadRequest{Handle: f.fh, Offset: off + int64(n), Length: int32(want)}, dst, func(fr *ResponseFrame) error {
 			if fr.Status == StatusStatus {
 				return fmt.Errorf("%w: kXR_status answer to kXR_read", ErrMalformed)
 			}
 			if got+len(fr.Body) > len(dst) {
 				return fmt.Errorf("%w: server sent more than the %d bytes asked", ErrMalformed, len(dst))
 			}
-			got += copy(dst[got:], fr.Body)
+			if fr.inPlace {
+				got += len(fr.Body) // received at dst[got:] already
+			} else {
+				got += copy(dst[got:], fr.Body)
+			}
 			return nil
 		})
 		n += got
@@ -237,7 +241,7 @@ func (f *ClientFile) writeAt(ctx context.Context, p []byte, off int64, pages boo
 		} else {
 			req = &WriteRequest{Handle: f.fh, Offset: at, Data: p[pos : pos+n]}
 		}
-		pd, err := f.c.start(ctx, req)
+		pd, err := f.c.start(ctx, req, nil)
 		if err != nil {
 			return acked, err
 		}

@@ -237,6 +237,8 @@ type ResponseFrame struct {
 	Status   Status   // response status
 	Body     []byte   // the header's dlen bytes
 	Data     []byte   // kXR_status only: raw data after the body
+
+	inPlace bool // Body was received straight into the caller's buffer
 }
 
 // AppendTo appends the encoded frame to b.
@@ -250,41 +252,58 @@ func (f *ResponseFrame) AppendTo(b []byte) []byte {
 // for kXR_status, the status body's dlen are each checked against maxBody
 // before they are read.
 func ReadResponseFrame(r io.Reader, maxBody int) (*ResponseFrame, error) {
+	f, dlen, err := readResponseHeader(r, maxBody)
+	if err != nil {
+		return nil, err
+	}
+	if err := readResponseBody(r, f, dlen, maxBody); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// readResponseHeader reads a response header and checks its dlen against
+// maxBody; it returns the frame without its body and the body's length.
+func readResponseHeader(r io.Reader, maxBody int) (*ResponseFrame, int, error) {
 	var hb [ResponseHeaderLen]byte
 	if _, err := io.ReadFull(r, hb[:]); err != nil {
-		return nil, truncated(err)
+		return nil, 0, truncated(err)
 	}
 	f := &ResponseFrame{Status: Status(binary.BigEndian.Uint16(hb[2:4]))}
 	copy(f.StreamID[:], hb[0:2])
 	dlen := int32(binary.BigEndian.Uint32(hb[4:8]))
 	if dlen < 0 {
-		return nil, fmt.Errorf("%w: negative response dlen %d", ErrMalformed, dlen)
+		return nil, 0, fmt.Errorf("%w: negative response dlen %d", ErrMalformed, dlen)
 	}
 	if int64(dlen) > int64(maxBody) {
-		return nil, fmt.Errorf("%w: response dlen %d exceeds limit %d", ErrFrameTooLarge, dlen, maxBody)
+		return nil, 0, fmt.Errorf("%w: response dlen %d exceeds limit %d", ErrFrameTooLarge, dlen, maxBody)
 	}
-	body, err := readPayload(r, int(dlen))
+	return f, int(dlen), nil
+}
+
+// readResponseBody reads the dlen body bytes of f and, for kXR_status,
+// the data that follows.
+func readResponseBody(r io.Reader, f *ResponseFrame, dlen, maxBody int) error {
+	body, err := readPayload(r, dlen)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	f.Body = body
 	if f.Status != StatusStatus {
-		return f, nil
+		return nil
 	}
 	if len(body) < StatusBodyLen {
-		return nil, fmt.Errorf("%w: kXR_status body of %d bytes", ErrMalformed, len(body))
+		return fmt.Errorf("%w: kXR_status body of %d bytes", ErrMalformed, len(body))
 	}
 	n := int32(binary.BigEndian.Uint32(body[12:16]))
 	if n < 0 {
-		return nil, fmt.Errorf("%w: negative kXR_status data length %d", ErrMalformed, n)
+		return fmt.Errorf("%w: negative kXR_status data length %d", ErrMalformed, n)
 	}
 	if int64(n) > int64(maxBody) {
-		return nil, fmt.Errorf("%w: kXR_status data length %d exceeds limit %d", ErrFrameTooLarge, n, maxBody)
+		return fmt.Errorf("%w: kXR_status data length %d exceeds limit %d", ErrFrameTooLarge, n, maxBody)
 	}
-	if f.Data, err = readPayload(r, int(n)); err != nil {
-		return nil, err
-	}
-	return f, nil
+	f.Data, err = readPayload(r, int(n))
+	return err
 }
 
 // StatusBody is the body of a kXR_status response

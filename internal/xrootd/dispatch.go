@@ -425,18 +425,22 @@ func (s *session) doPgRead(ctx context.Context, sid StreamID, r *PgReadRequest) 
 	defer of.readers.Done()
 	remaining, off := int(r.Length), r.Offset
 	chunk := s.limits.ResponseChunk
-	buf := bufpool.Get(min(remaining, chunk))
+	// One buffer for data and page CRCs: the data is read into its end
+	// and spread into pages in place.
+	buf := bufpool.Get(PagesLen(off, min(remaining, chunk)))
 	defer bufpool.Put(buf)
-	out := bufpool.Get(len(buf) + (len(buf)/PageSize+2)*4)[:0] // data and page CRCs
-	defer func() { bufpool.Put(out) }()
 	for {
 		// Every frame after the first starts on a page boundary.
 		n := min(remaining, chunk-int(off%PageSize))
-		got, eof, err := readFull(ctx, of.f, buf[:n], off)
+		total := PagesLen(off, n)
+		got, eof, err := readFull(ctx, of.f, buf[total-n:total], off)
 		if err != nil {
 			return fmt.Errorf("pgread %s at %d: %w", of.name, off, err)
 		}
-		out = AppendPages(out[:0], off, buf[:got])
+		if got < n { // the data must end where the pages will
+			copy(buf[PagesLen(off, got)-got:], buf[total-n:total-n+got])
+		}
+		out := PagesInPlace(buf, off, got)
 		info := make([]byte, 8)
 		putU64(info, uint64(off))
 		remaining -= got

@@ -44,6 +44,28 @@ func AppendPages(dst []byte, off int64, data []byte) []byte {
 	return dst
 }
 
+// PagesInPlace turns n data bytes, starting at file offset off, into the
+// page sequence AppendPages would make, without a second buffer: buf must
+// hold PagesLen(off, n) bytes with the data at its end (the n bytes
+// before that length); the result is buf[:PagesLen(off, n)]. Each page
+// moves towards the front by the CRCs before it, never over data not yet
+// moved.
+func PagesInPlace(buf []byte, off int64, n int) []byte {
+	total := PagesLen(off, n)
+	out := buf[:total]
+	src, dst := total-n, 0
+	for src < total {
+		pn := firstPageLen(off, total-src)
+		crc := crc32.Checksum(out[src:src+pn], castagnoli)
+		copy(out[dst+PageCRCLen:], out[src:src+pn])
+		binary.BigEndian.PutUint32(out[dst:], crc)
+		dst += PageCRCLen + pn
+		src += pn
+		off += int64(pn)
+	}
+	return out
+}
+
 // PageError reports the first page whose CRC32C does not match; it wraps
 // ErrChecksum.
 type PageError struct {

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"sync"
 	"sync/atomic"
 
+	"github.com/ecstore/ecstore/internal/bufpool"
 	"github.com/ecstore/ecstore/internal/node"
 	"github.com/ecstore/ecstore/internal/xrootd"
 )
@@ -31,9 +31,12 @@ type chunk struct {
 	off int64
 }
 
-// upload is the node.Upload of a Node. Write copies into buffers that a
-// background goroutine (writer) sends in order, one buffer at a time; an
-// error it meets is reported by the next Write or by Finish.
+// upload is the node.Upload of a Node. Write copies small writes into
+// buffers that a background goroutine (writer) sends in order, one buffer
+// at a time; an error it meets is reported by the next Write or by
+// Finish. A write of at least a buffer's size (an archive's chunk) is
+// sent from the caller's slice, without a copy, and Write returns once
+// the server has acknowledged it.
 type upload struct {
 	n          *Node
 	cn         *conn
@@ -142,6 +145,9 @@ func (u *upload) Write(ctx context.Context, p []byte) error {
 	if err := ctx.Err(); err != nil {
 		return u.n.wrap("write", u.path, err)
 	}
+	if len(p) >= u.n.opts.WriteBuffer {
+		return u.writeDirect(ctx, p)
+	}
 	for len(p) > 0 {
 		if u.buf == nil {
 			b, err := u.getBuf(ctx)
@@ -162,6 +168,29 @@ func (u *upload) Write(ctx context.Context, p []byte) error {
 	return nil
 }
 
+// writeDirect sends p at the upload's offset, after handing the bytes
+// buffered before it to the writer, and waits for the acknowledgement.
+// Both are in flight at once; offsets keep them apart.
+func (u *upload) writeDirect(ctx context.Context, p []byte) error {
+	if len(u.buf) > 0 {
+		if err := u.send(ctx); err != nil {
+			return u.stick("write", err)
+		}
+	}
+	var err error
+	if u.n.pages {
+		_, err = u.f.PgWriteAt(ctx, p, u.off)
+	} else {
+		_, err = u.f.WriteAt(ctx, p, u.off)
+	}
+	if err != nil {
+		u.n.pool.observe(u.cn, err)
+		return u.stick("write", err)
+	}
+	u.off += int64(len(p))
+	return nil
+}
+
 // getBuf returns an empty buffer: a new one while the upload has fewer
 // than buffersPerUpload, else one the writer is done with.
 func (u *upload) getBuf(ctx context.Context) ([]byte, error) {
@@ -172,7 +201,7 @@ func (u *upload) getBuf(ctx context.Context) ([]byte, error) {
 	}
 	if u.nbufs < buffersPerUpload {
 		u.nbufs++
-		return u.n.bufs.get(), nil
+		return bufpool.Get(u.n.opts.WriteBuffer)[:0], nil
 	}
 	select {
 	case b := <-u.free:
@@ -329,36 +358,16 @@ func (u *upload) Abort(ctx context.Context) error {
 // writer has exited.
 func (u *upload) releaseBufs() {
 	if u.buf != nil {
-		u.n.bufs.put(u.buf)
+		bufpool.Put(u.buf)
 		u.buf = nil
 	}
 	for {
 		select {
 		case b := <-u.free:
-			u.n.bufs.put(b)
+			bufpool.Put(b)
 		default:
 			return
 		}
-	}
-}
-
-// bufPool recycles upload buffers of one size.
-type bufPool struct {
-	size int
-	p    sync.Pool
-}
-
-func (bp *bufPool) get() []byte {
-	if b, ok := bp.p.Get().(*[]byte); ok {
-		return (*b)[:0]
-	}
-	return make([]byte, 0, bp.size)
-}
-
-func (bp *bufPool) put(b []byte) {
-	if cap(b) == bp.size {
-		b = b[:0]
-		bp.p.Put(&b)
 	}
 }
 

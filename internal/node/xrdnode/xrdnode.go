@@ -88,11 +88,12 @@ type Options struct {
 	// Conns is the number of connections kept to the server. Default 2;
 	// at most 64.
 	Conns int
-	// WriteBuffer is the size of the two buffers of an upload: Write
+	// WriteBuffer is the size of the two buffers of an upload, which
+	// gather small writes (archive headers, small objects): Write
 	// returns once its bytes are copied into one, and a full buffer is
-	// sent while the other fills. Default 2 MiB; at least 64 KiB, at
-	// most 16 MiB. Unless Client.WriteChunk is set, a buffer is sent as
-	// four pipelined requests.
+	// sent while the other fills. A write of at least WriteBuffer bytes
+	// (a chunk) is sent without a copy and acknowledged before Write
+	// returns. Default 256 KiB; at least 64 KiB, at most 16 MiB.
 	WriteBuffer int
 	// PageChecksums makes reads and writes use kXR_pgread and
 	// kXR_pgwrite, which protect every 4 KiB page with a CRC32C checked
@@ -116,7 +117,7 @@ type Options struct {
 // Default option values.
 const (
 	DefaultConns          = 2
-	DefaultWriteBuffer    = 2 << 20
+	DefaultWriteBuffer    = 256 << 10
 	DefaultDialTimeout    = 10 * time.Second
 	DefaultCleanupTimeout = 10 * time.Second
 )
@@ -137,7 +138,6 @@ type Node struct {
 	// cancels it.
 	base   context.Context
 	cancel context.CancelFunc
-	bufs   bufPool
 }
 
 var _ node.Node = (*Node)(nil)
@@ -190,13 +190,14 @@ func New(ctx context.Context, rawURL string, opts Options) (*Node, error) {
 		n.dialOpts.Logger = opts.Logger
 	}
 	if n.dialOpts.WriteChunk <= 0 {
-		n.dialOpts.WriteChunk = max(opts.WriteBuffer/4, 16<<10)
+		// A chunk written directly goes as pipelined requests of this
+		// size (DialOptions.WriteWindow of them in flight).
+		n.dialOpts.WriteChunk = 256 << 10
 	}
 	if n.dialOpts.Dial == nil {
 		var d net.Dialer
 		n.dialOpts.Dial = d.DialContext
 	}
-	n.bufs.size = opts.WriteBuffer
 	n.pool = pool{n: n, slots: make([]slot, opts.Conns)}
 	n.base, n.cancel = context.WithCancel(context.Background())
 

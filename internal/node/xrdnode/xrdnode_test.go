@@ -197,11 +197,18 @@ func TestQuestionMark(t *testing.T) {
 	}
 }
 
-// TestLargeUpload writes through several buffers with odd-sized writes
-// and reads back with reads that cross them.
+// TestLargeUpload writes through several buffers with odd-sized writes,
+// the larger ones sent directly, and reads back with reads that cross
+// them, with kXR_write and kXR_read and with their page-checksummed kin.
 func TestLargeUpload(t *testing.T) {
+	for _, pages := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pages=%v", pages), func(t *testing.T) { testLargeUpload(t, pages) })
+	}
+}
+
+func testLargeUpload(t *testing.T, pages bool) {
 	s := startOurs(t, "", "127.0.0.1:0")
-	n := newNode(t, "root://"+s.addr+"//big", Options{WriteBuffer: 100 << 10, Fsync: true})
+	n := newNode(t, "root://"+s.addr+"//big", Options{WriteBuffer: 100 << 10, Fsync: true, PageChecksums: pages})
 	ctx := context.Background()
 	data := make([]byte, 3<<20+333)
 	for i := range data {

@@ -1,0 +1,62 @@
+// Package memlimit keeps the Go runtime's soft memory limit in step with
+// the load of a gateway: a base for the process plus an allowance for each
+// open transfer.
+//
+// Transfers hold their block buffers in pools (package bufpool), so the
+// gateway allocates little and the garbage collector runs rarely; between
+// its runs, buffers a finished transfer left in a pool, of a size nobody
+// asks for any more, still count towards the process's memory. A soft
+// limit that follows the open transfers makes the collector run (and the
+// runtime give memory back) once the heap holds more than the transfers
+// in flight need, at almost no cost: pooled byte slices have no pointers
+// to scan.
+package memlimit
+
+import (
+	"math"
+	"runtime/debug"
+	"sync"
+)
+
+// Governor sets the soft memory limit to Base + PerTransfer × open
+// transfers. It is safe for concurrent use.
+type Governor struct {
+	base, per int64
+	set       func(int64) int64 // debug.SetMemoryLimit; replaced in tests
+
+	mu    sync.Mutex
+	limit int64
+}
+
+// New returns a Governor with the given base and per-transfer allowance
+// (bytes) and applies the limit for no open transfers.
+func New(base, perTransfer int64) *Governor {
+	g := &Governor{base: base, per: perTransfer, set: debug.SetMemoryLimit}
+	g.Update(0)
+	return g
+}
+
+// Update sets the limit for open transfers.
+func (g *Governor) Update(open int) {
+	limit := g.base
+	if open > 0 && g.per > 0 {
+		if int64(open) > (math.MaxInt64-g.base)/g.per {
+			limit = math.MaxInt64
+		} else {
+			limit += int64(open) * g.per
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if limit != g.limit {
+		g.limit = limit
+		g.set(limit)
+	}
+}
+
+// Limit returns the limit last set.
+func (g *Governor) Limit() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.limit
+}

@@ -1,0 +1,31 @@
+package memlimit
+
+import (
+	"math"
+	"testing"
+)
+
+func TestGovernorFollowsOpenTransfers(t *testing.T) {
+	var calls []int64
+	g := &Governor{base: 64 << 20, per: 32 << 20, set: func(l int64) int64 { calls = append(calls, l); return 0 }}
+	g.Update(0)
+	g.Update(8)
+	g.Update(8) // unchanged: the runtime is not asked again
+	g.Update(1)
+	want := []int64{64 << 20, 320 << 20, 96 << 20}
+	if len(calls) != len(want) {
+		t.Fatalf("limits set %v, want %v", calls, want)
+	}
+	for i := range want {
+		if calls[i] != want[i] {
+			t.Fatalf("limits set %v, want %v", calls, want)
+		}
+	}
+	if g.Limit() != 96<<20 {
+		t.Errorf("Limit() = %d", g.Limit())
+	}
+	g.Update(math.MaxInt32)
+	if g.Limit() <= 0 {
+		t.Errorf("a huge count overflowed the limit: %d", g.Limit())
+	}
+}

@@ -1,0 +1,163 @@
+package object
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/layout"
+	"github.com/ecstore/ecstore/internal/node"
+)
+
+// countingNode counts the chunk reads made on its files: reads of a
+// chunk and its archive header, a little more than chunk bytes.
+type countingNode struct {
+	node.Node
+	chunk int
+	reads *atomic.Int64
+	now   *atomic.Int64 // chunk reads in progress
+	peak  *atomic.Int64 // the most at once
+}
+
+func (n countingNode) Open(ctx context.Context, path string) (node.File, error) {
+	f, err := n.Node.Open(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	return countingFile{f, n}, nil
+}
+
+type countingFile struct {
+	node.File
+	n countingNode
+}
+
+func (f countingFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	if len(p) > f.n.chunk && len(p) <= f.n.chunk+1024 {
+		f.n.reads.Add(1)
+		n := f.n.now.Add(1)
+		defer f.n.now.Add(-1)
+		for p := f.n.peak.Load(); n > p && !f.n.peak.CompareAndSwap(p, n); p = f.n.peak.Load() {
+		}
+		time.Sleep(time.Millisecond) // as a remote node: reads overlap
+	}
+	return f.File.ReadAt(ctx, p, off)
+}
+
+// TestPipelinedReaderReadsEachChunkOnce reads an object the way xrdcp
+// through the gateway does: several block-sized requests in flight, each
+// served as consecutive chunk-sized ReadAt calls. Every data chunk must
+// be fetched from its node once, not again because the block cache let
+// it go while a request was still reading it, and the blocks fetched at
+// once (which hold buffers) are bounded.
+func TestPipelinedReaderReadsEachChunkOnce(t *testing.T) {
+	g := layout.Geometry{K: 8, M: 2, ChunkSize: 64 << 10}
+	var reads, now, peak atomic.Int64
+	c := newCluster(t, 10, g)
+	for i, n := range c.nodes {
+		c.nodes[i] = countingNode{n, int(g.ChunkSize), &reads, &now, &peak}
+	}
+	s, err := New(c.nodes, c.store.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(seed(t), 5))
+	const blocks = 40
+	bs := int64(g.BlockSize())
+	data := randBytes(r, blocks*bs)
+	put(t, s, "/p", data)
+
+	for _, inflight := range []int{1, 4, 8} {
+		t.Run(fmt.Sprintf("inflight=%d", inflight), func(t *testing.T) {
+			reads.Store(0)
+			peak.Store(0)
+			rd, err := s.Open(context.Background(), "/p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rd.Close()
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			for range inflight {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					p := make([]byte, g.ChunkSize)
+					for {
+						b := next.Add(1) - 1
+						if b >= blocks {
+							return
+						}
+						for off := b * bs; off < (b+1)*bs; off += int64(len(p)) {
+							n, err := rd.ReadAt(context.Background(), p, off)
+							if err != nil || !bytes.Equal(p[:n], data[off:off+int64(n)]) {
+								t.Errorf("ReadAt(%d): %d bytes, %v, or wrong bytes", off, n, err)
+								return
+							}
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if got, want := reads.Load(), int64(blocks*g.K); got != want {
+				t.Errorf("%d chunk reads from the nodes for %d data chunks", got, want)
+			}
+			// However many requests the client keeps in flight, the
+			// reader fetches at most ReadAhead+1 blocks at once.
+			if got, most := peak.Load(), int64((s.opts.ReadAhead+1)*g.K); got > most {
+				t.Errorf("%d chunk reads at once; want at most %d", got, most)
+			}
+		})
+	}
+}
+
+// TestOpenTransfersCounted checks the count behind Events.Transfers, which
+// the gateway's memory limit follows: readers and writers count while
+// open, whichever way they end.
+func TestOpenTransfersCounted(t *testing.T) {
+	var last atomic.Int64
+	c := newCluster(t, 6, layout.Geometry{K: 3, M: 2, ChunkSize: 4096}, func(o *Options) {
+		o.Events.Transfers = func(open int) { last.Store(int64(open)) }
+	})
+	s, ctx := c.store, context.Background()
+	check := func(want int) {
+		t.Helper()
+		if s.OpenTransfers() != want || last.Load() != int64(want) {
+			t.Fatalf("open transfers %d, last reported %d; want %d", s.OpenTransfers(), last.Load(), want)
+		}
+	}
+	w, err := s.Create(ctx, "/a", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte("hello"))
+	check(1)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w.Abort() // after Close: nothing more to count
+	check(0)
+	r1, err := s.Open(ctx, "/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2, err := s.Create(ctx, "/b", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(2)
+	w2.Abort()
+	w2.Close()
+	r1.Close()
+	r1.Close()
+	check(0)
+	if _, err := s.Open(ctx, "/missing"); err == nil {
+		t.Fatal("opened a missing object")
+	}
+	check(0)
+}
