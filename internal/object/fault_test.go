@@ -490,3 +490,68 @@ func TestHungNodeRandomReadIsHedged(t *testing.T) {
 		t.Fatal("the hung node was never asked")
 	}
 }
+
+// Regression (fault-suite seed 1795327480972997187): after mv with a node
+// down, that node's archive under the old name is debris hidden by the
+// tombstone. rm of the old name said it succeeded although stat and ls
+// call the path absent; it must say "not found", and it clears the debris.
+func TestRemoveOfMovedAwayNameIsNotFound(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 256}
+	c, fs := faultyCluster(t, 6, g)
+	put(t, c.store, "/mv/old", bytes.Repeat([]byte("m"), 3000))
+	down := c.slotNode(t, "/mv/old", 1)
+	fs[down].SetDown(true)
+	if err := c.store.Rename(ctx, "/mv/old", "/mv/new"); err != nil {
+		t.Fatal(err)
+	}
+	fs[down].SetDown(false)
+	if _, err := c.nodes[down].Stat(ctx, "/mv/old"); err != nil {
+		t.Fatalf("the returned node should still hold the old name's archive: %v", err)
+	}
+	if err := c.store.Remove(ctx, "/mv/old"); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("rm of the moved-away name: %v, want not found", err)
+	}
+	if _, err := c.nodes[down].Stat(ctx, "/mv/old"); !errors.Is(err, node.ErrNotExist) {
+		t.Errorf("rm left the debris archive: %v", err)
+	}
+	if got, err := get(c.store, "/mv/new"); err != nil || len(got) != 3000 {
+		t.Fatalf("moved object: %d bytes, %v", len(got), err)
+	}
+}
+
+// When the nodes ranked first for a path hold too few of its archives
+// (the cluster grew after the write), locate asks the rest; the archives
+// found in the first round must stay open for the read.
+func TestLocateAcrossBothProbeRounds(t *testing.T) {
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 256}
+	c := newCluster(t, 9, g)
+	old, err := New(c.nodes[:6], Options{Geometry: g, MinFree: -1, Spares: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	grown, err := New(c.nodes, Options{Geometry: g, MinFree: -1, Spares: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A path for which at least two of the added nodes rank among the
+	// first Width, so the first probe round misses old archives.
+	var path string
+	for i := 0; path == ""; i++ {
+		p := fmt.Sprintf("/grow/o%d", i)
+		added := 0
+		for _, n := range grown.rank(p)[:g.Width()] {
+			if slices.Contains(c.nodes[6:], n) {
+				added++
+			}
+		}
+		if added >= 2 {
+			path = p
+		}
+	}
+	data := randBytes(rand.New(rand.NewPCG(seed(t), 5)), 5000)
+	put(t, old, path, data)
+	if got, err := get(grown, path); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read through the grown cluster: %d bytes, %v", len(got), err)
+	}
+}

@@ -198,14 +198,24 @@ func (s *Store) locateOnce(ctx context.Context, path string) (*located, []probeR
 	ranked := s.rank(path)
 	first := min(len(ranked), s.opts.Geometry.Width()+s.opts.Spares)
 	results := s.probe(ctx, path, ranked[:first])
-	loc, ok := choose(results)
-	if !ok && first < len(ranked) || ok && loc.found < len(loc.slots) && first < len(ranked) {
-		if loc != nil {
-			loc.close()
-		}
+	// choose only groups the refs; the results still own the open files,
+	// so a second choice over more results can reuse them.
+	if loc, ok := choose(results); (!ok || loc.found < len(loc.slots)) && first < len(ranked) {
 		results = append(results, s.probe(ctx, path, ranked[first:])...)
-		loc, ok = choose(results)
 	}
+	loc, err := s.resolve(ctx, path, results)
+	return loc, results, err
+}
+
+// resolve decides from probe results which version of path is the
+// object: the newest with K archives, unless it may be the remnants of a
+// removal and the tombstones say it was removed. It returns ErrIsDir,
+// ErrNotExist (no archives, or only removed versions) or an
+// *UnrecoverableError otherwise. On success the caller closes the
+// located archives (which include every other archive found); on failure
+// they are closed.
+func (s *Store) resolve(ctx context.Context, path string, results []probeResult) (*located, error) {
+	loc, ok := choose(results)
 	if ok && loc.mayBeRemnants() && s.removedExactly(ctx, path, loc.meta.Version) {
 		// Remnants of a removed version: debris. An older version (say,
 		// one moved onto the path) may still be the object.
@@ -213,7 +223,7 @@ func (s *Store) locateOnce(ctx context.Context, path string) (*located, []probeR
 		loc, ok = choose(results)
 	}
 	if ok {
-		return loc, results, nil
+		return loc, nil
 	}
 	if loc != nil {
 		loc.close()
@@ -228,16 +238,16 @@ func (s *Store) locateOnce(ctx context.Context, path string) (*located, []probeR
 	}
 	switch {
 	case isDir:
-		return nil, results, fmt.Errorf("object %s: %w", path, ErrIsDir)
+		return nil, fmt.Errorf("object %s: %w", path, ErrIsDir)
 	case loc != nil && loc.meta != nil:
 		if d := s.deletedUpTo(ctx, path); d != "" && d >= newestVersion(results) {
-			return nil, results, fmt.Errorf("object %s: %w (removed; stale archives remain for repair)", path, ErrNotExist)
+			return nil, fmt.Errorf("object %s: %w (removed; stale archives remain for repair)", path, ErrNotExist)
 		}
-		return nil, results, &UnrecoverableError{Path: path, Block: -1, Available: loc.found, Need: loc.meta.K, Causes: errs}
+		return nil, &UnrecoverableError{Path: path, Block: -1, Available: loc.found, Need: loc.meta.K, Causes: errs}
 	case len(errs) > 0:
-		return nil, results, fmt.Errorf("object %s: %w (and %d nodes failed: %w)", path, ErrNotExist, len(errs), errors.Join(errs...))
+		return nil, fmt.Errorf("object %s: %w (and %d nodes failed: %w)", path, ErrNotExist, len(errs), errors.Join(errs...))
 	}
-	return nil, results, fmt.Errorf("object %s: %w", path, ErrNotExist)
+	return nil, fmt.Errorf("object %s: %w", path, ErrNotExist)
 }
 
 // choose groups the archives found by version and picks the newest version

@@ -291,30 +291,33 @@ func (s *Store) Remove(ctx context.Context, path string) error {
 		return fmt.Errorf("object: remove /: %w", ErrIsDir)
 	}
 	results := s.probe(ctx, path, s.nodes)
+	loc, err := s.resolve(ctx, path, results)
+	var unrecoverable *UnrecoverableError
+	switch {
+	case err == nil:
+		loc.close()
+	case errors.As(err, &unrecoverable):
+		// Unreadable, but there: removing it is how an admin gets rid of it.
+	case errors.Is(err, ErrNotExist):
+		// Nothing visible; what archives were found are removed versions
+		// (debris). Clear them while here and say the object is absent,
+		// as Stat does.
+		s.removeFound(ctx, path, results)
+		return fmt.Errorf("object: remove %s: %w", path, err)
+	default:
+		return fmt.Errorf("object: remove %s: %w", path, err)
+	}
 	var (
-		newest *archive.Metadata
-		isDir  bool
 		errs   []error
+		newest *archive.Metadata
 	)
 	for _, r := range results {
-		isDir = isDir || r.isDir
 		if r.err != nil {
 			errs = append(errs, r.err)
 		}
-		if r.ref != nil {
-			if m := r.ref.idx.Meta; newest == nil || m.Version > newest.Version {
-				newest = m
-			}
-			r.ref.file.Close()
+		if r.ref != nil && (newest == nil || r.ref.idx.Meta.Version > newest.Version) {
+			newest = r.ref.idx.Meta // the file is closed; the index stays
 		}
-	}
-	switch {
-	case newest == nil && isDir:
-		return fmt.Errorf("object: remove %s: %w", path, ErrIsDir)
-	case newest == nil && len(errs) > 0:
-		return fmt.Errorf("object: remove %s: %w", path, errors.Join(errs...))
-	case newest == nil:
-		return fmt.Errorf("object: remove %s: %w", path, ErrNotExist)
 	}
 	// Fast path: every node answered, so the archives found are all there
 	// are; if each is removed, nothing can come back and no tombstone is
