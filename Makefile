@@ -4,6 +4,11 @@ BIN     ?= bin/ecstore
 GOBIN   := $(shell $(GO) env GOPATH)/bin
 DATA    ?= ./ecstore-data
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo devel)
+# FAULT_SEED seeds the fault suite in `make test`: by default it is taken
+# from the commit, so a CI run is replayed exactly by running CI again on
+# the same commit, and each commit still explores a new schedule. 0 seeds
+# from the clock.
+FAULT_SEED ?= $(shell printf '%d' 0x$$(git rev-parse --short=15 HEAD 2>/dev/null || echo 0) 2>/dev/null || echo 0)
 
 .PHONY: build run demo test test-fault test-fast test-slow lint deps bench bench-suite clean
 
@@ -28,7 +33,7 @@ deps:
 test: deps lint
 	CI=$${CI:-true} $(GO) test -race -count=1 -timeout 20m -tags interop ./...
 	CI=$${CI:-true} $(GO) test -count=1 -timeout 40m -tags slow ./test/...
-	CI=$${CI:-true} $(GO) test -count=1 -timeout 20m -tags fault ./test/fault/
+	CI=$${CI:-true} $(GO) test -count=1 -timeout 20m -tags fault ./test/fault/ -seed=$(FAULT_SEED)
 
 # test-fault: the seeded fault-injection suite alone, verbose; pass
 # FAULT_ARGS, e.g. FAULT_ARGS="-seed=N" to replay a schedule or
