@@ -61,11 +61,39 @@ type Index struct {
 	Meta   *Metadata
 	Chunks []Chunk // Chunks[b] holds block b's chunk
 	Size   int64   // archive file size
+	// Whole is the entire archive when parsing read all of it at once
+	// (archives up to TailSize, as small objects' are); nil otherwise.
+	// Chunks are then read from memory: see Source.
+	Whole []byte
+}
+
+// Source returns where to read x's chunks from: the archive bytes held in
+// memory when x has them, r otherwise.
+func (x *Index) Source(r ReaderAt) ReaderAt {
+	if x.Whole != nil {
+		return wholeArchive(x.Whole)
+	}
+	return r
+}
+
+// wholeArchive is an archive held in memory.
+type wholeArchive []byte
+
+func (w wholeArchive) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
+	if off < 0 || off > int64(len(w)) {
+		return 0, fmt.Errorf("%w: read at %d of a %d-byte archive", ErrFormat, off, len(w))
+	}
+	n := copy(p, w[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
 }
 
 // TailSize is how many bytes at the end of an archive Parse reads at once.
 // For objects up to several GiB the metadata entry and the whole central
-// directory fit in it, so opening an archive costs one read.
+// directory fit in it, so opening an archive costs one read; an archive
+// no larger is read whole, and its chunks need no further read.
 const TailSize = 128 << 10
 
 // maxDirSize bounds the central directory a reader accepts (about 1.5
@@ -104,7 +132,9 @@ func Parse(ctx context.Context, r ReaderAt, size int64) (*Index, error) {
 
 // ParseTail is Parse for a caller that already holds the last len(tail)
 // bytes of the archive. r is used only for what lies before the tail. The
-// tail must hold at least the end of central directory record.
+// tail must hold at least the end of central directory record. A tail that
+// is the whole archive is kept as the Index's Whole: the caller must not
+// change it.
 func ParseTail(ctx context.Context, r ReaderAt, size int64, tail []byte) (*Index, error) {
 	if int64(len(tail)) > size {
 		return nil, fmt.Errorf("%w: %d-byte tail of a %d-byte archive", ErrFormat, len(tail), size)
@@ -214,6 +244,9 @@ func (p *parser) parse() (*Index, error) {
 		return nil, err
 	}
 	idx := &Index{Meta: m, Size: p.size}
+	if p.tailOff == 0 {
+		idx.Whole = p.tail
+	}
 	if idx.Chunks, err = orderChunks(m, chunks); err != nil {
 		return nil, err
 	}

@@ -343,3 +343,56 @@ func TestDosTime(t *testing.T) {
 		}
 	}
 }
+
+// countingFile counts the reads made of an in-memory archive.
+type countingFile struct {
+	memFile
+	reads int
+}
+
+func (c *countingFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	c.reads++
+	return c.memFile.ReadAt(ctx, p, off)
+}
+
+// An archive no larger than TailSize is read once, by Parse: its chunks
+// come from the bytes Parse kept, still verified against their CRC.
+func TestSmallArchiveReadOnce(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 2, M: 1, ChunkSize: 4096}
+	data, _ := buildArchive(t, g, 20000, 1)
+	f := &countingFile{memFile: memFile(data)}
+	idx, err := Parse(ctx, f, int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.reads != 1 || idx.Whole == nil {
+		t.Fatalf("parse made %d reads, kept whole archive: %v", f.reads, idx.Whole != nil)
+	}
+	for i := range idx.Chunks {
+		c := &idx.Chunks[i]
+		got, err := ReadChunk(ctx, idx.Source(f), c, nil)
+		if err != nil {
+			t.Fatalf("chunk %d: %v", i, err)
+		}
+		want, _ := ReadChunk(ctx, memFile(data), c, nil)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("chunk %d differs from the file's", i)
+		}
+	}
+	if f.reads != 1 {
+		t.Fatalf("reading the chunks made %d more reads", f.reads-1)
+	}
+	// The kept bytes are still checked: a flipped byte is a checksum error.
+	c := &idx.Chunks[0]
+	idx.Whole[c.Offset+c.Span()-1] ^= 1
+	if _, err := ReadChunk(ctx, idx.Source(f), c, nil); !errors.As(err, new(*ChecksumError)) {
+		t.Fatalf("corrupted kept chunk: %v, want a checksum error", err)
+	}
+	// A larger archive is read through the file.
+	big, _ := buildArchive(t, layout.Geometry{K: 2, M: 1, ChunkSize: 64 << 10}, 3*TailSize, 1)
+	bidx := mustParse(t, big)
+	if bidx.Whole != nil {
+		t.Fatalf("a %d-byte archive was kept whole", len(big))
+	}
+}

@@ -429,7 +429,9 @@ func TestCommitFailuresAndVisibility(t *testing.T) {
 // node slow under load, none failed), the reads are retried with a longer
 // deadline instead of declaring a healthy object unrecoverable.
 func TestSlowChunksAreRetried(t *testing.T) {
-	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	// Chunks big enough that an archive is larger than archive.TailSize:
+	// a smaller one is read whole when located, its chunks from memory.
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 256 << 10}
 	c, fs := faultyCluster(t, 6, g, func(o *Options) { o.ChunkTimeout = 300 * time.Millisecond })
 	data := randBytes(rand.New(rand.NewPCG(seed(t), 9)), g.BlockSize())
 	put(t, c.store, "/slow", data)

@@ -226,7 +226,7 @@ func (s *Store) deepCheck(ctx context.Context, in *Inspection, loc *located) err
 			if int64(cap(buf)) < c.Span() {
 				buf = make([]byte, c.Span())
 			}
-			_, err := archive.ReadChunk(ctx, ref.file, c, buf)
+			_, err := archive.ReadChunk(ctx, ref.idx.Source(ref.file), c, buf)
 			switch {
 			case err == nil:
 				good[b]++

@@ -40,15 +40,26 @@ type located struct {
 	errs  []error       // node errors met while probing
 }
 
+// close closes every archive found, concurrently: closing a remote file
+// is a round trip to its node.
 func (l *located) close() {
+	var wg sync.WaitGroup
+	closeRef := func(r *archiveRef) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.file.Close()
+		}()
+	}
 	for _, r := range l.slots {
 		if r != nil {
-			r.file.Close()
+			closeRef(r)
 		}
 	}
 	for _, r := range l.stale {
-		r.file.Close()
+		closeRef(r)
 	}
+	wg.Wait()
 }
 
 // probe opens path on each node in parallel and parses the archives

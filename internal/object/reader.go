@@ -551,7 +551,7 @@ func (r *Reader) readChunk(ctx context.Context, b int64, s int) (data, buf []byt
 	}
 	c := &ref.idx.Chunks[b]
 	buf = bufpool.Get(int(c.Span()))
-	data, err = archive.ReadChunk(ctx, ref.file, c, buf)
+	data, err = archive.ReadChunk(ctx, ref.idx.Source(ref.file), c, buf)
 	if err != nil {
 		bufpool.Put(buf)
 		return nil, nil, fmt.Errorf("node %s: %w", ref.node.ID(), err)
