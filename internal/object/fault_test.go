@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -555,5 +556,54 @@ func TestLocateAcrossBothProbeRounds(t *testing.T) {
 	put(t, old, path, data)
 	if got, err := get(grown, path); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("read through the grown cluster: %d bytes, %v", len(got), err)
+	}
+}
+
+// tightNode reports almost no free space while tight is set.
+type tightNode struct {
+	node.Node
+	tight atomic.Bool
+}
+
+func (t *tightNode) Space(ctx context.Context) (node.Space, error) {
+	sp, err := t.Node.Space(ctx)
+	if t.tight.Load() {
+		sp.Free = 1
+	}
+	return sp, err
+}
+
+// An overwrite while every node of the old version is nearly full lands
+// on other nodes. A reader asks the nodes ranked first for the path, where
+// the old version sits complete: the writer must clear what of the old
+// version lies there, or reads return the replaced object.
+func TestOverwriteAwayFromFullNodes(t *testing.T) {
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	c := newCluster(t, 12, g)
+	tn := make([]*tightNode, len(c.nodes))
+	nodes := make([]node.Node, len(c.nodes))
+	for i, n := range c.nodes {
+		tn[i] = &tightNode{Node: n}
+		nodes[i] = tn[i]
+	}
+	s, err := New(nodes, Options{Geometry: g, MinFree: 1 << 20, Spares: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(seed(t), 11))
+	v1, v2 := randBytes(r, 30000), randBytes(r, 20000)
+	put(t, s, "/full/x", v1)
+	info, err := s.Stat(context.Background(), "/full/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range tn {
+		if slices.Contains(info.Placement, n.ID()) {
+			n.tight.Store(true)
+		}
+	}
+	put(t, s, "/full/x", v2)
+	if got, err := get(s, "/full/x"); err != nil || !bytes.Equal(got, v2) {
+		t.Fatalf("after the overwrite: %d bytes (%v), want the new %d", len(got), err, len(v2))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -625,7 +626,62 @@ func (w *Writer) commit() error {
 			f(w.path, missing)
 		}
 	}
+	var at []string
+	for _, sw := range w.slots {
+		if !sw.dropped.Load() {
+			at = append(at, sw.node.ID())
+		}
+	}
+	w.s.clearReplaced(w.ctx, w.path, meta.Version, w.geo.K, at)
 	return nil
+}
+
+// clearReplaced keeps readers from finding an older version of path
+// first. A reader asks the nodes ranked first for the path (the probe
+// window) and stops there when some version is complete; it takes the
+// newest version with K archives in the window. A version committed
+// mostly outside the window (placed there because the nodes ranked first
+// were full or down) could then lose to an older one complete in it. So
+// when fewer than K of the new version's archives (on nodes at) lie in
+// the window, archives of older versions are removed from the rest of the
+// window: the older version is then incomplete there, and readers ask
+// every node. Best effort: a node that cannot be reached keeps its
+// archive (the older version then needs every node of its placement
+// back, and more than M of them missed this write).
+func (s *Store) clearReplaced(ctx context.Context, path string, v archive.Version, k int, at []string) {
+	ranked := s.rank(path)
+	window := ranked[:min(len(ranked), s.opts.Geometry.Width()+s.opts.Spares)]
+	var others []node.Node
+	for _, n := range window {
+		if !slices.Contains(at, n.ID()) {
+			others = append(others, n)
+		}
+	}
+	if len(window)-len(others) >= k {
+		return // the new version wins in the window
+	}
+	var wg sync.WaitGroup
+	for _, n := range others {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pctx, cancel := context.WithTimeout(ctx, s.nodeTimeout(n.ID(), s.opts.ProbeTimeout))
+			defer cancel()
+			r := probeOne(pctx, path, n)
+			if r.ref == nil {
+				return
+			}
+			older := r.ref.idx.Meta.Version < v
+			r.ref.file.Close()
+			if !older {
+				return
+			}
+			if err := n.Remove(pctx, path); err != nil && !errors.Is(err, node.ErrNotExist) {
+				s.opts.Logger.Warn("replaced version left where readers look first", "obj", path, "node", n.ID(), "err", err)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // Abort discards the write; nothing becomes visible. It is safe to call
