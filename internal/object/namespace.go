@@ -46,9 +46,14 @@ func infoFromMeta(path string, m *archive.Metadata, found int) *Info {
 // not answer in time gets a deadline error (and is marked suspect) rather
 // than stalling the operation.
 func (s *Store) forEach(ctx context.Context, fn func(ctx context.Context, n node.Node) error) []error {
-	errs := make([]error, len(s.nodes))
+	return s.forNodes(ctx, s.nodes, fn)
+}
+
+// forNodes is forEach over the given nodes.
+func (s *Store) forNodes(ctx context.Context, nodes []node.Node, fn func(ctx context.Context, n node.Node) error) []error {
+	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
-	for i, n := range s.nodes {
+	for i, n := range nodes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -660,28 +660,22 @@ func (s *Store) clearReplaced(ctx context.Context, path string, v archive.Versio
 	if len(window)-len(others) >= k {
 		return // the new version wins in the window
 	}
-	var wg sync.WaitGroup
-	for _, n := range others {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			pctx, cancel := context.WithTimeout(ctx, s.nodeTimeout(n.ID(), s.opts.ProbeTimeout))
-			defer cancel()
-			r := probeOne(pctx, path, n)
-			if r.ref == nil {
-				return
-			}
-			older := r.ref.idx.Meta.Version < v
-			r.ref.file.Close()
-			if !older {
-				return
-			}
-			if err := n.Remove(pctx, path); err != nil && !errors.Is(err, node.ErrNotExist) {
-				s.opts.Logger.Warn("replaced version left where readers look first", "obj", path, "node", n.ID(), "err", err)
-			}
-		}()
-	}
-	wg.Wait()
+	s.forNodes(ctx, others, func(ctx context.Context, n node.Node) error {
+		r := probeOne(ctx, path, n)
+		if r.ref == nil {
+			return r.err
+		}
+		older := r.ref.idx.Meta.Version < v
+		r.ref.file.Close()
+		if !older {
+			return nil
+		}
+		if err := n.Remove(ctx, path); err != nil && !errors.Is(err, node.ErrNotExist) {
+			s.opts.Logger.Warn("replaced version left where readers look first", "obj", path, "node", n.ID(), "err", err)
+			return err
+		}
+		return nil
+	})
 }
 
 // Abort discards the write; nothing becomes visible. It is safe to call
