@@ -606,13 +606,20 @@ func (r *runner) cleanup(ctx context.Context, res *Result) {
 // rmdir removes the run's emptied directory. Uploads interrupted by a
 // cancelled run are discarded by the server when their connection ends,
 // which may be a moment after the cleanup lists the directory: an rmdir
-// that finds the directory not yet empty is retried for a few seconds.
+// that finds the directory not yet empty is retried for a few seconds,
+// removing what it holds by then (an upload the server finished rather
+// than discarded) before each retry.
 func (r *runner) rmdir(ctx context.Context, w *worker) error {
 	var err error
 	for delay := 50 * time.Millisecond; delay < 5*time.Second; delay *= 2 {
 		err = w.c.Rmdir(ctx, r.dir)
 		if err == nil || isNotFound(err) {
 			return nil
+		}
+		if ents, lerr := w.c.Dirlist(ctx, r.dir, false); lerr == nil {
+			for _, e := range ents {
+				w.c.Rm(ctx, path.Join(r.dir, e.Name)) // best effort: rmdir says what is left
+			}
 		}
 		select {
 		case <-time.After(delay):
