@@ -104,18 +104,16 @@ func (f *FS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (_ 
 		return nil, xrootd.Errorf(xrootd.ErrUnsupported,
 			"%s: objects are written once, sequentially: open with kXR_new or kXR_delete to replace one", name)
 	}
-	if opts.Flags&xrootd.OpenNew != 0 && opts.Flags&xrootd.OpenDelete == 0 {
-		if info, err := f.store.Stat(ctx, name); err == nil {
-			if info.IsDir {
-				return nil, xrootd.Errorf(xrootd.ErrIsDirectory, "%s is a directory", name)
-			}
-			return nil, xrootd.Errorf(xrootd.ErrItExists, "%s exists", name)
-		}
-	}
 	// xrdcp announces the file's size as oss.asize: small objects are
 	// stored as 1+M replicas.
 	hint, _ := strconv.ParseInt(opts.CGI.Get("oss.asize"), 10, 64)
-	w, err := f.store.Create(ctx, name, &object.CreateOptions{SizeHint: hint})
+	w, err := f.store.Create(ctx, name, &object.CreateOptions{
+		SizeHint:  hint,
+		Exclusive: opts.Flags&xrootd.OpenNew != 0 && opts.Flags&xrootd.OpenDelete == 0,
+	})
+	if errors.Is(err, object.ErrExist) {
+		return nil, xrootd.Errorf(xrootd.ErrItExists, "%s exists", name)
+	}
 	if err != nil {
 		return nil, mapErr(err)
 	}

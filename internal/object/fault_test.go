@@ -575,35 +575,48 @@ func (t *tightNode) Space(ctx context.Context) (node.Space, error) {
 
 // An overwrite while every node of the old version is nearly full lands
 // on other nodes. A reader asks the nodes ranked first for the path, where
-// the old version sits complete: the writer must clear what of the old
-// version lies there, or reads return the replaced object.
+// the old version sits whole: the writer must clear what of the old
+// version lies there, or reads return the replaced object. Small objects
+// (1+M) are found in the first, smallest window, large ones in the next.
 func TestOverwriteAwayFromFullNodes(t *testing.T) {
 	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
-	c := newCluster(t, 12, g)
-	tn := make([]*tightNode, len(c.nodes))
-	nodes := make([]node.Node, len(c.nodes))
-	for i, n := range c.nodes {
-		tn[i] = &tightNode{Node: n}
-		nodes[i] = tn[i]
-	}
-	s, err := New(nodes, Options{Geometry: g, MinFree: 1 << 20, Spares: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := rand.New(rand.NewPCG(seed(t), 11))
-	v1, v2 := randBytes(r, 30000), randBytes(r, 20000)
-	put(t, s, "/full/x", v1)
-	info, err := s.Stat(context.Background(), "/full/x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range tn {
-		if slices.Contains(info.Placement, n.ID()) {
-			n.tight.Store(true)
-		}
-	}
-	put(t, s, "/full/x", v2)
-	if got, err := get(s, "/full/x"); err != nil || !bytes.Equal(got, v2) {
-		t.Fatalf("after the overwrite: %d bytes (%v), want the new %d", len(got), err, len(v2))
+	for _, tc := range []struct {
+		name   string
+		v1, v2 int64 // sizes, announced: at most 16 KiB is stored 1+M
+	}{
+		{"large", 30000, 20000},
+		{"small", 9000, 7000},
+		{"small over large", 30000, 7000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t, 12, g)
+			tn := make([]*tightNode, len(c.nodes))
+			nodes := make([]node.Node, len(c.nodes))
+			for i, n := range c.nodes {
+				tn[i] = &tightNode{Node: n}
+				nodes[i] = tn[i]
+			}
+			// Free space changes between the writes: ask every time.
+			s, err := New(nodes, Options{Geometry: g, MinFree: 1 << 20, Spares: -1, SmallObjectSize: 16 << 10, SpaceTTL: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(seed(t), 11))
+			v1, v2 := randBytes(r, tc.v1), randBytes(r, tc.v2)
+			putHint(t, s, "/full/x", v1, tc.v1)
+			info, err := s.Stat(context.Background(), "/full/x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range tn {
+				if slices.Contains(info.Placement, n.ID()) {
+					n.tight.Store(true)
+				}
+			}
+			putHint(t, s, "/full/x", v2, tc.v2)
+			if got, err := get(s, "/full/x"); err != nil || !bytes.Equal(got, v2) {
+				t.Fatalf("after the overwrite: %d bytes (%v), want the new %d", len(got), err, len(v2))
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -207,15 +208,32 @@ func maybeCommitting(results []probeResult) bool {
 
 func (s *Store) locateOnce(ctx context.Context, path string) (*located, []probeResult, error) {
 	ranked := s.rank(path)
-	first := min(len(ranked), s.opts.Geometry.Width()+s.opts.Spares)
-	results := s.probe(ctx, path, ranked[:first])
-	// choose only groups the refs; the results still own the open files,
-	// so a second choice over more results can reuse them.
-	if loc, ok := choose(results); (!ok || loc.found < len(loc.slots)) && first < len(ranked) {
-		results = append(results, s.probe(ctx, path, ranked[first:])...)
+	var results []probeResult
+	asked := 0
+	for _, upTo := range s.probeWindows(len(ranked)) {
+		results = append(results, s.probe(ctx, path, ranked[asked:upTo])...)
+		asked = upTo
+		// choose only groups the refs; the results still own the open
+		// files, so a later choice over more results can reuse them.
+		if loc, ok := choose(results); ok && loc.found == len(loc.slots) {
+			break
+		}
 	}
 	loc, err := s.resolve(ctx, path, results)
 	return loc, results, err
+}
+
+// probeWindows returns the growing numbers of nodes, in rank order, that
+// locate asks in turn for a path of n ranked nodes: first as many as a
+// small object (1+M) is placed on with its spares, then as many as a
+// K+M object with its spares, then all. Locate stops at the first window
+// holding every archive of a readable version. A writer that commits a
+// version with fewer than K archives in a window clears older versions
+// from it (clearReplaced), so that no window can hold an older version
+// whole while a newer one is elsewhere.
+func (s *Store) probeWindows(n int) []int {
+	g := s.opts.Geometry
+	return slices.Compact([]int{min(n, g.M+1+s.opts.Spares), min(n, g.Width()+s.opts.Spares), n})
 }
 
 // resolve decides from probe results which version of path is the

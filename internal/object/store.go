@@ -18,7 +18,6 @@
 package object
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -118,6 +117,11 @@ type Options struct {
 	// MinFree is the free space below which a node is used for new
 	// archives only as a last resort. Default 64 MiB.
 	MinFree int64
+	// SpaceTTL is how long the nodes' free space, asked before placing a
+	// new object, is reused by later writes. A node that fails an open or
+	// a write makes the next write ask again. Default 100ms; negative asks
+	// on every write.
+	SpaceTTL time.Duration
 	// SmallObjectSize is the largest object, by the size announced at
 	// Create (CreateOptions.SizeHint), that is stored with geometry 1+M —
 	// M+1 archives each holding the whole object (an RS code with one
@@ -215,6 +219,9 @@ func (o *Options) withDefaults() error {
 	if o.MinFree == 0 {
 		o.MinFree = 64 << 20
 	}
+	if o.SpaceTTL == 0 {
+		o.SpaceTTL = 100 * time.Millisecond
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -232,6 +239,7 @@ type Store struct {
 	byID    map[string]node.Node
 	workers chan struct{} // encoding slots
 	suspect sync.Map      // node id -> time.Time until which reads avoid it
+	space   spaceCache    // the nodes' free space, for placement
 	open    atomic.Int64  // readers and writers open
 }
 
@@ -346,30 +354,6 @@ func (s *Store) rank(path string) []node.Node {
 
 // retired reports whether node id takes no new archives.
 func (s *Store) retired(id string) bool { return slices.Contains(s.opts.Retired, id) }
-
-// spaces asks every node that takes new archives (not retired) for its
-// free space, in parallel, with a short deadline; nodes that do not
-// answer are reported down.
-func (s *Store) spaces(ctx context.Context) []placement.Node {
-	nodes := slices.DeleteFunc(slices.Clone(s.nodes), func(n node.Node) bool { return s.retired(n.ID()) })
-	out := make([]placement.Node, len(nodes))
-	var wg sync.WaitGroup
-	for i, n := range nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			nctx, cancel := context.WithTimeout(ctx, s.nodeTimeout(n.ID(), s.opts.MetadataTimeout))
-			defer cancel()
-			sp, err := n.Space(nctx)
-			if err != nil && ctx.Err() == nil && nctx.Err() != nil {
-				s.markSuspect(n.ID())
-			}
-			out[i] = placement.Node{ID: n.ID(), Free: sp.Free, Down: err != nil}
-		}()
-	}
-	wg.Wait()
-	return out
-}
 
 // checkPath validates an object path. The tombstone area is reserved.
 func checkPath(p string) error {

@@ -103,6 +103,11 @@ type CreateOptions struct {
 	// more than Options.SmallObjectSize are stored as 1+M. A wrong hint
 	// costs space or speed, never correctness.
 	SizeHint int64
+	// Exclusive makes Create fail with ErrExist when path holds a readable
+	// object (xrootd's kXR_new without kXR_delete). The check and the
+	// commit are not atomic: two exclusive writers racing for one path may
+	// both succeed, the later commit winning.
+	Exclusive bool
 }
 
 // Create starts writing a new version of the object at path, replacing
@@ -134,10 +139,20 @@ func (s *Store) Create(ctx context.Context, path string, opt *CreateOptions) (*W
 	if err != nil {
 		return nil, err
 	}
-	if st, err := s.statDir(ctx, path); err == nil && st {
-		return nil, fmt.Errorf("object: create %s: %w", path, ErrIsDir)
+	// Ask for the nodes' free space while checking what path holds.
+	var (
+		spaces []placement.Node
+		asked  = make(chan struct{})
+	)
+	go func() {
+		defer close(asked)
+		spaces = s.spaces(ctx)
+	}()
+	err = s.checkCreate(ctx, path, opt != nil && opt.Exclusive)
+	<-asked
+	if err != nil {
+		return nil, fmt.Errorf("object: create %s: %w", path, err)
 	}
-	spaces := s.spaces(ctx)
 	primary, spare, err := placement.Choose(path, spaces, geo.Width(), s.opts.Spares, s.opts.MinFree)
 	if errors.Is(err, placement.ErrNotEnoughNodes) && upCount(spaces) >= s.quorum(geo) {
 		// Fewer nodes are up than the object has slots, but enough for the
@@ -166,6 +181,28 @@ func (s *Store) Create(ctx context.Context, path string, opt *CreateOptions) (*W
 	}
 	s.transfer(1)
 	return w, nil
+}
+
+// checkCreate fails with ErrIsDir when path is a directory and, when
+// exclusive, with ErrExist when it holds a readable object.
+func (s *Store) checkCreate(ctx context.Context, path string, exclusive bool) error {
+	if !exclusive {
+		if st, err := s.statDir(ctx, path); err == nil && st {
+			return ErrIsDir
+		}
+		return nil
+	}
+	// Probing for the object also finds a directory: nodes refuse to open
+	// one as a file.
+	loc, err := s.locate(ctx, path)
+	switch {
+	case err == nil:
+		loc.close()
+		return ErrExist
+	case errors.Is(err, ErrIsDir):
+		return ErrIsDir
+	}
+	return nil // absent, or unreadable: a new version replaces it
 }
 
 // open creates an upload for every slot, in parallel, falling back to
@@ -207,6 +244,7 @@ func (w *Writer) open(primary, spare []string) error {
 					w.slots[i] = sw
 					return
 				}
+				w.s.space.forget() // the node may be full or down
 				w.s.opts.Logger.Warn("archive open failed", "obj", w.path, "node", id, "err", err)
 				w.s.opts.Events.nodeError(id, "open", err)
 				errs[i] = err
@@ -465,6 +503,7 @@ func (w *Writer) slotFailed(sw *slotWriter, err error) {
 		return
 	}
 	sw.err = fmt.Errorf("slot %d on node %s: %w", sw.slot, sw.node.ID(), err)
+	w.s.space.forget() // the node may be full or down
 	w.s.opts.Events.nodeError(sw.node.ID(), "write", err)
 	w.s.opts.Logger.Warn("archive write failed", "obj", w.path, "node", sw.node.ID(), "slot", sw.slot, "err", err)
 	if int(w.failed.Add(1)) > w.geo.Width()-w.quorum {
@@ -637,28 +676,42 @@ func (w *Writer) commit() error {
 }
 
 // clearReplaced keeps readers from finding an older version of path
-// first. A reader asks the nodes ranked first for the path (the probe
-// window) and stops there when some version is complete; it takes the
-// newest version with K archives in the window. A version committed
-// mostly outside the window (placed there because the nodes ranked first
-// were full or down) could then lose to an older one complete in it. So
-// when fewer than K of the new version's archives (on nodes at) lie in
-// the window, archives of older versions are removed from the rest of the
-// window: the older version is then incomplete there, and readers ask
-// every node. Best effort: a node that cannot be reached keeps its
+// first. A reader asks the nodes ranked first for the path in growing
+// windows (probeWindows) and stops at the first window holding a whole
+// readable version; it takes the newest version with K archives there. A
+// version committed mostly outside a window (placed there because the
+// nodes ranked first were full or down, or because the window is smaller
+// than the version's width) could then lose to an older one whole in it.
+// So for every window holding fewer than K of the new version's archives
+// (on nodes at), archives of older versions are removed from the rest of
+// the window: the older version is then incomplete there, and readers
+// look further. Best effort: a node that cannot be reached keeps its
 // archive (the older version then needs every node of its placement
-// back, and more than M of them missed this write).
+// back, and more than M of them missed this write). In the usual case,
+// every node of the windows too small for the new version holds one of
+// its archives, and nothing is asked.
 func (s *Store) clearReplaced(ctx context.Context, path string, v archive.Version, k int, at []string) {
 	ranked := s.rank(path)
-	window := ranked[:min(len(ranked), s.opts.Geometry.Width()+s.opts.Spares)]
 	var others []node.Node
-	for _, n := range window {
-		if !slices.Contains(at, n.ID()) {
-			others = append(others, n)
+	for _, upTo := range s.probeWindows(len(ranked)) {
+		window := ranked[:upTo]
+		in := 0
+		for _, n := range window {
+			if slices.Contains(at, n.ID()) {
+				in++
+			}
+		}
+		if in >= k || upTo == len(ranked) {
+			continue // the new version wins in the window, or it is the last
+		}
+		for _, n := range window {
+			if !slices.Contains(at, n.ID()) && !slices.Contains(others, n) {
+				others = append(others, n)
+			}
 		}
 	}
-	if len(window)-len(others) >= k {
-		return // the new version wins in the window
+	if len(others) == 0 {
+		return
 	}
 	s.forNodes(ctx, others, func(ctx context.Context, n node.Node) error {
 		r := probeOne(ctx, path, n)

@@ -1,0 +1,98 @@
+package object
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/node"
+	"github.com/ecstore/ecstore/internal/placement"
+)
+
+// spaceCache holds the last answer of every node to "how much space is
+// free", so that a burst of writes asks the nodes once per
+// Options.SpaceTTL rather than once per object. Writers that find the
+// answer stale while another writer is already asking wait for that
+// answer instead of asking too.
+type spaceCache struct {
+	mu      sync.Mutex
+	nodes   []placement.Node // nil: nothing cached
+	at      time.Time        // when the cached answer was asked for
+	pending chan struct{}    // closed when the query in flight ends
+}
+
+// forget drops the cached answer: the next write asks the nodes again.
+func (c *spaceCache) forget() {
+	c.mu.Lock()
+	c.nodes = nil
+	c.mu.Unlock()
+}
+
+// spaces reports, for every node that takes new archives (not retired),
+// its free space and whether it is down, from an answer at most SpaceTTL
+// old.
+func (s *Store) spaces(ctx context.Context) []placement.Node {
+	if s.opts.SpaceTTL < 0 {
+		return s.querySpaces(ctx)
+	}
+	c := &s.space
+	c.mu.Lock()
+	for {
+		if c.nodes != nil && time.Since(c.at) < s.opts.SpaceTTL {
+			out := slices.Clone(c.nodes)
+			c.mu.Unlock()
+			return out
+		}
+		if c.pending == nil {
+			break
+		}
+		wait := c.pending
+		c.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return s.querySpaces(ctx) // every node down: the write fails
+		}
+		c.mu.Lock()
+	}
+	done := make(chan struct{})
+	c.pending = done
+	c.mu.Unlock()
+
+	start := time.Now()
+	nodes := s.querySpaces(ctx)
+
+	c.mu.Lock()
+	if ctx.Err() == nil {
+		c.nodes, c.at = nodes, start
+	}
+	c.pending = nil
+	close(done)
+	c.mu.Unlock()
+	return slices.Clone(nodes)
+}
+
+// querySpaces asks every node that takes new archives for its free space,
+// in parallel, with a short deadline; nodes that do not answer are
+// reported down.
+func (s *Store) querySpaces(ctx context.Context) []placement.Node {
+	nodes := slices.DeleteFunc(slices.Clone(s.nodes), func(n node.Node) bool { return s.retired(n.ID()) })
+	out := make([]placement.Node, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nctx, cancel := context.WithTimeout(ctx, s.nodeTimeout(n.ID(), s.opts.MetadataTimeout))
+			defer cancel()
+			sp, err := n.Space(nctx)
+			if err != nil && ctx.Err() == nil && nctx.Err() != nil {
+				s.markSuspect(n.ID())
+			}
+			out[i] = placement.Node{ID: n.ID(), Free: sp.Free, Down: err != nil}
+		}()
+	}
+	wg.Wait()
+	return out
+}

@@ -1,0 +1,149 @@
+package object
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/layout"
+	"github.com/ecstore/ecstore/internal/node"
+)
+
+// spaceCountingNode counts Space calls and can refuse new uploads.
+type spaceCountingNode struct {
+	node.Node
+	asked  atomic.Int32
+	refuse atomic.Bool
+}
+
+func (n *spaceCountingNode) Space(ctx context.Context) (node.Space, error) {
+	n.asked.Add(1)
+	return n.Node.Space(ctx)
+}
+
+func (n *spaceCountingNode) Create(ctx context.Context, path string) (node.Upload, error) {
+	if n.refuse.Load() {
+		return nil, errors.New("refused")
+	}
+	return n.Node.Create(ctx, path)
+}
+
+// Writes within SpaceTTL of each other place objects from one answer of
+// the nodes; a node failing an open makes the next write ask again.
+func TestSpaceIsAskedOncePerTTL(t *testing.T) {
+	g := layout.Geometry{K: 2, M: 1, ChunkSize: 4096}
+	c := newCluster(t, 5, g)
+	counted := make([]*spaceCountingNode, len(c.nodes))
+	nodes := make([]node.Node, len(c.nodes))
+	for i, n := range c.nodes {
+		counted[i] = &spaceCountingNode{Node: n}
+		nodes[i] = counted[i]
+	}
+	s, err := New(nodes, Options{Geometry: g, MinFree: -1, SpaceTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := func() (total int) {
+		for _, n := range counted {
+			total += int(n.asked.Load())
+		}
+		return total
+	}
+	for i := range 5 {
+		put(t, s, fmt.Sprintf("/o%d", i), []byte("data"))
+	}
+	if got := asked(); got != len(nodes) {
+		t.Fatalf("5 writes asked the nodes for space %d times, want %d (once each)", got, len(nodes))
+	}
+
+	// A node refusing an upload may be full: the next write asks again.
+	for _, n := range counted {
+		n.refuse.Store(true)
+	}
+	if w, err := s.Create(context.Background(), "/refused", nil); err == nil {
+		w.Abort()
+		t.Fatal("create succeeded with every node refusing")
+	}
+	for _, n := range counted {
+		n.refuse.Store(false)
+	}
+	put(t, s, "/after", []byte("data"))
+	if got := asked(); got != 2*len(nodes) {
+		t.Fatalf("after a refused open the nodes were asked %d times in all, want %d", got, 2*len(nodes))
+	}
+
+	// A negative SpaceTTL asks on every write.
+	s2, err := New(nodes, Options{Geometry: g, MinFree: -1, SpaceTTL: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := asked()
+	put(t, s2, "/p1", []byte("data"))
+	put(t, s2, "/p2", []byte("data"))
+	if got := asked() - before; got != 2*len(nodes) {
+		t.Fatalf("with SpaceTTL < 0, two writes asked %d times, want %d", got, 2*len(nodes))
+	}
+}
+
+// Concurrent writes finding the answer stale ask the nodes once between
+// them.
+func TestSpaceQueriesAreShared(t *testing.T) {
+	g := layout.Geometry{K: 2, M: 1, ChunkSize: 4096}
+	c := newCluster(t, 4, g)
+	counted := make([]*spaceCountingNode, len(c.nodes))
+	nodes := make([]node.Node, len(c.nodes))
+	for i, n := range c.nodes {
+		counted[i] = &spaceCountingNode{Node: n}
+		nodes[i] = counted[i]
+	}
+	s, err := New(nodes, Options{Geometry: g, MinFree: -1, SpaceTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	for range 8 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			s.spaces(context.Background())
+		}()
+	}
+	for range 8 {
+		<-done
+	}
+	if got := counted[0].asked.Load(); got != 1 {
+		t.Fatalf("8 concurrent placements asked node 0 %d times, want 1", got)
+	}
+}
+
+// An exclusive create fails on a readable object or a directory and
+// succeeds on a free path.
+func TestExclusiveCreate(t *testing.T) {
+	c := newCluster(t, 4, layout.Geometry{K: 2, M: 1, ChunkSize: 4096})
+	ctx := context.Background()
+	put(t, c.store, "/d/obj", []byte("data"))
+	excl := &CreateOptions{Exclusive: true}
+	if _, err := c.store.Create(ctx, "/d/obj", excl); !errors.Is(err, ErrExist) {
+		t.Errorf("exclusive create of an object: %v, want ErrExist", err)
+	}
+	if _, err := c.store.Create(ctx, "/d", excl); !errors.Is(err, ErrIsDir) {
+		t.Errorf("exclusive create of a directory: %v, want ErrIsDir", err)
+	}
+	w, err := c.store.Create(ctx, "/d/new", excl)
+	if err != nil {
+		t.Fatalf("exclusive create of a free path: %v", err)
+	}
+	if _, err := w.Write([]byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Without Exclusive an object is replaced.
+	put(t, c.store, "/d/obj", []byte("replaced"))
+	if got, err := get(c.store, "/d/obj"); err != nil || string(got) != "replaced" {
+		t.Errorf("after the overwrite: %q, %v", got, err)
+	}
+}
