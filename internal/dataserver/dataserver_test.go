@@ -17,6 +17,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ecstore/ecstore/internal/xrootd"
 )
@@ -563,5 +566,92 @@ func TestLargeWritesStream(t *testing.T) {
 	got, err := os.ReadFile(filepath.Join(dir, "big"))
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("file holds %d bytes (%v), not the %d written", len(got), err, len(data))
+	}
+}
+
+// residentPages counts the pages of the file at path held in the page
+// cache, and its pages in all.
+func residentPages(t *testing.T, path string) (resident, total int) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() == 0 {
+		t.Fatalf("stat %s: %v, size %d", path, err, fi.Size())
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	vec := make([]byte, (len(m)+os.Getpagesize()-1)/os.Getpagesize())
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		t.Fatal(errno)
+	}
+	for _, v := range vec {
+		resident += int(v & 1)
+	}
+	return resident, len(vec)
+}
+
+// TestSequentialWritesBypassPageCache: a file written from its start in
+// order goes to the disk with O_DIRECT (its pages are not cached), every
+// acknowledged byte is visible to a read or stat on the handle, and a
+// write out of order falls back to ordinary writes without losing bytes.
+func TestSequentialWritesBypassPageCache(t *testing.T) {
+	dir, addr := serve(t, Options{Fsync: true})
+	c := dial(t, addr)
+	ctx := testCtx(t)
+	data := randomBytes(testRand(t), 4<<20+999)
+	f, err := c.Open(ctx, "/seq", xrootd.OpenNew, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Small and large writes, plain and paged, in order.
+	cuts := []int{0, 30, 1<<20 + 30, 1<<20 + 100, 3<<20 + 7}
+	for i := 1; i < len(cuts); i++ {
+		p, off := data[cuts[i-1]:cuts[i]], int64(cuts[i-1])
+		if i%2 == 0 {
+			_, err = f.PgWriteAt(ctx, p, off)
+		} else {
+			_, err = f.WriteAt(ctx, p, off)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	probe, perr := os.OpenFile(filepath.Join(dir, "probe"), os.O_CREATE|os.O_WRONLY|unix.O_DIRECT, 0o644)
+	if perr == nil {
+		probe.Close()
+		if res, total := residentPages(t, filepath.Join(dir, "seq")); total < 512 || res > total/4 {
+			t.Errorf("%d of the %d pages written so far are in the page cache; want most of them written direct", res, total)
+		}
+	} else {
+		t.Logf("the test directory refuses O_DIRECT (%v): only the bytes are checked", perr)
+	}
+	// Everything acknowledged is visible on the handle.
+	if fi, err := f.Stat(ctx); err != nil || fi.Size != int64(cuts[len(cuts)-1]) {
+		t.Fatalf("stat during the write: %+v, %v; want size %d", fi, err, cuts[len(cuts)-1])
+	}
+	got := make([]byte, 100)
+	if n, err := f.ReadAt(ctx, got, int64(cuts[len(cuts)-1])-100); (err != nil && err != io.EOF) || n != 100 || !bytes.Equal(got, data[cuts[len(cuts)-1]-100:cuts[len(cuts)-1]]) {
+		t.Fatalf("read of the last acknowledged bytes: %d, %v", n, err)
+	}
+	// The rest in order, then a rewrite out of order.
+	if _, err := f.WriteAt(ctx, data[cuts[len(cuts)-1]:], int64(cuts[len(cuts)-1])); err != nil {
+		t.Fatal(err)
+	}
+	copy(data[5:9], "XXXX")
+	if _, err := f.WriteAt(ctx, data[5:9], 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "seq")); err != nil || !bytes.Equal(b, data) {
+		t.Fatalf("file holds %d bytes (%v), not the %d written", len(b), err, len(data))
 	}
 }

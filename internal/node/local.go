@@ -1,12 +1,12 @@
 package node
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/ecstore/ecstore/internal/directio"
 	"github.com/ecstore/ecstore/internal/fsutil"
 	"io"
 	"io/fs"
@@ -24,10 +24,11 @@ import (
 // xattrPrefix is prepended to every attribute key stored by Local.
 const xattrPrefix = "user.ecstore."
 
-// uploadBufferSize is the write buffer of a Local upload. Chunk writes are
-// much larger and bypass it; it coalesces the small ZIP headers between
-// them.
-const uploadBufferSize = 128 << 10
+// uploadBufferSize is the staging buffer of a Local upload: each time it
+// fills, it is written with O_DIRECT (package directio), so that archive
+// data does not pass through the page cache; the small ZIP headers
+// between chunks are coalesced with the chunks around them.
+const uploadBufferSize = 256 << 10
 
 // LocalOptions configure a Local node.
 type LocalOptions struct {
@@ -136,7 +137,7 @@ func (l *Local) Create(ctx context.Context, path string) (Upload, error) {
 		path: path,
 		tmp:  tmp,
 		f:    f,
-		w:    bufio.NewWriterSize(f, uploadBufferSize),
+		w:    directio.NewAppender(f, 0, uploadBufferSize),
 	}, nil
 }
 
@@ -544,7 +545,7 @@ type localUpload struct {
 	path  string // final node path
 	tmp   string // temporary node path
 	f     *os.File
-	w     *bufio.Writer
+	w     *directio.Appender // nil once flushed or discarded
 	state int
 	err   error // sticky write or finish error
 }
@@ -585,7 +586,10 @@ func (u *localUpload) Finish(ctx context.Context) error {
 		return u.l.wrap("finish", u.path, err)
 	}
 	u.state = upFinished
-	if err := u.w.Flush(); err != nil {
+	err := u.w.Flush()
+	u.w.Release()
+	u.w = nil
+	if err != nil {
 		u.err = u.l.fail("finish", u.path, err)
 		return u.err
 	}
@@ -641,6 +645,10 @@ func (u *localUpload) Abort(context.Context) error {
 		return nil
 	}
 	u.state = upAborted
+	if u.w != nil {
+		u.w.Release()
+		u.w = nil
+	}
 	if u.f != nil {
 		_ = u.f.Close() // the data is being discarded
 		u.f = nil

@@ -168,14 +168,19 @@ func (u *upload) Write(ctx context.Context, p []byte) error {
 	return nil
 }
 
-// writeDirect sends p at the upload's offset, after handing the bytes
-// buffered before it to the writer, and waits for the acknowledgement.
-// Both are in flight at once; offsets keep them apart.
+// writeDirect sends p at the upload's offset, after the writer has sent
+// the bytes buffered before it, and waits for the acknowledgement. The
+// server thus receives the file's bytes in order: a data server writing
+// sequential files specially (ecstore node's O_DIRECT appends) sees a
+// sequential file, for one round trip of a small write per chunk.
 func (u *upload) writeDirect(ctx context.Context, p []byte) error {
 	if len(u.buf) > 0 {
 		if err := u.send(ctx); err != nil {
 			return u.stick("write", err)
 		}
+	}
+	if err := u.drain(ctx); err != nil {
+		return u.stick("write", err)
 	}
 	var err error
 	if u.n.pages {
@@ -189,6 +194,31 @@ func (u *upload) writeDirect(ctx context.Context, p []byte) error {
 	}
 	u.off += int64(len(p))
 	return nil
+}
+
+// drain waits until the writer has sent every buffer handed to it.
+func (u *upload) drain(ctx context.Context) error {
+	held := make([][]byte, 0, u.nbufs)
+	defer func() {
+		for _, b := range held {
+			u.free <- b // never blocks: free holds every buffer
+		}
+	}()
+	for len(held) < u.nbufs {
+		select {
+		case b := <-u.free:
+			held = append(held, b)
+		case <-ctx.Done():
+			u.n.pool.observe(u.cn, ctx.Err())
+			return ctx.Err()
+		case <-u.done:
+			if err := u.writerErr(); err != nil {
+				return err
+			}
+			return fmt.Errorf("upload stopped: %w", ErrClosed)
+		}
+	}
+	return u.writerErr()
 }
 
 // getBuf returns an empty buffer: a new one while the upload has fewer
