@@ -28,7 +28,7 @@ const xattrPrefix = "user.ecstore."
 // fills, it is written with O_DIRECT (package directio), so that archive
 // data does not pass through the page cache; the small ZIP headers
 // between chunks are coalesced with the chunks around them.
-const uploadBufferSize = 256 << 10
+const uploadBufferSize = 128 << 10
 
 // LocalOptions configure a Local node.
 type LocalOptions struct {
