@@ -36,6 +36,10 @@ type probeResult struct {
 type located struct {
 	meta  *archive.Metadata
 	slots []*archiveRef // len K+M; nil where the archive is missing
+	// alts holds, by slot, further archives of the same slot (a copy a
+	// rebuild left on another node): read when the slot's archive fails.
+	// They are in stale too, which closes them.
+	alts  map[int][]*archiveRef
 	found int
 	stale []*archiveRef // archives of other versions (debris)
 	errs  []error       // node errors met while probing
@@ -335,7 +339,14 @@ func buildLocated(refs []*archiveRef) *located {
 	loc := &located{meta: meta, slots: make([]*archiveRef, len(meta.Placement))}
 	for _, r := range refs {
 		m := r.idx.Meta
-		if !m.SameObject(meta) || loc.slots[m.Slot] != nil {
+		if !m.SameObject(meta) {
+			continue
+		}
+		if loc.slots[m.Slot] != nil {
+			if loc.alts == nil {
+				loc.alts = map[int][]*archiveRef{}
+			}
+			loc.alts[m.Slot] = append(loc.alts[m.Slot], r)
 			continue
 		}
 		loc.slots[m.Slot] = r

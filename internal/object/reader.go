@@ -549,6 +549,21 @@ func (r *Reader) readChunk(ctx context.Context, b int64, s int) (data, buf []byt
 	if ref == nil {
 		return nil, nil, fmt.Errorf("slot %d (node %s): %w", slot, r.loc.meta.Placement[slot], errMissing)
 	}
+	data, buf, err = readChunkOf(ctx, ref, b)
+	if err == nil || ctx.Err() != nil {
+		return data, buf, err
+	}
+	// Another copy of the slot's archive, if one was found, serves too.
+	for _, alt := range r.loc.alts[slot] {
+		if d, bf, aerr := readChunkOf(ctx, alt, b); aerr == nil {
+			return d, bf, nil
+		}
+	}
+	return nil, nil, err
+}
+
+// readChunkOf reads and verifies chunk b of one archive.
+func readChunkOf(ctx context.Context, ref *archiveRef, b int64) (data, buf []byte, err error) {
 	c := &ref.idx.Chunks[b]
 	buf = bufpool.Get(int(c.Span()))
 	data, err = archive.ReadChunk(ctx, ref.idx.Source(ref.file), c, buf)
