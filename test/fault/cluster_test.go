@@ -134,18 +134,30 @@ func newCluster(t *testing.T, opts clusterOptions) *cluster {
 	}
 	switch c.kind {
 	case remoteNodes:
-		var urls []string
-		for _, n := range c.nodes {
-			n.root = filepath.Join(n.disk, "data")
+		start := func(n *storageNode) {
 			n.port = freePort(t)
 			n.proc = startProc(t, c.work, "node"+n.id, "node", "--dir", n.disk,
 				"--addr", fmt.Sprintf("127.0.0.1:%d", n.port), "--fsync=false")
-			urls = append(urls, fmt.Sprintf("root://127.0.0.1:%d//data", n.port))
 		}
 		for _, n := range c.nodes {
-			if _, err := n.proc.waitLog(0, nodeServingRE, 20*time.Second); err != nil {
-				t.Fatal(err)
+			n.root = filepath.Join(n.disk, "data")
+			start(n)
+		}
+		var urls []string
+		for _, n := range c.nodes {
+			for attempt := 1; ; attempt++ {
+				_, err := n.proc.waitLog(0, nodeServingRE, 20*time.Second)
+				if err == nil {
+					break
+				}
+				// The free port was taken before the node bound it: another.
+				if attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+					t.Fatal(err)
+				}
+				t.Logf("node %s: port %d taken meanwhile; trying another", n.id, n.port)
+				start(n)
 			}
+			urls = append(urls, fmt.Sprintf("root://127.0.0.1:%d//data", n.port))
 		}
 		c.flags = []string{"--nodes", strings.Join(urls, ","), "--ec", "8+2", "--spares", "2", "--fsync=false"}
 	case localDirs:
