@@ -79,20 +79,18 @@ func (s *Store) spaces(ctx context.Context) []placement.Node {
 func (s *Store) querySpaces(ctx context.Context) []placement.Node {
 	nodes := slices.DeleteFunc(slices.Clone(s.nodes), func(n node.Node) bool { return s.retired(n.ID()) })
 	out := make([]placement.Node, len(nodes))
-	var wg sync.WaitGroup
+	byID := make(map[string]*placement.Node, len(nodes)) // read-only below
 	for i, n := range nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			nctx, cancel := context.WithTimeout(ctx, s.nodeTimeout(n.ID(), s.opts.MetadataTimeout))
-			defer cancel()
-			sp, err := n.Space(nctx)
-			if err != nil && ctx.Err() == nil && nctx.Err() != nil {
-				s.markSuspect(n.ID())
-			}
-			out[i] = placement.Node{ID: n.ID(), Free: sp.Free, Down: err != nil}
-		}()
+		out[i].ID = n.ID()
+		byID[n.ID()] = &out[i]
 	}
-	wg.Wait()
+	errs := s.forNodes(ctx, nodes, func(ctx context.Context, n node.Node) error {
+		sp, err := n.Space(ctx)
+		byID[n.ID()].Free = sp.Free
+		return err
+	})
+	for i, err := range errs {
+		out[i].Down = err != nil
+	}
 	return out
 }

@@ -31,17 +31,23 @@ func (n *spaceCountingNode) Create(ctx context.Context, path string) (node.Uploa
 	return n.Node.Create(ctx, path)
 }
 
+// countingNodes returns n local nodes wrapped to count Space calls.
+func countingNodes(t *testing.T, n int, g layout.Geometry) ([]*spaceCountingNode, []node.Node) {
+	c := newCluster(t, n, g)
+	counted := make([]*spaceCountingNode, len(c.nodes))
+	nodes := make([]node.Node, len(c.nodes))
+	for i, nd := range c.nodes {
+		counted[i] = &spaceCountingNode{Node: nd}
+		nodes[i] = counted[i]
+	}
+	return counted, nodes
+}
+
 // Writes within SpaceTTL of each other place objects from one answer of
 // the nodes; a node failing an open makes the next write ask again.
 func TestSpaceIsAskedOncePerTTL(t *testing.T) {
 	g := layout.Geometry{K: 2, M: 1, ChunkSize: 4096}
-	c := newCluster(t, 5, g)
-	counted := make([]*spaceCountingNode, len(c.nodes))
-	nodes := make([]node.Node, len(c.nodes))
-	for i, n := range c.nodes {
-		counted[i] = &spaceCountingNode{Node: n}
-		nodes[i] = counted[i]
-	}
+	counted, nodes := countingNodes(t, 5, g)
 	s, err := New(nodes, Options{Geometry: g, MinFree: -1, SpaceTTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -92,13 +98,7 @@ func TestSpaceIsAskedOncePerTTL(t *testing.T) {
 // them.
 func TestSpaceQueriesAreShared(t *testing.T) {
 	g := layout.Geometry{K: 2, M: 1, ChunkSize: 4096}
-	c := newCluster(t, 4, g)
-	counted := make([]*spaceCountingNode, len(c.nodes))
-	nodes := make([]node.Node, len(c.nodes))
-	for i, n := range c.nodes {
-		counted[i] = &spaceCountingNode{Node: n}
-		nodes[i] = counted[i]
-	}
+	counted, nodes := countingNodes(t, 4, g)
 	s, err := New(nodes, Options{Geometry: g, MinFree: -1, SpaceTTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
