@@ -76,6 +76,9 @@ func cmdRepair(ctx context.Context, e *env, args []string) error {
 	secs := time.Since(start).Seconds()
 	fmt.Fprintf(e.stdout, "checked %d objects; rebuilt %s in %.1fs (%.1f MB/s); removed %d debris files\n",
 		len(rep.Check.Objects), layout.HumanSize(rep.Bytes), secs, float64(rep.Bytes)/1e6/max(secs, 1e-9), rep.DebrisRemoved)
+	if rep.RolledForward > 0 {
+		fmt.Fprintf(e.stdout, "completed interrupted commits: %d archives renamed into place\n", rep.RolledForward)
+	}
 	failed := rep.Failed()
 	for _, o := range failed {
 		fmt.Fprintf(e.stdout, "NOT REPAIRED   %s: %v\n", o.Path, o.Err)

@@ -10,6 +10,7 @@ import (
 	"hash/adler32"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -129,7 +130,7 @@ func isFormatError(err error) bool {
 // equals an empty one.
 func metaEqual(a, b *Metadata) bool {
 	if a.Format != b.Format || a.Path != b.Path || a.Slot != b.Slot || !a.MTime.Equal(b.MTime) ||
-		!a.SameObject(b) || len(a.User) != len(b.User) {
+		!a.SameObject(b) || !slices.Equal(a.Placement, b.Placement) || len(a.User) != len(b.User) {
 		return false
 	}
 	for k, v := range a.User {

@@ -129,19 +129,14 @@ func (m *Metadata) Validate() error {
 }
 
 // SameObject reports whether two archives' metadata describe the same
-// object version (everything but the slot agrees).
+// object version: the version, size, geometry and whole-object checksums
+// agree. The slot may differ, and so may the placement: it records where
+// the slots were meant to go, which is not what makes two archives parts
+// of one write.
 func (m *Metadata) SameObject(o *Metadata) bool {
-	if m.Version != o.Version || m.Size != o.Size || m.K != o.K || m.M != o.M ||
-		m.ChunkSize != o.ChunkSize || m.Adler32 != o.Adler32 || m.CRC32C != o.CRC32C ||
-		len(m.Placement) != len(o.Placement) {
-		return false
-	}
-	for i := range m.Placement {
-		if m.Placement[i] != o.Placement[i] {
-			return false
-		}
-	}
-	return true
+	return m.Version == o.Version && m.Size == o.Size && m.K == o.K && m.M == o.M &&
+		m.ChunkSize == o.ChunkSize && m.Adler32 == o.Adler32 && m.CRC32C == o.CRC32C &&
+		len(m.Placement) == len(o.Placement)
 }
 
 func (m *Metadata) encode() ([]byte, error) {

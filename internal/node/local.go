@@ -447,7 +447,7 @@ func (l *Local) syncDir(dir string) error {
 // accept a temporary name as the last element, to reach debris.
 func (l *Local) check(ctx context.Context, op, path string) error {
 	valid := CheckPath
-	if op == "stat" || op == "open" || op == "remove" {
+	if op == "stat" || op == "open" || op == "remove" || op == "rename" {
 		valid = CheckDebrisPath
 	}
 	if err := valid(path); err != nil {

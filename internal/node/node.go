@@ -55,7 +55,9 @@ type Node interface {
 	Remove(ctx context.Context, path string) error
 	// Rename moves a file or directory, replacing an existing file at
 	// newPath and creating newPath's parent directories. Renaming onto an
-	// existing directory fails with ErrExist.
+	// existing directory fails with ErrExist. The last element of oldPath
+	// may be a temporary name (see CheckDebrisPath), to complete a commit
+	// whose writer died.
 	Rename(ctx context.Context, oldPath, newPath string) error
 	// Mkdir creates directory path and any missing parents; an existing
 	// directory is not an error.
@@ -160,7 +162,8 @@ func CheckPath(p string) error { return checkPath(p, false) }
 
 // CheckDebrisPath is CheckPath except that the last element may be a
 // temporary name, so that leftover temporary files can be inspected and
-// removed (Stat, Open, Remove accept such paths; Create does not).
+// removed or, by renaming, committed (Stat, Open, Remove and the source
+// of Rename accept such paths; Create does not).
 func CheckDebrisPath(p string) error { return checkPath(p, true) }
 
 func checkPath(p string, tempLast bool) error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecstore/ecstore/internal/archive"
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/node"
 )
@@ -628,40 +630,96 @@ func TestOverwriteAwayFromFullNodes(t *testing.T) {
 // bytes, the other copy serves the chunk: here the object survives one
 // lost and one damaged archive with M = 1.
 func TestDuplicateSlotArchiveServesReads(t *testing.T) {
-	g := layout.Geometry{K: 2, M: 1, ChunkSize: 4096}
-	c := newCluster(t, 4, g)
-	r := rand.New(rand.NewPCG(seed(t), 12))
-	data := randBytes(r, 3*g.BlockSize()+100)
-	put(t, c.store, "/dup/x", data)
-	arch := c.archivesOf("/dup/x")
-	if len(arch) != 3 {
-		t.Fatalf("%d archives, want 3", len(arch))
+	for _, tc := range []struct {
+		name string
+		// copyNamesItself makes the copy's metadata place its slot on
+		// the copy's node, as if written there (regression: such a copy
+		// was never used, the placements differing).
+		copyNamesItself bool
+	}{{"same metadata", false}, {"placement names the copy's node", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := layout.Geometry{K: 2, M: 1, ChunkSize: 4096}
+			c := newCluster(t, 4, g)
+			r := rand.New(rand.NewPCG(seed(t), 12))
+			data := randBytes(r, 3*g.BlockSize()+100)
+			put(t, c.store, "/dup/x", data)
+			arch := c.archivesOf("/dup/x")
+			if len(arch) != 3 {
+				t.Fatalf("%d archives, want 3", len(arch))
+			}
+			free := -1
+			for i, d := range c.dirs {
+				if !slices.ContainsFunc(arch, func(a string) bool { return strings.HasPrefix(a, d+string(filepath.Separator)) }) {
+					free = i
+				}
+			}
+			b, err := os.ReadFile(arch[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			dupBytes := b
+			if tc.copyNamesItself {
+				dupBytes = rewriteMeta(t, b, func(m *archive.Metadata) {
+					m.Placement = slices.Clone(m.Placement)
+					m.Placement[m.Slot] = c.nodes[free].ID()
+				})
+			}
+			dup := filepath.Join(c.dirs[free], "dup", "x")
+			if err := os.MkdirAll(filepath.Dir(dup), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(dup, dupBytes, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			b[200] ^= 0xff // inside the first chunk
+			if err := os.WriteFile(arch[0], b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(arch[1]); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := get(c.store, "/dup/x"); err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("read with one archive lost and one damaged, the damaged one copied intact elsewhere: %d bytes, %v", len(got), err)
+			}
+		})
 	}
-	var free string
-	for _, d := range c.dirs {
-		if !slices.ContainsFunc(arch, func(a string) bool { return strings.HasPrefix(a, d+string(filepath.Separator)) }) {
-			free = d
-		}
-	}
-	b, err := os.ReadFile(arch[0])
+}
+
+// rewriteMeta returns the archive b with its metadata changed by edit.
+func rewriteMeta(t *testing.T, b []byte, edit func(*archive.Metadata)) []byte {
+	t.Helper()
+	ctx := context.Background()
+	src := bytesArchive(b)
+	idx, err := archive.Parse(ctx, src, int64(len(b)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dup := filepath.Join(free, "dup", "x")
-	if err := os.MkdirAll(filepath.Dir(dup), 0o755); err != nil {
+	var out bytes.Buffer
+	w := archive.NewWriter(&out, time.Now())
+	for _, ch := range idx.Chunks {
+		data, err := archive.ReadChunk(ctx, idx.Source(src), &ch, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.WriteChunk(ch.Block, ch.Stripe, data, ch.CRC32); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := *idx.Meta
+	edit(&m)
+	if err := w.Close(&m); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(dup, b, 0o644); err != nil {
-		t.Fatal(err)
+	return out.Bytes()
+}
+
+// bytesArchive is an archive held in memory.
+type bytesArchive []byte
+
+func (b bytesArchive) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
+	n := copy(p, b[off:])
+	if n < len(p) {
+		return n, io.EOF
 	}
-	b[200] ^= 0xff // inside the first chunk
-	if err := os.WriteFile(arch[0], b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(arch[1]); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := get(c.store, "/dup/x"); err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("read with one archive lost and one damaged, the damaged one copied intact elsewhere: %d bytes, %v", len(got), err)
-	}
+	return n, nil
 }

@@ -167,13 +167,22 @@ func probeOne(ctx context.Context, path string, n node.Node) probeResult {
 // An overwrite commits by renaming its archives over the old ones, node by
 // node. A probe that lands between the first and the last rename can see
 // fewer than K archives of either version; locate then probes again a few
-// times, briefly, before it calls the object unrecoverable.
+// times, briefly. If the commit still looks stuck, its writer may have
+// died between renames: locate completes it (rollForward) when the
+// missing archives sit finished under temporary names, and otherwise
+// calls the object unrecoverable.
 func (s *Store) locate(ctx context.Context, path string) (*located, error) {
 	delay := commitRetryDelay
 	for attempt := 0; ; attempt++ {
 		loc, results, err := s.locateOnce(ctx, path)
 		var unrecoverable *UnrecoverableError
-		if !errors.As(err, &unrecoverable) || attempt == commitRetries || !maybeCommitting(results) {
+		if !errors.As(err, &unrecoverable) || !maybeCommitting(results) {
+			return loc, err
+		}
+		if attempt == commitRetries {
+			if done, _ := s.rollForward(ctx, path, results); len(done) > 0 {
+				loc, _, err = s.locateOnce(ctx, path)
+			}
 			return loc, err
 		}
 		t := time.NewTimer(delay)

@@ -172,5 +172,5 @@ func (h *Healer) fullScan(ctx context.Context) {
 		return
 	}
 	h.opts.Logger.Info("periodic repair", "objects", len(rep.Check.Objects), "repaired", len(rep.Outcomes)-len(rep.Failed()),
-		"failed", len(rep.Failed()), "bytes", rep.Bytes, "debris", rep.DebrisRemoved)
+		"failed", len(rep.Failed()), "bytes", rep.Bytes, "debris", rep.DebrisRemoved, "rolled_forward", rep.RolledForward)
 }

@@ -58,6 +58,9 @@ type RepairReport struct {
 	Outcomes      []Outcome
 	DebrisRemoved int
 	DebrisFailed  []error
+	// RolledForward counts the temporary archives of interrupted commits
+	// that were renamed into place (object.Store.RollForward).
+	RolledForward int
 	// TombstonesCollected counts removed objects whose tombstones no node
 	// needs any more, and which were deleted.
 	TombstonesCollected int
@@ -90,6 +93,9 @@ func Repair(ctx context.Context, s *object.Store, opts RepairOptions) (*RepairRe
 		return nil, err
 	}
 	rep.Check = check
+	if !opts.DryRun {
+		rollForward(ctx, s, check, rep, opts)
+	}
 	var todo []*object.Inspection
 	for _, in := range check.Objects {
 		if in.Health == object.Degraded {
@@ -167,6 +173,47 @@ func Repair(ctx context.Context, s *object.Store, opts RepairOptions) (*RepairRe
 	}
 	rep.Elapsed = time.Since(start)
 	return rep, nil
+}
+
+// rollForward completes the interrupted commits among the unrecoverable
+// objects of check (a writer died between its renames) and inspects those
+// objects again, so that the rebuild below sees them as they now are.
+// The temporary archives it renamed are no longer debris.
+func rollForward(ctx context.Context, s *object.Store, check *Report, rep *RepairReport, opts RepairOptions) {
+	renamed := map[string]bool{}
+	for i, in := range check.Objects {
+		if in.Health != object.Unrecoverable {
+			continue
+		}
+		done, err := s.RollForward(ctx, in.Path)
+		if err != nil {
+			rep.DebrisFailed = append(rep.DebrisFailed, err)
+		}
+		if len(done) == 0 {
+			continue
+		}
+		rep.RolledForward += len(done)
+		for _, d := range done {
+			renamed[d.Node+":"+d.Temp] = true
+		}
+		if opts.Event != nil {
+			opts.Event(RepairEvent{Path: in.Path, Action: "completed interrupted commit",
+				Detail: fmt.Sprintf("%d archives renamed into place", len(done))})
+		}
+		if after, err := s.Inspect(ctx, in.Path, opts.Deep); err == nil {
+			check.Objects[i] = after
+		}
+	}
+	if len(renamed) == 0 {
+		return
+	}
+	debris := check.Debris[:0]
+	for _, d := range check.Debris {
+		if !renamed[d.Node+":"+d.Path] {
+			debris = append(debris, d)
+		}
+	}
+	check.Debris = debris
 }
 
 // rebuildBytes is the number of chunk bytes one archive of the object

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/ecstore/ecstore/internal/layout"
@@ -213,4 +214,44 @@ func TestRandomCorruptionCampaign(t *testing.T) {
 		mustCheckClean(t, c.Store, true)
 	}
 	t.Logf("%d single-byte corruptions over %d rounds: all reads correct, all repaired", flips, rounds)
+}
+
+// A commit whose writer died between renames (archives of some slots in
+// place, the others finished under temporary names) is completed by
+// repair, not reported unrecoverable, and its temporary archives are not
+// counted as debris.
+func TestRepairCompletesInterruptedCommit(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 512}
+	c := testcluster.New(t, 6, g)
+	data := testcluster.Rand(rand.New(rand.NewPCG(5, 5)), 5*g.BlockSize()+7)
+	c.Put(t, "/ic/o", data)
+	// Three of six archives back under temporary names: fewer than K in
+	// place.
+	for i := range 3 {
+		a := c.Archive(i, "/ic/o")
+		tmp := filepath.Join(filepath.Dir(a), node.TempName("o", fmt.Sprintf("%016x", i)))
+		if err := os.Rename(a, tmp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check, err := Check(ctx, c.Store, CheckOptions{DebrisAge: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := check.Count(object.Unrecoverable); n != 1 || len(check.Debris) != 3 {
+		t.Fatalf("check before repair: %d unrecoverable, %d debris; want 1 and 3", n, len(check.Debris))
+	}
+	rep, err := Repair(ctx, c.Store, RepairOptions{CheckOptions: CheckOptions{DebrisAge: -1}, RemoveDebris: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.RolledForward != 3 || rep.DebrisRemoved != 0 || len(rep.Failed()) != 0 {
+		t.Errorf("repair: %d rolled forward, %d debris removed, failed %v; want 3, 0, none",
+			rep.RolledForward, rep.DebrisRemoved, rep.Failed())
+	}
+	if got, err := c.Get("/ic/o"); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read after repair: %d bytes, %v", len(got), err)
+	}
+	mustCheckClean(t, c.Store, true)
 }

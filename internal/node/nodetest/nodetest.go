@@ -53,6 +53,7 @@ func Run(t *testing.T, newNode func(t *testing.T) node.Node) {
 		{"Attrs", testAttrs},
 		{"Space", testSpace},
 		{"Debris", testDebris},
+		{"DebrisCommit", testDebrisCommit},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -607,7 +608,8 @@ func testBadPaths(t *testing.T, n node.Node) {
 		})
 	}
 	// A temporary name as the last element reaches debris (Stat, Open,
-	// Remove) but can never be created, listed into or renamed.
+	// Remove, the source of Rename) but can never be created, listed into
+	// or renamed to.
 	tmp := "/" + node.TempName("f", "123")
 	_, err := n.Create(ctx, tmp)
 	wantErr(t, "Create temp name", err, node.ErrPath)
@@ -869,4 +871,44 @@ func testDebris(t *testing.T, n node.Node) {
 		t.Errorf("List after removing debris = %v; want empty", names(ents))
 	}
 	_ = up.Abort(ctx)
+}
+
+// testDebrisCommit checks that the finished temporary file of an upload
+// whose writer died can be renamed into place by another party, and that
+// the writer's Abort afterwards does not touch the committed file.
+func testDebrisCommit(t *testing.T, n node.Node) {
+	ctx := context.Background()
+	up, err := n.Create(ctx, "/debc/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := up.Write(ctx, []byte("finished")); err != nil {
+		t.Fatal(err)
+	}
+	if err := up.Finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var tmp string
+	for _, fi := range list(t, n, "/debc") {
+		if node.IsTemp(fi.Name) {
+			tmp = "/debc/" + fi.Name
+		}
+	}
+	if tmp == "" {
+		t.Fatal("finished upload's temporary file not listed")
+	}
+	if err := n.Rename(ctx, tmp, "/debc/f"); err != nil {
+		t.Fatalf("Rename of a finished temporary file into place: %v", err)
+	}
+	wantErr(t, "Rename of a temporary file already renamed", n.Rename(ctx, tmp, "/debc/f"), node.ErrNotExist)
+	if err := up.Commit(ctx); err == nil {
+		t.Error("Commit of an upload whose temporary file was renamed away succeeded")
+	}
+	_ = up.Abort(ctx)
+	if got := get(t, n, "/debc/f"); string(got) != "finished" {
+		t.Errorf("/debc/f = %q after the rename and the writer's abort; want %q", got, "finished")
+	}
+	if ents := list(t, n, "/debc"); !slices.Equal(names(ents), []string{"f"}) {
+		t.Errorf("List(/debc) = %v; want [f]", names(ents))
+	}
 }

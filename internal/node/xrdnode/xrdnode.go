@@ -510,7 +510,7 @@ func (n *Node) Space(ctx context.Context) (node.Space, error) {
 // check validates path and ctx for operation op, like node.Local: stat,
 // open and remove accept a temporary name as the last element.
 func (n *Node) check(ctx context.Context, op, path string) error {
-	debris := op == "stat" || op == "open" || op == "remove"
+	debris := op == "stat" || op == "open" || op == "remove" || op == "rename"
 	if err := n.checkPath(path, debris); err != nil {
 		return n.wrap(op, path, err)
 	}

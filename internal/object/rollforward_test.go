@@ -1,0 +1,209 @@
+package object
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/ecstore/ecstore/internal/layout"
+	"github.com/ecstore/ecstore/internal/node"
+)
+
+// tempFiles lists the temporary files left in the nodes' directories.
+func (c *cluster) tempFiles(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, d := range c.dirs {
+		err := filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
+			if err == nil && node.IsTemp(e.Name()) {
+				out = append(out, p)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// Regression (fault suite, TestGatewayKillDuringPuts): a writer that died
+// after renaming some of its archives into place, and before the K-th,
+// left a version that no reader could read and nothing completed. A
+// writer dies here as far as the nodes can tell: the renames of `stuck`
+// nodes fail, and so do their aborts, so their finished temporary
+// archives stay. A fresh store (another gateway) completes the commit
+// when it reads, if enough archives are there; otherwise it leaves
+// everything as it is.
+func TestInterruptedCommitIsCompleted(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 256}
+	r := rand.New(rand.NewPCG(seed(t), 13))
+	data := randBytes(r, 3*g.BlockSize()+17)
+	old := randBytes(r, 2*g.BlockSize())
+	for _, tc := range []struct {
+		name       string
+		old        bool // the path held an older version
+		stuck      int  // nodes whose rename and abort fail
+		lost       int  // of which their temporary archive is lost too
+		completed  bool
+		wantTemps  int
+		wantVisibl int // archives at the path after the read
+	}{
+		{name: "new path", stuck: 3, completed: true, wantVisibl: 6},
+		{name: "overwrite", old: true, stuck: 3, completed: true, wantVisibl: 6},
+		{name: "overwrite, old version still whole enough", old: true, stuck: 4, wantTemps: 4, wantVisibl: 6},
+		{name: "one archive lost", stuck: 3, lost: 1, completed: true, wantVisibl: 5},
+		{name: "too few", stuck: 5, lost: 3, wantTemps: 2, wantVisibl: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, fs := faultyCluster(t, 6, g, func(o *Options) { o.Spares = -1; o.WriteQuorum = 6 })
+			if tc.old {
+				put(t, c.store, "/rf", old)
+			}
+			nodes := slices.Clone(c.nodes)
+			for i := range tc.stuck {
+				nodes[i] = node.Wrap(fs[i], node.Inject(node.OpCommit|node.OpAbort, node.Fail(errors.New("gateway gone"))))
+			}
+			s, err := New(nodes, c.store.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, err := s.Create(ctx, "/rf", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.Write(data); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(); !errors.Is(err, ErrQuorum) {
+				t.Fatalf("close with %d renames failing: %v; want a quorum error", tc.stuck, err)
+			}
+			temps := c.tempFiles(t)
+			if len(temps) != tc.stuck {
+				t.Fatalf("%d temporary files after the interrupted commit, want %d: %v", len(temps), tc.stuck, temps)
+			}
+			for _, p := range temps[:tc.lost] {
+				if err := os.Remove(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			fresh, err := New(c.nodes, c.store.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := get(fresh, "/rf")
+			switch {
+			case tc.completed && (err != nil || !bytes.Equal(got, data)):
+				t.Errorf("read after the interrupted commit: %d bytes, %v; want the new version", len(got), err)
+			case !tc.completed && tc.old && (err != nil || !bytes.Equal(got, old)):
+				t.Errorf("read after an overwrite interrupted early: %d bytes, %v; want the old version", len(got), err)
+			case !tc.completed && !tc.old && err == nil:
+				t.Errorf("read of a version short of archives succeeded (%d bytes)", len(got))
+			}
+			if left := c.tempFiles(t); len(left) != tc.wantTemps {
+				t.Errorf("%d temporary files left, want %d: %v", len(left), tc.wantTemps, left)
+			}
+			if n := len(c.archivesOf("/rf")); n != tc.wantVisibl {
+				t.Errorf("%d archives at the path, want %d", n, tc.wantVisibl)
+			}
+			// RollForward (repair's entry) finds nothing more to do.
+			done, err := fresh.RollForward(ctx, "/rf")
+			if len(done) != 0 || err != nil {
+				t.Errorf("RollForward after the read: %v, %v; want nothing done", done, err)
+			}
+		})
+	}
+}
+
+// completingNode renames the temporary file of each upload into place
+// just before the upload's own commit, as a reader completing the commit
+// (taking the writer for dead) would: the upload's rename then fails.
+type completingNode struct {
+	node.Node
+	dir       string // the node's directory
+	completed int
+}
+
+type completingUpload struct {
+	node.Upload
+	n    *completingNode
+	path string
+}
+
+func (n *completingNode) Create(ctx context.Context, path string) (node.Upload, error) {
+	up, err := n.Node.Create(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	return &completingUpload{Upload: up, n: n, path: path}, nil
+}
+
+func (u *completingUpload) Commit(ctx context.Context) error {
+	dir, base := node.Split(u.path)
+	ents, err := os.ReadDir(filepath.Join(u.n.dir, filepath.FromSlash(dir)))
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if target, ok := node.TempTarget(e.Name()); ok && target == base {
+			if err := u.n.Node.Rename(ctx, node.Join(dir, e.Name()), u.path); err != nil {
+				return fmt.Errorf("test: complete the commit: %w", err)
+			}
+			u.n.completed++
+		}
+	}
+	return u.Upload.Commit(ctx)
+}
+
+// A writer that is only slow, not dead, still reports success when a
+// reader completed its commit first: a failed rename counts as done when
+// the node holds the writer's version.
+func TestCommitCompletedByAnotherCountsAsDone(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 2, M: 1, ChunkSize: 256}
+	c := newCluster(t, 3, g, func(o *Options) { o.Spares = -1; o.WriteQuorum = 3 })
+	nodes := slices.Clone(c.nodes)
+	cn := &completingNode{Node: c.nodes[0], dir: c.dirs[0]}
+	nodes[0] = cn
+	opts := c.store.opts
+	var degraded []int
+	opts.Events.DegradedWrite = func(_ string, failed []int) { degraded = failed }
+	s, err := New(nodes, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Create(ctx, "/cc/f", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("x"), 1000)
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatalf("close: %v; want success, the commit was completed by another", err)
+	}
+	if cn.completed != 1 {
+		t.Fatalf("the test completed %d commits, want 1", cn.completed)
+	}
+	if degraded != nil {
+		t.Errorf("the write reported slots %v missing; every archive is in place", degraded)
+	}
+	if got, err := get(s, "/cc/f"); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read: %d bytes, %v", len(got), err)
+	}
+	if n := len(c.archivesOf("/cc/f")); n != 3 {
+		t.Errorf("%d archives, want 3", n)
+	}
+	if left := c.tempFiles(t); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}
