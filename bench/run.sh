@@ -502,6 +502,13 @@ data="$work/local"
 gateway gw-local --data "$data" "${geom[@]}"
 common local "$data"
 stop_proc "$gw_pid"
+# the same with page checksums offered, as plain xrootd does: xrdcp then
+# sends kXR_pgwrite and kXR_pgread and computes a CRC32C per 4 KiB page
+gateway gw-local-pg --data "$data" "${geom[@]}" --page-checksums
+timed_xrd local.put_pg "$size" -f "$src" "$gw_url//big" || true
+"$limits" evict "$data"
+timed_xrd local.get_pg "$size" -f "$gw_url//big" /dev/null || true
+stop_proc "$gw_pid"
 mkdir -p "$work/moved"
 mv "$data/nodes/00" "$data/nodes/01" "$work/moved/"
 gateway gw-local2 --data "$data" "${geom[@]}"

@@ -76,6 +76,7 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 	httpAnonWrites := fs.Bool("http-anonymous-writes", false, "let HTTP clients without credentials write; only with a loopback\n--http-addr, and then only from loopback connections")
 	authFile := fs.String("auth-file", "", "read access-key, http-token and http-anonymous-read lines from `FILE`\ntoo (key = value lines, as in the config file)")
 	anonWrites := fs.Bool("root-anonymous-writes", false, "allow writes over root:// on a non-loopback --root-addr, where there is\nno authentication yet (on loopback they are always allowed)")
+	pageSums := fs.Bool("page-checksums", false, "offer root:// clients kXR_pgread and kXR_pgwrite, a CRC32C per 4 KiB page\non the wire; XRootD's client computes them in software, which halves\nxrdcp's speed (chunks are verified against their archives either way)")
 	heal := fs.Bool("heal", true, "rebuild, in the background, objects that reads and writes find degraded")
 	healRate := fs.String("heal-rate", "20MB", "limit background rebuilding to `SIZE` per second (0: unlimited)")
 	healInterval := fs.Duration("heal-interval", 0, "also run a full repair of the cluster every `DURATION` (0: never)")
@@ -188,7 +189,7 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 	}
 	return gateway.Serve(ctx, gateway.Config{
 		Store: c.Store(), RootAddr: *rootAddr, MetricsAddr: *metricsAddr, Metrics: m.Handler(),
-		S3Addr: *s3Addr, S3Handler: s3h, RootReadOnly: readOnly,
+		S3Addr: *s3Addr, S3Handler: s3h, RootReadOnly: readOnly, PageChecksums: *pageSums,
 		PprofAddr: *pprofAddr, Hooks: m.GatewayHooks(), Logger: log,
 		Ready: func(addr string) {
 			fmt.Fprintf(e.stderr, "ecstore: serving root://%s (%s, %d nodes)", addr, c.Store().Geometry(), len(c.Store().Nodes()))

@@ -32,6 +32,11 @@ type Config struct {
 	Logger    *slog.Logger
 	// RootReadOnly serves root:// read-only (see FS.ReadOnly).
 	RootReadOnly bool
+	// PageChecksums offers root:// clients kXR_pgread and kXR_pgwrite
+	// (a CRC32C per 4 KiB page on the wire). Off, clients read and write
+	// plainly (see xrootd.Server.NoPageChecksums); every chunk is still
+	// verified against its archive's checksum.
+	PageChecksums bool
 	// Ready, if set, receives the bound root:// address once listening.
 	Ready func(rootAddr string)
 }
@@ -54,7 +59,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	if cfg.RootReadOnly {
 		fsys.ReadOnly()
 	}
-	srv := &xrootd.Server{Handler: fsys, Logger: log, SiteName: "ecstore"}
+	srv := &xrootd.Server{Handler: fsys, Logger: log, SiteName: "ecstore", NoPageChecksums: !cfg.PageChecksums}
 	var (
 		wg    sync.WaitGroup
 		errMu sync.Mutex

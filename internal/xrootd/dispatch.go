@@ -229,8 +229,19 @@ func (s *session) withPath(sid StreamID, raw string, fn func(name string, cgi ur
 func (s *session) doProtocol(sid StreamID, r *ProtocolRequest) {
 	// No security requirements and no TLS: the short 8-byte answer, as
 	// xrootd sends when it has none to report even if kXR_secreqs is set.
-	resp := ProtocolResponse{Version: ProtocolVersion, Flags: FlagIsServer | FlagSupPgRW}
+	resp := ProtocolResponse{Version: s.protocolVersion(), Flags: FlagIsServer}
+	if !s.srv.NoPageChecksums {
+		resp.Flags |= FlagSupPgRW
+	}
 	s.sendOK(sid, resp.AppendTo(nil))
+}
+
+// protocolVersion is the protocol version the server reports.
+func (s *session) protocolVersion() int32 {
+	if s.srv.NoPageChecksums {
+		return ProtocolVersionNoPgRW
+	}
+	return ProtocolVersion
 }
 
 func (s *session) doLogin(sid StreamID, r *LoginRequest) {

@@ -10,6 +10,11 @@ import (
 const (
 	// ProtocolVersion is the protocol version this package speaks, 5.1.0.
 	ProtocolVersion int32 = 0x00000511
+	// ProtocolVersionNoPgRW is the version a server without page
+	// checksums reports (Server.NoPageChecksums): XRootD clients use
+	// kXR_pgread and kXR_pgwrite with servers of ProtocolVersion and
+	// later (kXR_PROTPGRWVERSION), and nothing else differs.
+	ProtocolVersionNoPgRW int32 = 0x00000510
 	// DataServer is the server type sent in the handshake response
 	// (kXR_DataServer).
 	DataServer int32 = 1

@@ -732,3 +732,67 @@ func TestOpenFileLimit(t *testing.T) {
 		t.Errorf("open after close: %v", err)
 	}
 }
+
+// A server with NoPageChecksums reports the protocol version before page
+// requests and no kXR_suppgrw, so that XRootD clients use plain reads
+// and writes; page requests sent anyway are still served.
+func TestNoPageChecksums(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		t.Run(fmt.Sprintf("NoPageChecksums=%v", off), func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := &Server{Handler: newMemFS(), Logger: testLogger(t), NoPageChecksums: off}
+			go srv.Serve(context.Background(), ln)
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				srv.Shutdown(ctx)
+			})
+			addr := ln.Addr().String()
+
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			raw := &rawConn{t: t, conn: conn}
+			raw.write(append(AppendHandshake(nil), EncodeRequest(StreamID{0, 1}, &ProtocolRequest{ClientVersion: ProtocolVersion}).AppendTo(nil)...))
+			v, _, err := ParseHandshakeResponse(raw.read())
+			if err != nil {
+				t.Fatal(err)
+			}
+			pr, err := ParseProtocolResponse(raw.read().Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantVersion, wantPgRW := ProtocolVersion, true
+			if off {
+				wantVersion, wantPgRW = ProtocolVersionNoPgRW, false
+			}
+			if v != wantVersion || pr.Version != wantVersion || (pr.Flags&FlagSupPgRW != 0) != wantPgRW {
+				t.Errorf("handshake version %#x, protocol version %#x, flags %#x; want version %#x, kXR_suppgrw %v",
+					v, pr.Version, pr.Flags, wantVersion, wantPgRW)
+			}
+
+			c := dial(t, addr, nil)
+			ctx := testCtx(t)
+			f, err := c.Open(ctx, "/p", OpenNew, 0o640)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data := bytes.Repeat([]byte("page"), 3000)
+			if n, err := f.PgWriteAt(ctx, data, 0); err != nil || n != len(data) {
+				t.Fatalf("pgwrite: %d, %v", n, err)
+			}
+			buf := make([]byte, len(data))
+			if n, err := f.PgReadAt(ctx, buf, 0); err != nil || !bytes.Equal(buf[:n], data) {
+				t.Fatalf("pgread: %d, %v", n, err)
+			}
+			if err := f.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

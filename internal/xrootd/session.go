@@ -175,7 +175,7 @@ func (s *session) run() (graceful bool) {
 		s.log.Debug("xrootd handshake failed", "err", err)
 		return false
 	}
-	if err := s.writeRaw(AppendHandshakeResponse(nil, ProtocolVersion, DataServer)); err != nil {
+	if err := s.writeRaw(AppendHandshakeResponse(nil, s.protocolVersion(), DataServer)); err != nil {
 		return false
 	}
 	s.setReadDeadline(time.Time{})

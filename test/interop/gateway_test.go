@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -479,4 +480,62 @@ func grep(page, s string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestPageChecksums checks with xrdcp's own debug log which requests it
+// sends: plain kXR_read and kXR_write to a default gateway (it offers no
+// page checksums, so that xrdcp computes no CRC32C per page), kXR_pgread
+// and kXR_pgwrite to one run with --page-checksums. The bytes arrive
+// intact either way.
+func TestPageChecksums(t *testing.T) {
+	needTool(t, "xrdcp")
+	for _, tc := range []struct {
+		flags       []string
+		write, read string
+	}{
+		{nil, "write", "read"},
+		{[]string{"--page-checksums"}, "pgwrite", "pgread"},
+	} {
+		t.Run(fmt.Sprintf("flags=%v", tc.flags), func(t *testing.T) {
+			work := t.TempDir()
+			flags := append([]string{"--data", filepath.Join(work, "data"), "--fsync=false"}, tc.flags...)
+			gw := startGateway(t, work, false, flags...)
+			local := filepath.Join(work, "in")
+			writeRandom(t, local, 3*mib+5, seed(t), 40)
+			sent := func(args ...string) map[string]int {
+				cmd := exec.Command("xrdcp", append([]string{"--nopbar", "-f"}, args...)...)
+				cmd.Env = append(os.Environ(), append(xrdEnv, "XRD_LOGLEVEL=Debug")...)
+				out, err := cmd.CombinedOutput()
+				if err != nil {
+					t.Fatalf("xrdcp %v: %v\n%s", args, err, lastLines(string(out), 20))
+				}
+				// Only requests to the gateway, not to the local file.
+				n := map[string]int{}
+				for _, m := range sentRE.FindAllStringSubmatch(string(out), -1) {
+					n[m[1]]++
+				}
+				return n
+			}
+			put := sent(local, gw.obj("/pc/f"))
+			back := filepath.Join(work, "back")
+			get := sent(gw.obj("/pc/f"), back)
+			sameFile(t, back, local)
+			other := map[string]string{"write": "pgwrite", "pgwrite": "write", "read": "pgread", "pgread": "read"}
+			if put[tc.write] == 0 || put[other[tc.write]] != 0 {
+				t.Errorf("the put sent %v; want %s requests and no %s", put, tc.write, other[tc.write])
+			}
+			if get[tc.read] == 0 || get[other[tc.read]] != 0 {
+				t.Errorf("the get sent %v; want %s requests and no %s", get, tc.read, other[tc.read])
+			}
+		})
+	}
+}
+
+// sentRE matches XrdCl's debug line for a request sent for a file open on
+// a root:// server.
+var sentRE = regexp.MustCompile(`@root://[^\]]*\] Sending a ([a-z]+) command for handle`)
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
