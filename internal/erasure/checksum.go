@@ -2,8 +2,6 @@ package erasure
 
 import (
 	"encoding/binary"
-	"hash"
-	"hash/adler32"
 	"hash/crc32"
 )
 
@@ -24,24 +22,24 @@ func UpdateCRC32C(crc uint32, p []byte) uint32 { return crc32.Update(crc, castag
 // byte stream as it is written. The zero value is not ready: use
 // NewObjectSums. It is not safe for concurrent use.
 type ObjectSums struct {
-	adler hash.Hash32
+	adler uint32
 	crc   uint32
 	n     int64
 }
 
 // NewObjectSums returns checksums of the empty stream.
-func NewObjectSums() *ObjectSums { return &ObjectSums{adler: adler32.New()} }
+func NewObjectSums() *ObjectSums { return &ObjectSums{adler: 1} }
 
 // Write adds p to the checksums; it never fails.
 func (s *ObjectSums) Write(p []byte) (int, error) {
-	s.adler.Write(p)
+	s.adler = updateAdler32(s.adler, p)
 	s.crc = crc32.Update(s.crc, castagnoli, p)
 	s.n += int64(len(p))
 	return len(p), nil
 }
 
 // Adler32 is the adler32 of the bytes written so far.
-func (s *ObjectSums) Adler32() uint32 { return s.adler.Sum32() }
+func (s *ObjectSums) Adler32() uint32 { return s.adler }
 
 // CRC32C is the CRC32C of the bytes written so far.
 func (s *ObjectSums) CRC32C() uint32 { return s.crc }
