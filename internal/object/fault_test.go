@@ -723,3 +723,45 @@ func (b bytesArchive) ReadAt(_ context.Context, p []byte, off int64) (int, error
 	}
 	return n, nil
 }
+
+// Regression (bench N4: a 2 s stall opening a 1 GiB object with one node
+// SIGSTOPped): a node of the first probe window that hangs on open held
+// locate up for ProbeTimeout, because that window alone can never find K
+// archives and waited for every node. Now the next window starts after
+// HedgeDelay, and the hung node is still asked in the last.
+func TestHungNodeInFirstProbeWindow(t *testing.T) {
+	// Large enough not to be a small object (1+M, all in the first window).
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 64 << 10}
+	c, fs := faultyCluster(t, 6, g)
+	data := randBytes(rand.New(rand.NewPCG(seed(t), 14)), 3*g.BlockSize())
+	put(t, c.store, "/w", data)
+	first := c.store.rank("/w")[0].ID()
+	i := slices.IndexFunc(c.nodes, func(n node.Node) bool { return n.ID() == first })
+	rule := node.Inject(node.OpOpen, node.Hang())
+	nodes := slices.Clone(c.nodes)
+	nodes[i] = node.Wrap(fs[i], rule)
+	opts := c.store.opts
+	opts.ProbeTimeout = 10 * time.Second
+	opts.Spares = -1 // none: the first window is the M+1 nodes ranked first
+	s, err := New(nodes, opts)
+	if w := s.probeWindows(len(nodes)); !slices.Equal(w, []int{3, 6}) {
+		t.Fatalf("probe windows %v, want [3 6]", w)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	got, err := get(s, "/w")
+	took := time.Since(start)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read with the first-ranked node hung: %d bytes, %v", len(got), err)
+	}
+	if rule.Fired() == 0 {
+		t.Fatal("the hung node was never asked")
+	}
+	// HedgeDelay is 50 ms here: one for the first window, one for the
+	// grace of the last; ProbeTimeout (10 s) is what the stall was.
+	if took > 3*time.Second {
+		t.Fatalf("read with a hung node in the first probe window took %v", took)
+	}
+}

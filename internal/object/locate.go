@@ -74,6 +74,13 @@ func (l *located) close() {
 // answered are left out of the results (and files they open later are
 // closed).
 func (s *Store) probe(ctx context.Context, path string, nodes []node.Node) []probeResult {
+	return s.probeFor(ctx, path, nodes, nil, nil)
+}
+
+// probeFor is probe continuing the results prior of other nodes (which
+// count towards K), that also gives up on the nodes that have not
+// answered when patience fires (nil: never).
+func (s *Store) probeFor(ctx context.Context, path string, nodes []node.Node, prior []probeResult, patience <-chan time.Time) []probeResult {
 	type indexed struct {
 		i int
 		r probeResult
@@ -110,12 +117,13 @@ func (s *Store) probe(ctx context.Context, path string, nodes []node.Node) []pro
 		case got := <-ch:
 			out = append(out, got.r)
 			if grace == nil {
-				if _, ok := choose(out); ok {
+				if _, ok := choose(append(slices.Clip(prior), out...)); ok {
 					grace = time.After(s.opts.HedgeDelay)
 				}
 			}
 			continue
 		case <-grace:
+		case <-patience:
 		case <-ctx.Done():
 		}
 		break
@@ -221,10 +229,29 @@ func maybeCommitting(results []probeResult) bool {
 
 func (s *Store) locateOnce(ctx context.Context, path string) (*located, []probeResult, error) {
 	ranked := s.rank(path)
-	var results []probeResult
+	var (
+		results []probeResult
+		waiting []node.Node // nodes of earlier windows that had not answered
+	)
 	asked := 0
-	for _, upTo := range s.probeWindows(len(ranked)) {
-		results = append(results, s.probe(ctx, path, ranked[asked:upTo])...)
+	windows := s.probeWindows(len(ranked))
+	for i, upTo := range windows {
+		nodes := ranked[asked:upTo]
+		var patience <-chan time.Time
+		if i < len(windows)-1 {
+			// A hung node must not hold up the next window: after
+			// HedgeDelay the window's stragglers are left for the last
+			// one, which asks them again and waits for them as long as
+			// ever, so that what locate decides is unchanged.
+			t := time.NewTimer(s.opts.HedgeDelay)
+			patience = t.C
+			defer t.Stop()
+		} else {
+			nodes = append(waiting, nodes...)
+		}
+		got := s.probeFor(ctx, path, nodes, results, patience)
+		results = append(results, got...)
+		waiting = append(waiting, unanswered(nodes, got)...)
 		asked = upTo
 		// choose only groups the refs; the results still own the open
 		// files, so a later choice over more results can reuse them.
@@ -234,6 +261,17 @@ func (s *Store) locateOnce(ctx context.Context, path string) (*located, []probeR
 	}
 	loc, err := s.resolve(ctx, path, results)
 	return loc, results, err
+}
+
+// unanswered lists the nodes without a result in got.
+func unanswered(nodes []node.Node, got []probeResult) []node.Node {
+	var out []node.Node
+	for _, n := range nodes {
+		if !slices.ContainsFunc(got, func(r probeResult) bool { return r.node == n }) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // probeWindows returns the growing numbers of nodes, in rank order, that
