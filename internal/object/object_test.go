@@ -262,6 +262,15 @@ func TestReadAtRandomRanges(t *testing.T) {
 		if got > 0 && !bytes.Equal(p[:got], data[off:off+int64(got)]) {
 			t.Fatalf("ReadAt(%d, %d) returned wrong bytes", off, n)
 		}
+		// ReadSlices lends the same bytes, and the same end of file.
+		bufs, release, serr := rd.ReadSlices(context.Background(), off, n)
+		if (serr == nil) != (err == nil) || serr != nil && !errors.Is(serr, io.EOF) {
+			t.Fatalf("ReadSlices(%d, %d): %v; ReadAt said %v", off, n, serr, err)
+		}
+		if joined := bytes.Join(bufs, nil); !bytes.Equal(joined, p[:got]) {
+			t.Fatalf("ReadSlices(%d, %d) lent %d bytes unlike ReadAt's %d", off, n, len(joined), got)
+		}
+		release()
 	}
 }
 

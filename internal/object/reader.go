@@ -133,20 +133,45 @@ func (r *Reader) Close() error {
 // ReadAt reads len(p) bytes at off. It returns io.EOF when off+len(p)
 // passes the end of the object (with the bytes before the end).
 func (r *Reader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	n, _, err := r.read(ctx, off, len(p), false, func(pos int64, b []byte) { copy(p[pos-off:], b) })
+	return n, err
+}
+
+// ReadSlices is ReadAt without the copy: it returns the up to n bytes at
+// off as slices of the reader's block buffers, in order, and a function
+// that releases them, which the caller must call once it is done with
+// the slices (also when err is io.EOF; release is nil on other errors).
+// Until then the buffers stay allocated, so callers hold them briefly:
+// for one write to a socket, say.
+func (r *Reader) ReadSlices(ctx context.Context, off int64, n int) ([][]byte, func(), error) {
+	var bufs [][]byte
+	_, release, err := r.read(ctx, off, n, true, func(_ int64, b []byte) { bufs = append(bufs, b) })
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, nil, err
+	}
+	return bufs, release, err
+}
+
+// read serves the n bytes at off, handing each verified piece of block
+// data to emit in order (pos is the piece's offset in the object). With
+// keep, the blocks the pieces come from stay referenced until the
+// returned release is called; without, only until read returns.
+func (r *Reader) read(ctx context.Context, off int64, length int, keep bool, emit func(pos int64, b []byte)) (int, func(), error) {
+	nothing := func() {}
 	if off < 0 {
-		return 0, fmt.Errorf("object %s: negative offset", r.path)
+		return 0, nil, fmt.Errorf("object %s: negative offset", r.path)
 	}
 	if off >= r.l.Size {
-		return 0, io.EOF
+		return 0, nothing, io.EOF
 	}
-	end := min(off+int64(len(p)), r.l.Size)
+	end := min(off+int64(length), r.l.Size)
 	bs := r.l.BlockSize()
 	first, last := off/bs, (end-1)/bs
 
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		return 0, ErrClosed
+		return 0, nil, ErrClosed
 	}
 	// Sequential: starts within a few blocks of the furthest point read so
 	// far, either way, as concurrent in-order readers (xrdcp keeps several
@@ -164,6 +189,9 @@ func (r *Reader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 		}
 		f := r.fetchLocked(b, r.need(b, lo, hi))
 		f.ref()
+		if keep {
+			f.ref() // dropped by release
+		}
 		fetches = append(fetches, f)
 	}
 	// A client that keeps several requests in flight reads ahead by
@@ -193,31 +221,43 @@ func (r *Reader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 		r.mu.Unlock()
 	}()
 
+	release := nothing
+	if keep {
+		release = func() {
+			for _, f := range fetches {
+				f.unref()
+			}
+		}
+	}
 	n := 0
 	for i, f := range fetches {
 		b := first + int64(i)
+		var err error
 		select {
 		case <-f.done:
+			err = f.err
 		case <-ctx.Done():
-			return n, ctx.Err()
+			err = ctx.Err()
 		}
-		if f.err != nil {
-			return n, f.err
+		if err != nil {
+			release()
+			return n, nil, err
 		}
 		lo, hi := max(off, b*bs), min(end, (b+1)*bs)
 		for pos := lo; pos < hi; {
 			_, s, co := r.l.Locate(pos)
 			chunk := f.chunks[s][co:r.l.DataLen(b, s)]
-			c := copy(p[pos-off:hi-off], chunk)
-			pos += int64(c)
-			n += c
+			chunk = chunk[:min(int64(len(chunk)), hi-pos)]
+			emit(pos, chunk)
+			pos += int64(len(chunk))
+			n += len(chunk)
 		}
 		f.read.Add(hi - lo)
 	}
-	if end < off+int64(len(p)) {
-		return n, io.EOF
+	if end < off+int64(length) {
+		return n, release, io.EOF
 	}
-	return n, nil
+	return n, release, nil
 }
 
 // need returns the data stripes of block b that hold bytes [lo, hi),

@@ -407,6 +407,9 @@ func (s *session) doRead(ctx context.Context, sid StreamID, r *ReadRequest) erro
 	if remaining == 0 {
 		return sent(s.sendOK(sid, nil))
 	}
+	if sl, ok := of.f.(FileSlicer); ok {
+		return s.readSlices(ctx, sid, of.name, sl, remaining, off)
+	}
 	buf := bufpool.Get(min(remaining, s.limits.ResponseChunk))
 	defer bufpool.Put(buf)
 	for {
@@ -420,6 +423,38 @@ func (s *session) doRead(ctx context.Context, sid StreamID, r *ReadRequest) erro
 			return sent(s.sendOK(sid, buf[:n]))
 		}
 		if err := s.send(sid, StatusOKSoFar, buf[:n]); err != nil {
+			return sent(err)
+		}
+	}
+}
+
+// readSlices answers a kXR_read of remaining bytes at off from a file's
+// own buffers, one frame of at most ResponseChunk bytes at a time.
+func (s *session) readSlices(ctx context.Context, sid StreamID, name string, f FileSlicer, remaining int, off int64) error {
+	for {
+		want := min(remaining, s.limits.ResponseChunk)
+		bufs, release, err := f.ReadSlices(ctx, off, want)
+		eof := errors.Is(err, io.EOF)
+		if err != nil && !eof {
+			return fmt.Errorf("read %s at %d: %w", name, off, err)
+		}
+		n := 0
+		for _, b := range bufs {
+			n += len(b)
+		}
+		if n > want {
+			release()
+			return Errorf(ErrServerError, "read %s at %d: %d bytes for a %d-byte request", name, off, n, want)
+		}
+		remaining -= n
+		off += int64(n)
+		st := StatusOKSoFar
+		if eof || n < want || remaining == 0 {
+			st = StatusOK
+		}
+		err = s.send(sid, st, bufs...)
+		release()
+		if err != nil || st == StatusOK {
 			return sent(err)
 		}
 	}

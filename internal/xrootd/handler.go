@@ -76,6 +76,16 @@ type File interface {
 	Close(ctx context.Context) error
 }
 
+// FileSlicer is implemented by files that can lend the bytes of a range
+// instead of copying them: kXR_read is then answered by writing the
+// slices to the connection as they are. ReadSlices returns up to n bytes
+// at off, in order, and fewer only at the end of the file, with io.EOF
+// (as ReadAt does); release, nil only with an error other than io.EOF,
+// is called once the slices have been sent.
+type FileSlicer interface {
+	ReadSlices(ctx context.Context, off int64, n int) (bufs [][]byte, release func(), err error)
+}
+
 // FileWriter is implemented by files that accept kXR_write and
 // kXR_pgwrite. Writes arrive in the order the client sent them; a file
 // that supports only sequential writes returns an error (for example

@@ -14,6 +14,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -794,5 +795,83 @@ func TestNoPageChecksums(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// slicingFS serves memFS files through FileSlicer, lending the bytes in
+// pieces of at most 1000 bytes, and counts unreleased loans.
+type slicingFS struct {
+	*memFS
+	loans atomic.Int64 // outstanding
+	lent  atomic.Int64 // in all
+}
+
+type slicingFile struct {
+	*memFile
+	fs *slicingFS
+}
+
+func (s *slicingFS) Open(ctx context.Context, name string, opts OpenOptions) (File, error) {
+	f, err := s.memFS.Open(ctx, name, opts)
+	if mf, ok := f.(*memFile); ok && err == nil {
+		return &slicingFile{memFile: mf, fs: s}, nil
+	}
+	return f, err
+}
+
+func (f *slicingFile) ReadSlices(ctx context.Context, off int64, n int) ([][]byte, func(), error) {
+	p := make([]byte, n)
+	got, err := f.ReadAt(ctx, p, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, nil, err
+	}
+	var bufs [][]byte
+	for b := p[:got]; len(b) > 0; {
+		k := min(len(b), 1000)
+		bufs = append(bufs, b[:k])
+		b = b[k:]
+	}
+	f.fs.loans.Add(1)
+	f.fs.lent.Add(1)
+	return bufs, func() { f.fs.loans.Add(-1) }, err
+}
+
+// A file that lends its bytes (FileSlicer) is read like any other, in
+// frames of at most ResponseChunk, up to the end of the file, and every
+// loan is released.
+func TestReadSlices(t *testing.T) {
+	sfs := &slicingFS{memFS: newMemFS()}
+	addr, _ := startServer(t, sfs, Limits{ResponseChunk: 16 << 10})
+	c := dial(t, addr, &DialOptions{ReadChunk: 100 << 10})
+	ctx := testCtx(t)
+	r := rand.New(rand.NewPCG(testSeed(t), 31))
+	data := randomBytes(r, 300<<10+7)
+	f, err := c.Open(ctx, "/s", OpenNew, 0o640)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(ctx, data, 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close(ctx)
+	f, err = c.Open(ctx, "/s", OpenRead, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close(ctx)
+	for _, rg := range []struct{ off, n int }{{0, len(data)}, {5, 40000}, {len(data) - 10, 100}, {len(data), 10}, {123, 0}} {
+		buf := make([]byte, rg.n)
+		n, err := f.ReadAt(ctx, buf, int64(rg.off))
+		want := data[min(rg.off, len(data)):min(rg.off+rg.n, len(data))]
+		if !bytes.Equal(buf[:n], want) || (err != nil && !errors.Is(err, io.EOF)) {
+			t.Errorf("read %d at %d: %d bytes, %v; want %d bytes", rg.n, rg.off, n, err, len(want))
+		}
+	}
+	if l := sfs.loans.Load(); l != 0 {
+		t.Errorf("%d loans not released", l)
+	}
+	// 300 KiB in 16 KiB frames, and the other reads: one loan per frame.
+	if l := sfs.lent.Load(); l < 20 {
+		t.Errorf("%d loans for the reads; the server did not read through ReadSlices", l)
 	}
 }
