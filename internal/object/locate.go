@@ -267,7 +267,7 @@ func (s *Store) locateOnce(ctx context.Context, path string) (*located, []probeR
 func unanswered(nodes []node.Node, got []probeResult) []node.Node {
 	var out []node.Node
 	for _, n := range nodes {
-		if !slices.ContainsFunc(got, func(r probeResult) bool { return r.node == n }) {
+		if !slices.ContainsFunc(got, func(r probeResult) bool { return r.node.ID() == n.ID() }) {
 			out = append(out, n)
 		}
 	}

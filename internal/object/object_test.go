@@ -580,3 +580,36 @@ func TestConcurrentReadersShareBlocks(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// uncomparableNode is a node whose dynamic type cannot be compared with
+// ==, as a wrapper holding a map is.
+type uncomparableNode struct {
+	node.Node
+	tags map[string]string
+}
+
+// Regression (CI, internal/s3.TestListingIsLazy): locate compared nodes
+// as interface values, which panics for a node type that is not
+// comparable. Nodes are told apart by their ids.
+func TestUncomparableNodes(t *testing.T) {
+	g := layout.Geometry{K: 2, M: 1, ChunkSize: 64 << 10}
+	c := newCluster(t, 5, g)
+	nodes := make([]node.Node, len(c.nodes))
+	for i, n := range c.nodes {
+		nodes[i] = uncomparableNode{Node: n, tags: map[string]string{}}
+	}
+	s, err := New(nodes, c.store.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := randBytes(rand.New(rand.NewPCG(seed(t), 15)), 3*g.BlockSize())
+	for _, size := range []int{len(data), 100} { // large, then small overwrite
+		put(t, s, "/u", data[:size])
+		if got, err := get(s, "/u"); err != nil || !bytes.Equal(got, data[:size]) {
+			t.Fatalf("read back %d bytes: %d bytes, %v", size, len(got), err)
+		}
+	}
+	if err := s.Remove(context.Background(), "/u"); err != nil {
+		t.Fatal(err)
+	}
+}

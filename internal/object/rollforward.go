@@ -81,11 +81,14 @@ func (s *Store) rollForward(ctx context.Context, path string, results []probeRes
 		}
 	}
 	temps := s.findTemps(ctx, path, loc.meta, others)
-	// One temporary archive per missing slot.
+	// One temporary archive per missing slot, and per node (a node holds
+	// one archive of a path).
 	missing := map[int]tempArchive{}
+	used := map[string]bool{} // node ids
 	for _, t := range temps {
-		if _, dup := missing[t.meta.Slot]; !dup && loc.slots[t.meta.Slot] == nil {
+		if _, dup := missing[t.meta.Slot]; !dup && loc.slots[t.meta.Slot] == nil && !used[t.node.ID()] {
 			missing[t.meta.Slot] = t
+			used[t.node.ID()] = true
 		}
 	}
 	if loc.found+len(missing) < loc.meta.K {
@@ -101,7 +104,7 @@ func (s *Store) rollForward(ctx context.Context, path string, results []probeRes
 	}
 	errs := s.forNodes(ctx, nodesOf(todo), func(ctx context.Context, n node.Node) error {
 		for _, t := range todo {
-			if t.node != n {
+			if t.node.ID() != n.ID() {
 				continue
 			}
 			// Fence: never replace a newer version written meanwhile.
@@ -182,7 +185,7 @@ func (s *Store) holdsVersion(ctx context.Context, n node.Node, path string, v ar
 func nodesOf(ts []tempArchive) []node.Node {
 	var out []node.Node
 	for _, t := range ts {
-		if !slices.Contains(out, t.node) {
+		if !slices.ContainsFunc(out, func(n node.Node) bool { return n.ID() == t.node.ID() }) {
 			out = append(out, t.node)
 		}
 	}

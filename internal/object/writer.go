@@ -710,7 +710,7 @@ func (s *Store) clearReplaced(ctx context.Context, path string, v archive.Versio
 			continue // the new version wins in the window, or it is the last
 		}
 		for _, n := range window {
-			if !slices.Contains(at, n.ID()) && !slices.Contains(others, n) {
+			if !slices.Contains(at, n.ID()) && !slices.ContainsFunc(others, func(o node.Node) bool { return o.ID() == n.ID() }) {
 				others = append(others, n)
 			}
 		}
