@@ -183,10 +183,37 @@ func TestInteropStopped(t *testing.T) {
 
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	// The pings of requests that timed out may still be running, and
+	// one that began shortly before the thaw can still fail (the server
+	// works through its backlog first) and drop its connection under a
+	// new request. Wait for them: they end within DialTimeout.
+	waitPings(t, n)
 	// Connections whose pings failed were dropped; the others answer
 	// again.
 	if got := readAll(t, n, cctx, "/f"); string(got) != "data" {
 		t.Errorf("read after SIGCONT = %q", got)
+	}
+}
+
+// waitPings waits until no connection of n's pool is being pinged.
+func waitPings(t *testing.T, n *Node) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		busy := false
+		for i := range n.pool.slots {
+			sl := &n.pool.slots[i]
+			sl.mu.Lock()
+			busy = busy || sl.cur != nil && sl.cur.probing.Load()
+			sl.mu.Unlock()
+		}
+		if !busy {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("connection pings still running 5 s after the thaw")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
