@@ -74,13 +74,14 @@ func (l *located) close() {
 // answered are left out of the results (and files they open later are
 // closed).
 func (s *Store) probe(ctx context.Context, path string, nodes []node.Node) []probeResult {
-	return s.probeFor(ctx, path, nodes, nil, nil)
+	return s.probeFor(ctx, path, nodes, nil, nil, nil)
 }
 
 // probeFor is probe continuing the results prior of other nodes (which
 // count towards K), that also gives up on the nodes that have not
-// answered when patience fires (nil: never).
-func (s *Store) probeFor(ctx context.Context, path string, nodes []node.Node, prior []probeResult, patience <-chan time.Time) []probeResult {
+// answered when patience fires (nil: never). A node in askedAt was asked
+// before, at that time, and gets only what is left of its timeout.
+func (s *Store) probeFor(ctx context.Context, path string, nodes []node.Node, prior []probeResult, patience <-chan time.Time, askedAt map[string]time.Time) []probeResult {
 	type indexed struct {
 		i int
 		r probeResult
@@ -90,13 +91,17 @@ func (s *Store) probeFor(ctx context.Context, path string, nodes []node.Node, pr
 	gaveUp := false
 	for i, n := range nodes {
 		go func() {
-			pctx, cancel := context.WithTimeout(ctx, s.nodeTimeout(n.ID(), s.opts.ProbeTimeout))
+			since := time.Now()
+			if t, ok := askedAt[n.ID()]; ok {
+				since = t
+			}
+			pctx, cancel := context.WithDeadline(ctx, since.Add(s.nodeTimeout(n.ID(), s.opts.ProbeTimeout)))
 			defer cancel()
 			r := probeOne(pctx, path, n)
 			if r.err != nil && ctx.Err() == nil {
 				s.opts.Events.nodeError(n.ID(), "probe", r.err)
 				if pctx.Err() != nil {
-					s.markSuspect(n.ID())
+					s.markSuspect(n.ID(), true)
 				}
 			}
 			mu.Lock()
@@ -111,13 +116,22 @@ func (s *Store) probeFor(ctx context.Context, path string, nodes []node.Node, pr
 		}()
 	}
 	out := make([]probeResult, 0, len(nodes))
+	answered := make([]bool, len(nodes))
 	var grace <-chan time.Time
+collect:
 	for len(out) < len(nodes) {
 		select {
 		case got := <-ch:
 			out = append(out, got.r)
-			if grace == nil {
-				if _, ok := choose(append(slices.Clip(prior), out...)); ok {
+			answered[got.i] = true
+			if _, ok := choose(append(slices.Clip(prior), out...)); ok {
+				// The nodes left get HedgeDelay to report a newer
+				// version, unless they are all known to hang: they are
+				// then treated as down, as reads treat them.
+				if s.onlyHung(nodes, answered) {
+					break collect
+				}
+				if grace == nil {
 					grace = time.After(s.opts.HedgeDelay)
 				}
 			}
@@ -232,6 +246,7 @@ func (s *Store) locateOnce(ctx context.Context, path string) (*located, []probeR
 	var (
 		results []probeResult
 		waiting []node.Node // nodes of earlier windows that had not answered
+		askedAt = map[string]time.Time{}
 	)
 	asked := 0
 	windows := s.probeWindows(len(ranked))
@@ -241,17 +256,28 @@ func (s *Store) locateOnce(ctx context.Context, path string) (*located, []probeR
 		if i < len(windows)-1 {
 			// A hung node must not hold up the next window: after
 			// HedgeDelay the window's stragglers are left for the last
-			// one, which asks them again and waits for them as long as
-			// ever, so that what locate decides is unchanged.
+			// one, which asks them again and waits for them until their
+			// first probe's timeout, so that what locate decides is
+			// unchanged. (Nodes known to hang are not asked again: their
+			// probes time out after HedgeDelay anyway, which the window
+			// waited.)
 			t := time.NewTimer(s.opts.HedgeDelay)
 			patience = t.C
 			defer t.Stop()
 		} else {
-			nodes = append(waiting, nodes...)
+			for _, n := range waiting {
+				if !s.isHung(n.ID()) {
+					nodes = append(nodes, n)
+				}
+			}
 		}
-		got := s.probeFor(ctx, path, nodes, results, patience)
+		start := time.Now()
+		got := s.probeFor(ctx, path, nodes, results, patience, askedAt)
 		results = append(results, got...)
-		waiting = append(waiting, unanswered(nodes, got)...)
+		for _, n := range unanswered(nodes, got) {
+			waiting = append(waiting, n)
+			askedAt[n.ID()] = start
+		}
 		asked = upTo
 		// choose only groups the refs; the results still own the open
 		// files, so a later choice over more results can reuse them.
@@ -261,6 +287,16 @@ func (s *Store) locateOnce(ctx context.Context, path string) (*located, []probeR
 	}
 	loc, err := s.resolve(ctx, path, results)
 	return loc, results, err
+}
+
+// onlyHung reports whether every node not answered has hung recently.
+func (s *Store) onlyHung(nodes []node.Node, answered []bool) bool {
+	for i, n := range nodes {
+		if !answered[i] && !s.isHung(n.ID()) {
+			return false
+		}
+	}
+	return true
 }
 
 // unanswered lists the nodes without a result in got.

@@ -61,7 +61,7 @@ func (s *Store) forNodes(ctx context.Context, nodes []node.Node, fn func(ctx con
 			defer cancel()
 			errs[i] = fn(nctx, n)
 			if errs[i] != nil && ctx.Err() == nil && nctx.Err() != nil {
-				s.markSuspect(n.ID())
+				s.markSuspect(n.ID(), true)
 				s.opts.Events.nodeError(n.ID(), "metadata", errs[i])
 			}
 		}()

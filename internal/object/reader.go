@@ -468,7 +468,7 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 				if ctx.Err() == nil && !errors.Is(res.err, errMissing) {
 					r.s.opts.Events.nodeError(r.nodeOf(b, res.stripe), "read", res.err)
 					if !errors.Is(res.err, archive.ErrChecksum) {
-						r.s.markSuspect(r.nodeOf(b, res.stripe))
+						r.s.markSuspect(r.nodeOf(b, res.stripe), errors.Is(res.err, context.DeadlineExceeded))
 					}
 				}
 				if !hedged {

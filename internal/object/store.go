@@ -238,7 +238,7 @@ type Store struct {
 	nodes   []node.Node
 	byID    map[string]node.Node
 	workers chan struct{} // encoding slots
-	suspect sync.Map      // node id -> time.Time until which reads avoid it
+	suspect sync.Map      // node id -> suspicion
 	space   spaceCache    // the nodes' free space, for placement
 	open    atomic.Int64  // readers and writers open
 }
@@ -254,9 +254,26 @@ func (s *Store) transfer(delta int64) {
 // OpenTransfers returns the number of readers and writers open.
 func (s *Store) OpenTransfers() int { return int(s.open.Load()) }
 
-// markSuspect makes reads avoid node id for SuspectFor.
-func (s *Store) markSuspect(id string) {
-	s.suspect.Store(id, s.opts.Now().Add(s.opts.SuspectFor))
+// suspicion is why and until when reads avoid a node.
+type suspicion struct {
+	until time.Time
+	hung  bool // a call ran out of time (rather than failing)
+}
+
+// markSuspect makes reads avoid node id for SuspectFor; hung says that a
+// call to it ran out of time. A node stays hung until its suspicion
+// expires.
+func (s *Store) markSuspect(id string, hung bool) {
+	if v, ok := s.suspect.Load(id); ok && v.(suspicion).hung && s.opts.Now().Before(v.(suspicion).until) {
+		hung = true
+	}
+	s.suspect.Store(id, suspicion{until: s.opts.Now().Add(s.opts.SuspectFor), hung: hung})
+}
+
+// isHung reports whether a call to node id ran out of time recently.
+func (s *Store) isHung(id string) bool {
+	v, ok := s.suspect.Load(id)
+	return ok && v.(suspicion).hung && s.opts.Now().Before(v.(suspicion).until)
 }
 
 // nodeTimeout is the deadline for one call to node id: base, or only
@@ -275,7 +292,7 @@ func (s *Store) isSuspect(id string) bool {
 	if !ok {
 		return false
 	}
-	if s.opts.Now().After(v.(time.Time)) {
+	if s.opts.Now().After(v.(suspicion).until) {
 		s.suspect.Delete(id)
 		return false
 	}
