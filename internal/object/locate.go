@@ -90,12 +90,13 @@ func (s *Store) probeFor(ctx context.Context, path string, nodes []node.Node, pr
 	var mu sync.Mutex
 	gaveUp := false
 	for i, n := range nodes {
+		since := time.Now()
+		if t, ok := askedAt[n.ID()]; ok {
+			since = t
+		}
+		deadline := since.Add(s.nodeTimeout(n.ID(), s.opts.ProbeTimeout))
 		go func() {
-			since := time.Now()
-			if t, ok := askedAt[n.ID()]; ok {
-				since = t
-			}
-			pctx, cancel := context.WithDeadline(ctx, since.Add(s.nodeTimeout(n.ID(), s.opts.ProbeTimeout)))
+			pctx, cancel := context.WithDeadline(ctx, deadline)
 			defer cancel()
 			r := probeOne(pctx, path, n)
 			if r.err != nil && ctx.Err() == nil {
