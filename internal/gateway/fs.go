@@ -274,13 +274,7 @@ type readFile struct {
 func (rf *readFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 	start := time.Now()
 	n, err := rf.r.ReadAt(ctx, p, off)
-	if errors.Is(err, io.EOF) {
-		rf.hooks.done("read", start, nil)
-	} else {
-		rf.hooks.done("read", start, err)
-	}
-	rf.hooks.bytes("read", n)
-	return n, mapErr(err)
+	return n, rf.account(start, n, err)
 }
 
 // ReadSlices implements xrootd.FileSlicer: reads are answered from the
@@ -288,17 +282,23 @@ func (rf *readFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error
 func (rf *readFile) ReadSlices(ctx context.Context, off int64, n int) ([][]byte, func(), error) {
 	start := time.Now()
 	bufs, release, err := rf.r.ReadSlices(ctx, off, n)
+	got := 0
+	for _, b := range bufs {
+		got += len(b)
+	}
+	return bufs, release, rf.account(start, got, err)
+}
+
+// account reports a read of n bytes that started at start and ended
+// with err (io.EOF is success) to the hooks, and maps err for the client.
+func (rf *readFile) account(start time.Time, n int, err error) error {
 	if errors.Is(err, io.EOF) {
 		rf.hooks.done("read", start, nil)
 	} else {
 		rf.hooks.done("read", start, err)
 	}
-	got := 0
-	for _, b := range bufs {
-		got += len(b)
-	}
-	rf.hooks.bytes("read", got)
-	return bufs, release, mapErr(err)
+	rf.hooks.bytes("read", n)
+	return mapErr(err)
 }
 
 func (rf *readFile) Stat(context.Context) (xrootd.FileInfo, error) {
