@@ -125,16 +125,18 @@ collect:
 		case got := <-ch:
 			out = append(out, got.r)
 			answered[got.i] = true
-			if _, ok := choose(append(slices.Clip(prior), out...)); ok {
-				// The nodes left get HedgeDelay to report a newer
-				// version, unless they are all known to hang: they are
-				// then treated as down, as reads treat them.
-				if s.onlyHung(nodes, answered) {
-					break collect
-				}
-				if grace == nil {
+			if grace == nil {
+				// More results never make a readable version unreadable:
+				// once one is, choose need not run again.
+				if _, ok := choose(append(slices.Clip(prior), out...)); ok {
 					grace = time.After(s.opts.HedgeDelay)
 				}
+			}
+			// The nodes left get HedgeDelay to report a newer version,
+			// unless they are all known to hang: they are then treated
+			// as down, as reads treat them.
+			if grace != nil && s.onlyHung(nodes, answered) {
+				break collect
 			}
 			continue
 		case <-grace:
@@ -252,7 +254,7 @@ func (s *Store) locateOnce(ctx context.Context, path string) (*located, []probeR
 	asked := 0
 	windows := s.probeWindows(len(ranked))
 	for i, upTo := range windows {
-		nodes := ranked[asked:upTo]
+		nodes := slices.Clip(ranked[asked:upTo]) // the last window appends to it
 		var patience <-chan time.Time
 		if i < len(windows)-1 {
 			// A hung node must not hold up the next window: after
