@@ -538,6 +538,7 @@ var (
 	_ xrootd.FileWriter  = (*file)(nil)
 	_ xrootd.FileSyncer  = (*file)(nil)
 	_ xrootd.FileAborter = (*file)(nil)
+	_ xrootd.FileSender  = (*file)(nil)
 )
 
 // appenderAt returns the appender to take a write at off: the running one
@@ -595,6 +596,21 @@ func (f *file) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 		return n, osErr(err)
 	}
 	return n, err
+}
+
+// SendSource lets the server send the file's bytes with sendfile(2).
+func (f *file) SendSource(ctx context.Context, off int64, n int) (*os.File, int, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	if err := f.flush(); err != nil {
+		return nil, 0, osErr(err)
+	}
+	fi, err := f.f.Stat()
+	if err != nil {
+		return nil, 0, osErr(err)
+	}
+	return f.f, int(max(0, min(int64(n), fi.Size()-off))), nil
 }
 
 func (f *file) Stat(ctx context.Context) (xrootd.FileInfo, error) {

@@ -410,6 +410,11 @@ func (s *session) doRead(ctx context.Context, sid StreamID, r *ReadRequest) erro
 	if sl, ok := of.f.(FileSlicer); ok {
 		return s.readSlices(ctx, sid, of.name, sl, remaining, off)
 	}
+	if fs, ok := of.f.(FileSender); ok {
+		if err := s.sendFileFrames(ctx, sid, of.name, fs, remaining, off); err != errNoSendfile {
+			return err
+		}
+	}
 	buf := bufpool.Get(min(remaining, s.limits.ResponseChunk))
 	defer bufpool.Put(buf)
 	for {

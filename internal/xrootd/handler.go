@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"iter"
 	"net/url"
+	"os"
 )
 
 // FileSystem is what a Server serves. Paths are absolute, slash-separated
@@ -84,6 +85,19 @@ type File interface {
 // is called once the slices have been sent.
 type FileSlicer interface {
 	ReadSlices(ctx context.Context, off int64, n int) (bufs [][]byte, release func(), err error)
+}
+
+// FileSender is implemented by files whose bytes are in an operating-system
+// file: kXR_read is then answered with sendfile(2), the bytes going from
+// the page cache to the socket without a copy through the process.
+// SendSource readies up to n bytes at off (writing out whatever the file
+// buffers) and returns the file to send them from and how many bytes it
+// holds there: fewer than n only where the file ends. A nil file means
+// this range cannot be sent that way and the server uses ReadAt. The
+// server uses the returned file only until the reply is written, and not
+// at all when the connection is not a plain socket.
+type FileSender interface {
+	SendSource(ctx context.Context, off int64, n int) (src *os.File, avail int, err error)
 }
 
 // FileWriter is implemented by files that accept kXR_write and
