@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/adler32"
 	"io"
 	"os"
 	"path/filepath"
@@ -90,7 +89,7 @@ func cmdCp(ctx context.Context, e *env, args []string) error {
 	}
 
 	// Destination, then the copy.
-	sum := adler32.New()
+	sum := erasure.NewAdler32()
 	bar := startProgress(e, "cp", size)
 	counted := progressReader{r: in, p: bar}
 	var n int64
@@ -188,7 +187,7 @@ func uploadTo(ctx context.Context, dst rootURL, r io.Reader, force, noCksum bool
 		}
 		return 0, remoteErr(dst, err)
 	}
-	sum := adler32.New()
+	sum := erasure.NewAdler32()
 	n, err := io.CopyBuffer(&remoteWriter{ctx: ctx, f: f}, io.TeeReader(r, sum), make([]byte, copyBuffer))
 	if err != nil {
 		// Closing the connection without close abandons the upload.

@@ -26,6 +26,41 @@ const (
 // lanes into the top lane. Every lane stays below 2^16 (at most 36·255
 // for the weighted sums of two words), so no lane carries into another.
 func updateAdler32(adler uint32, p []byte) uint32 {
+	if useAdler32Vector && len(p) >= adlerVectorMin {
+		adler, p = updateAdler32Vector(adler, p)
+	}
+	return updateAdler32Words(adler, p)
+}
+
+// adlerBlock is the unit of the vector kernel, adlerBlocks the most
+// blocks it takes at once: its 32-bit lanes cannot overflow before 1025
+// (the prefix sums grow as 1020·n² per lane; see adler32_amd64.s).
+const (
+	adlerBlock     = 32
+	adlerBlocks    = 1024
+	adlerVectorMin = 4 * adlerBlock
+)
+
+// updateAdler32Vector extends adler with the whole 32-byte blocks of p
+// through the vector kernel and returns the bytes left over (fewer than
+// 32).
+func updateAdler32Vector(adler uint32, p []byte) (uint32, []byte) {
+	s1, s2 := uint64(adler&0xffff), uint64(adler>>16)
+	for len(p) >= adlerBlock {
+		n := min(len(p)/adlerBlock, adlerBlocks) * adlerBlock
+		sum, prefix, weighted := adler32Blocks(p[:n])
+		// For n bytes x_i: s2 grows by n·s1 + Σ (n−i)·x_i, and with
+		// i = 32b + j that is 32 times the prefix sums of the block sums
+		// plus the in-block weights 32−j.
+		s2 = (s2 + uint64(n)*s1 + 32*uint64(prefix) + uint64(weighted)) % adlerMod
+		s1 = (s1 + uint64(sum)) % adlerMod
+		p = p[n:]
+	}
+	return uint32(s2)<<16 | uint32(s1), p
+}
+
+// updateAdler32Words is updateAdler32 without the vector kernel.
+func updateAdler32Words(adler uint32, p []byte) uint32 {
 	s1, s2 := uint64(adler&0xffff), uint64(adler>>16)
 	for len(p) >= 8 {
 		n := min(len(p)/8, adlerWords)

@@ -3,6 +3,7 @@ package erasure
 import (
 	"bytes"
 	"fmt"
+	"hash"
 	"hash/adler32"
 	"math/rand/v2"
 	"testing"
@@ -18,6 +19,9 @@ func TestUpdateAdler32(t *testing.T) {
 		lengths = append(lengths, n)
 	}
 	lengths = append(lengths, 8*adlerWords, 8*adlerWords-1, 8*adlerWords+1, 8*adlerWords+8, 3*8*adlerWords+5, 1<<20, 1<<20+3)
+	// Around the vector kernel's threshold and its largest call.
+	lengths = append(lengths, adlerVectorMin-1, adlerVectorMin, adlerVectorMin+31, adlerVectorMin+32,
+		adlerBlock*adlerBlocks-1, adlerBlock*adlerBlocks, adlerBlock*adlerBlocks+1, 2*adlerBlock*adlerBlocks+33)
 	for _, n := range lengths {
 		for _, fill := range []string{"random", "ff", "zero"} {
 			p := make([]byte, n)
@@ -33,6 +37,9 @@ func TestUpdateAdler32(t *testing.T) {
 			}
 			if got, want := updateAdler32(1, p), adler32.Checksum(p); got != want {
 				t.Errorf("%s, %d bytes: %08x, want %08x", fill, n, got, want)
+			}
+			if got, want := updateAdler32Words(1, p), adler32.Checksum(p); got != want {
+				t.Errorf("%s, %d bytes, without the vector kernel: %08x, want %08x", fill, n, got, want)
 			}
 			// Split at a random point: updating in two steps.
 			cut := 0
@@ -70,6 +77,7 @@ func BenchmarkAdler32(b *testing.B) {
 	}{
 		{"stdlib", adler32.Checksum},
 		{"ecstore", func(p []byte) uint32 { return updateAdler32(1, p) }},
+		{"ecstore-words", func(p []byte) uint32 { return updateAdler32Words(1, p) }},
 	} {
 		b.Run(fmt.Sprintf("%s/1MiB", impl.name), func(b *testing.B) {
 			b.SetBytes(int64(len(p)))
@@ -77,5 +85,23 @@ func BenchmarkAdler32(b *testing.B) {
 				impl.fn(p)
 			}
 		})
+	}
+}
+
+// Adler32 is a hash.Hash32 like hash/adler32's.
+func TestAdler32Hash(t *testing.T) {
+	var h hash.Hash32 = NewAdler32()
+	ref := adler32.New()
+	p := bytes.Repeat([]byte("ecstore adler32 "), 1000)
+	for _, w := range [][]byte{p[:3], p[3:500], p[500:]} {
+		h.Write(w)
+		ref.Write(w)
+	}
+	if h.Sum32() != ref.Sum32() || !bytes.Equal(h.Sum([]byte{9}), ref.Sum([]byte{9})) || h.Size() != ref.Size() {
+		t.Fatalf("sum %08x %x, want %08x %x", h.Sum32(), h.Sum(nil), ref.Sum32(), ref.Sum(nil))
+	}
+	h.Reset()
+	if h.Sum32() != 1 {
+		t.Fatalf("after Reset: %08x, want 00000001", h.Sum32())
 	}
 }

@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"hash/adler32"
 	"hash/crc32"
 	"io"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/ecstore/ecstore/internal/erasure"
 	"github.com/ecstore/ecstore/internal/object"
 )
 
@@ -138,7 +138,7 @@ func newDigestCheck(h string) (*digestCheck, error) {
 		switch alg {
 		case "adler32":
 			want = parseSum(val, false)
-			hs = adler32.New()
+			hs = erasure.NewAdler32()
 		case "crc32c":
 			want = parseSum(val, true)
 			hs = crc32.New(crc32.MakeTable(crc32.Castagnoli))
