@@ -449,11 +449,11 @@ func writeMarkdown(w io.Writer, r *results, rep *report) {
 		"(ecstore bench --mode small, 27 KB objects). ecstore runs %d+%d with %d MiB chunks and no spares, "+
 		"in its default durable mode (every archive fsynced, renamed, directory fsynced before the close is acknowledged), "+
 		"with the background healer off so that rebuild traffic does not mix into the figures. "+
-		"Gets marked cold read files whose pages were dropped from the page cache first (posix_fadvise DONTNEED), "+
-		"right after one untimed read of the same files, so that every cold read, xrootd's and ecstore's, fills pages the kernel has just freed "+
-		"(on a virtual machine whose balloon reports free pages to the host, a page free for a few seconds costs a host fault at its first touch: "+
-		"a cold 1 GiB get through the gateway ran at 718 MB/s into such pages and at 1004 MB/s into recycled ones; "+
-		"without the untimed read, a get after xrootd's put, which writes through the page cache, and one after ecstore's O_DIRECT put were timed under different conditions); "+
+		"Gets marked cold read files whose pages were dropped from the page cache first (bench/limits evict: "+
+		"each stored file is read once, fsynced and dropped with posix_fadvise DONTNEED), so that every cold read, xrootd's and ecstore's, "+
+		"fills pages the kernel has just freed: on a virtual machine whose balloon reports free pages to the host, a page free for a few seconds "+
+		"costs a host fault at its first touch (a cold 1 GiB get through the gateway ran at 718 MB/s into such pages, 1004 MB/s into recycled ones), "+
+		"and without the read, files written through the page cache (xrootd) and with O_DIRECT (ecstore) would be read under different conditions; "+
 		"xrdcp gets write to /dev/null.\n\n",
 		info("size"), streams, info("stream_size"), info("small_phase"), dataChunks, parityChunks, chunkMiB)
 	io.WriteString(w, rep.table)
