@@ -598,10 +598,16 @@ func (f *file) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 	return n, err
 }
 
-// SendSource lets the server send the file's bytes with sendfile(2).
+// SendSource lets the server send the file's bytes with sendfile(2). A
+// file open for writing is read with ReadAt instead: its appender may
+// turn O_DIRECT on while a read is under way, which an unaligned
+// sendfile would fail on after the reply's header has gone out.
 func (f *file) SendSource(ctx context.Context, off int64, n int) (*os.File, int, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
+	}
+	if f.writable {
+		return nil, 0, nil
 	}
 	if err := f.flush(); err != nil {
 		return nil, 0, osErr(err)
