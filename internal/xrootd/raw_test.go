@@ -384,3 +384,34 @@ func TestTimeouts(t *testing.T) {
 		(&rawConn{t: t, conn: conn}).expectClosed()
 	})
 }
+
+// TestStreamedWriteRemainder: a client that splits a chunk-sized write
+// into requests of at most 256 KiB sends a remainder just under that; it
+// streams too, rather than being buffered and copied (a quarter of every
+// byte an ecstore node received went that way).
+func TestStreamedWriteRemainder(t *testing.T) {
+	m := newMemFS()
+	addr, _ := startServer(t, m, Limits{})
+	c := dial(t, addr, &DialOptions{WriteChunk: 256 << 10})
+	ctx := testCtx(t)
+	data := bytes.Repeat([]byte("remainder"), (1<<20-4036)/9)
+	f, err := c.Open(ctx, "/r", OpenNew, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(ctx, data, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	got, streamed := append([]byte(nil), m.nodes["/r"].data...), m.streamed
+	m.mu.Unlock()
+	if !bytes.Equal(got, data) {
+		t.Fatalf("stored %d bytes, not the %d written", len(got), len(data))
+	}
+	if want := (len(data) + 256<<10 - 1) / (256 << 10); streamed != want {
+		t.Fatalf("%d of %d writes were streamed", streamed, want)
+	}
+}

@@ -9,8 +9,10 @@ import (
 )
 
 // minStreamWrite is the smallest write payload handed to a
-// FileStreamWriter; smaller ones are buffered, which costs little.
-const minStreamWrite = 256 << 10
+// FileStreamWriter; smaller ones are buffered, which costs little. It is
+// well below the 256 KiB that clients commonly split large writes into,
+// so that the remainder of such a split streams too.
+const minStreamWrite = 64 << 10
 
 // streamWrite serves a large kXR_write or kXR_pgwrite to a file that
 // implements FileStreamWriter by handing it the connection: the payload
