@@ -89,12 +89,7 @@ func (s *session) sendFileFrame(raw syscall.RawConn, sid StreamID, st Status, sr
 		werr = cerr
 	}
 	if werr != nil {
-		s.werr = fmt.Errorf("xrootd: write response: %w", werr)
-		if !s.killed.Load() && s.ctx.Err() == nil {
-			s.log.Debug("xrootd response sendfile failed; closing", "err", werr)
-		}
-		s.kill()
-		return s.werr
+		return s.writeFailed(werr)
 	}
 	return nil
 }

@@ -304,14 +304,21 @@ func (s *session) writeFrame(bufs net.Buffers) error {
 	}
 	s.conn.SetWriteDeadline(time.Now().Add(s.limits.WriteTimeout))
 	if _, err := bufs.WriteTo(s.conn); err != nil {
-		s.werr = fmt.Errorf("xrootd: write response: %w", err)
-		if !s.killed.Load() && s.ctx.Err() == nil {
-			s.log.Debug("xrootd response write failed; closing", "err", err)
-		}
-		s.kill()
-		return s.werr
+		return s.writeFailed(err)
 	}
 	return nil
+}
+
+// writeFailed records that writing a response failed with err, which
+// sticks, and closes the connection: the client cannot tell where the
+// frame broke off. s.wmu is held.
+func (s *session) writeFailed(err error) error {
+	s.werr = fmt.Errorf("xrootd: write response: %w", err)
+	if !s.killed.Load() && s.ctx.Err() == nil {
+		s.log.Debug("xrootd response write failed; closing", "err", err)
+	}
+	s.kill()
+	return s.werr
 }
 
 // send sends one response frame whose body is the concatenation of parts.
