@@ -78,9 +78,10 @@ type Options struct {
 
 // FS serves a local directory. It is safe for concurrent use.
 type FS struct {
-	dir   string
-	root  *os.Root
-	fsync bool
+	dir     string
+	root    *os.Root
+	beneath *fsutil.Beneath // one-call opens under dir; nil: root only
+	fsync   bool
 
 	mu    sync.Mutex
 	users map[uint32]string
@@ -109,12 +110,17 @@ func New(dir string, opts Options) (*FS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dataserver: %w", err)
 	}
+	beneath, err := fsutil.NewBeneath(abs)
+	if err != nil {
+		beneath = nil // os.Root alone serves
+	}
 	return &FS{
-		dir:   abs,
-		root:  root,
-		fsync: opts.Fsync,
-		users: make(map[uint32]string),
-		group: make(map[uint32]string),
+		dir:     abs,
+		root:    root,
+		beneath: beneath,
+		fsync:   opts.Fsync,
+		users:   make(map[uint32]string),
+		group:   make(map[uint32]string),
 	}, nil
 }
 
@@ -124,6 +130,9 @@ func (s *FS) Dir() string { return s.dir }
 // Close releases the directory. Files already open keep working; every
 // other later call fails.
 func (s *FS) Close() error {
+	if s.beneath != nil {
+		s.beneath.Close()
+	}
 	if err := s.root.Close(); err != nil {
 		return fmt.Errorf("dataserver: close: %w", err)
 	}
@@ -144,7 +153,7 @@ func (s *FS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (xr
 	if !fl.Writable() {
 		// O_NONBLOCK keeps a FIFO planted in the tree from blocking the
 		// open; it has no effect on regular files.
-		f, err := s.root.OpenFile(fsutil.Rel(name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		f, err := s.beneath.OpenFile(s.root, fsutil.Rel(name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 		if err != nil {
 			return nil, osErr(err)
 		}
@@ -179,12 +188,12 @@ func (s *FS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (xr
 		perm = 0o644
 	}
 	create := flag&os.O_CREATE != 0
-	f, err := s.root.OpenFile(fsutil.Rel(name), flag|syscall.O_NONBLOCK, perm)
+	f, err := s.beneath.OpenFile(s.root, fsutil.Rel(name), flag|syscall.O_NONBLOCK, perm)
 	if errors.Is(err, fs.ErrNotExist) && create && fl&(xrootd.OpenMkpath|xrootd.OpenAsync) != 0 {
 		if err := s.mkdirs(path.Dir(name), 0o755); err != nil {
 			return nil, osErr(err)
 		}
-		f, err = s.root.OpenFile(fsutil.Rel(name), flag|syscall.O_NONBLOCK, perm)
+		f, err = s.beneath.OpenFile(s.root, fsutil.Rel(name), flag|syscall.O_NONBLOCK, perm)
 	}
 	if err != nil {
 		return nil, osErr(err)
@@ -227,7 +236,7 @@ func (s *FS) List(ctx context.Context, dir string) iter.Seq2[xrootd.FileInfo, er
 			yield(xrootd.FileInfo{}, err)
 			return
 		}
-		f, err := s.root.OpenFile(fsutil.Rel(dir), os.O_RDONLY|syscall.O_DIRECTORY, 0)
+		f, err := s.beneath.OpenFile(s.root, fsutil.Rel(dir), os.O_RDONLY|syscall.O_DIRECTORY, 0)
 		if err != nil {
 			yield(xrootd.FileInfo{}, osErr(err))
 			return

@@ -1,5 +1,7 @@
 // Package fsutil holds the few file-system helpers shared by the drivers
-// that store plain files under an os.Root (node.Local, dataserver).
+// that store plain files under an os.Root (node.Local, dataserver),
+// among them Beneath, which opens a path under the directory in one
+// openat2 call instead of os.Root's walk of one component at a time.
 package fsutil
 
 import (

@@ -50,12 +50,13 @@ type LocalOptions struct {
 // work after the write's context was cancelled. Commit finishes an
 // upload that was not finished.
 type Local struct {
-	id     string
-	dir    string
-	root   *os.Root
-	fsync  bool
-	procFD bool        // /proc/self/fd can name a directory fd
-	noAttr atomic.Bool // the file system refused user xattrs
+	id      string
+	dir     string
+	root    *os.Root
+	beneath *fsutil.Beneath // one-call opens under dir; nil: root only
+	fsync   bool
+	procFD  bool        // /proc/self/fd can name a directory fd
+	noAttr  atomic.Bool // the file system refused user xattrs
 }
 
 var _ Node = (*Local)(nil)
@@ -77,17 +78,27 @@ func NewLocal(id, dir string, opts LocalOptions) (*Local, error) {
 		return nil, fmt.Errorf("node %s: open dir %s: %w", id, abs, mapErr(err))
 	}
 	_, perr := os.Stat("/proc/self/fd")
+	beneath, err := fsutil.NewBeneath(abs)
+	if err != nil {
+		beneath = nil // os.Root alone serves
+	}
 	return &Local{
-		id:     id,
-		dir:    abs,
-		root:   root,
-		fsync:  opts.Fsync,
-		procFD: perr == nil,
+		id:      id,
+		dir:     abs,
+		root:    root,
+		beneath: beneath,
+		fsync:   opts.Fsync,
+		procFD:  perr == nil,
 	}, nil
 }
 
 // ID returns the node's name.
 func (l *Local) ID() string { return l.id }
+
+// openFile opens path under the node's directory (fsutil.Beneath).
+func (l *Local) openFile(path string, flag int, perm os.FileMode) (*os.File, error) {
+	return l.beneath.OpenFile(l.root, fsutil.Rel(path), flag, perm)
+}
 
 // Dir returns the absolute directory the node stores its files in.
 func (l *Local) Dir() string { return l.dir }
@@ -96,6 +107,9 @@ func (l *Local) Dir() string { return l.dir }
 // readable; every other later call fails, including the Commit of an
 // upload in progress.
 func (l *Local) Close() error {
+	if l.beneath != nil {
+		l.beneath.Close()
+	}
 	if err := l.root.Close(); err != nil {
 		return fmt.Errorf("node %s: close: %w", l.id, err)
 	}
@@ -122,12 +136,12 @@ func (l *Local) Create(ctx context.Context, path string) (Upload, error) {
 	_, _ = rand.Read(sfx[:]) // never fails (crypto/rand docs)
 	tmp := Join(dir, TempName(base, hex.EncodeToString(sfx[:])))
 	const flag = os.O_WRONLY | os.O_CREATE | os.O_EXCL
-	f, err := l.root.OpenFile(fsutil.Rel(tmp), flag, 0o644)
+	f, err := l.openFile(tmp, flag, 0o644)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := l.mkdirs(dir); err != nil {
 			return nil, l.fail("create", path, err)
 		}
-		f, err = l.root.OpenFile(fsutil.Rel(tmp), flag, 0o644)
+		f, err = l.openFile(tmp, flag, 0o644)
 	}
 	if err != nil {
 		return nil, l.fail("create", path, err)
@@ -148,7 +162,7 @@ func (l *Local) Open(ctx context.Context, path string) (File, error) {
 	}
 	// O_NONBLOCK keeps a FIFO planted in the tree from blocking the open;
 	// it has no effect on regular files.
-	f, err := l.root.OpenFile(fsutil.Rel(path), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := l.openFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, l.fail("open", path, err)
 	}
@@ -182,7 +196,7 @@ func (l *Local) Stat(ctx context.Context, path string) (FileInfo, error) {
 		info.Name = "/"
 	}
 	if fi.Mode().IsRegular() && !l.noAttr.Load() {
-		f, err := l.root.OpenFile(fsutil.Rel(path), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		f, err := l.openFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 		if err == nil {
 			_ = control(f, func(fd int) {
 				info.Attrs = l.readAttrs(
@@ -201,7 +215,7 @@ func (l *Local) List(ctx context.Context, dir string) ([]FileInfo, error) {
 	if err := l.check(ctx, "list", dir); err != nil {
 		return nil, err
 	}
-	f, err := l.root.OpenFile(fsutil.Rel(dir), os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	f, err := l.openFile(dir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, l.fail("list", dir, err)
 	}

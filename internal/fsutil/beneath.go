@@ -1,0 +1,112 @@
+package fsutil
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrEscapes is returned by Beneath.Open for a path that would lead
+// outside the directory (through "..", an absolute symbolic link, or one
+// that climbs out).
+var ErrEscapes = errors.New("path escapes from parent")
+
+// Beneath opens files under one directory with a single openat2(2)
+// call, RESOLVE_BENEATH and RESOLVE_NO_MAGICLINKS: the kernel keeps the
+// whole resolution, symbolic links included, inside the directory, as
+// os.Root does by opening the path one component at a time (two system
+// calls per component). Where the kernel has no openat2 (Linux before
+// 5.6, or a seccomp filter that refuses it), Open reports that it did
+// nothing and the caller uses its os.Root.
+type Beneath struct {
+	dir     *os.File // O_PATH descriptor of the directory
+	missing atomic.Bool
+}
+
+// NewBeneath opens dir for Beneath.Open.
+func NewBeneath(dir string) (*Beneath, error) {
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	return &Beneath{dir: os.NewFile(uintptr(fd), dir)}, nil
+}
+
+// Close releases the directory.
+func (b *Beneath) Close() error { return b.dir.Close() }
+
+// Open opens rel, a relative slash-separated name, under the directory
+// with the os.OpenFile flags and permission given. done is false when
+// openat2 is not available; err is then nil.
+func (b *Beneath) Open(rel string, flag int, perm os.FileMode) (f *os.File, done bool, err error) {
+	if b.missing.Load() {
+		return nil, false, nil
+	}
+	how := unix.OpenHow{
+		Flags:   uint64(flag) | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
+	}
+	if flag&(unix.O_CREAT|unix.O_TMPFILE) != 0 {
+		how.Mode = uint64(perm.Perm()) // openat2 refuses a mode otherwise
+	}
+	var fd int
+	if cerr := withFd(b.dir, func(dirfd int) {
+		for {
+			fd, err = unix.Openat2(dirfd, rel, &how)
+			if err != unix.EINTR && err != unix.EAGAIN {
+				return
+			}
+		}
+	}); cerr != nil {
+		return nil, true, &os.PathError{Op: "openat2", Path: rel, Err: cerr}
+	}
+	switch {
+	case err == unix.ENOSYS || err == unix.EPERM && b.probeMissing():
+		b.missing.Store(true)
+		return nil, false, nil
+	case err == unix.EXDEV:
+		return nil, true, &os.PathError{Op: "openat2", Path: rel, Err: ErrEscapes}
+	case err != nil:
+		return nil, true, &os.PathError{Op: "openat2", Path: rel, Err: err}
+	}
+	return os.NewFile(uintptr(fd), filepath.Join(b.dir.Name(), rel)), true, nil
+}
+
+// probeMissing tells a seccomp refusal of openat2 from a permission
+// error on the file: openat2 of the directory itself must succeed.
+func (b *Beneath) probeMissing() bool {
+	var fd int
+	err := errors.New("directory closed")
+	withFd(b.dir, func(dirfd int) {
+		fd, err = unix.Openat2(dirfd, ".", &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH})
+	})
+	if err == nil {
+		unix.Close(fd)
+		return false
+	}
+	return true
+}
+
+// withFd calls fn with f's descriptor, which stays open until fn returns.
+func withFd(f *os.File, fn func(fd int)) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	return rc.Control(func(fd uintptr) { fn(int(fd)) })
+}
+
+// OpenFile opens rel under the directory with one openat2 call where the
+// kernel has it, else through root, which must be the same directory. A
+// nil Beneath uses root alone.
+func (b *Beneath) OpenFile(root *os.Root, rel string, flag int, perm os.FileMode) (*os.File, error) {
+	if b != nil {
+		if f, done, err := b.Open(rel, flag, perm); done {
+			return f, err
+		}
+	}
+	return root.OpenFile(rel, flag, perm)
+}
