@@ -40,7 +40,8 @@ func (b *Beneath) Close() error { return b.dir.Close() }
 
 // Open opens rel, a relative slash-separated name, under the directory
 // with the os.OpenFile flags and permission given. done is false when
-// openat2 is not available; err is then nil.
+// openat2 is not available (or kept failing with EAGAIN); err is then
+// nil.
 func (b *Beneath) Open(rel string, flag int, perm os.FileMode) (f *os.File, done bool, err error) {
 	if b.missing.Load() {
 		return nil, false, nil
@@ -54,7 +55,9 @@ func (b *Beneath) Open(rel string, flag int, perm os.FileMode) (f *os.File, done
 	}
 	var fd int
 	if cerr := withFd(b.dir, func(dirfd int) {
-		for {
+		// EAGAIN: a rename raced with the resolution; try again a few
+		// times, then let os.Root walk the path.
+		for range 8 {
 			fd, err = unix.Openat2(dirfd, rel, &how)
 			if err != unix.EINTR && err != unix.EAGAIN {
 				return
@@ -64,6 +67,8 @@ func (b *Beneath) Open(rel string, flag int, perm os.FileMode) (f *os.File, done
 		return nil, true, &os.PathError{Op: "openat2", Path: rel, Err: cerr}
 	}
 	switch {
+	case err == unix.EINTR || err == unix.EAGAIN:
+		return nil, false, nil
 	case err == unix.ENOSYS || err == unix.EPERM && b.probeMissing():
 		b.missing.Store(true)
 		return nil, false, nil
