@@ -74,11 +74,16 @@ func (s *session) sendFileFrame(raw syscall.RawConn, sid StreamID, st Status, sr
 		return s.werr
 	}
 	s.conn.SetWriteDeadline(time.Now().Add(s.limits.WriteTimeout))
+	file, err := src.SyscallConn()
+	if err != nil {
+		return s.writeFailed(err)
+	}
 	var werr error
-	cerr := withFd(src, func(in int) {
+	// Control keeps the file's descriptor open while the bytes go out.
+	cerr := file.Control(func(in uintptr) {
 		left := n
 		err := raw.Write(func(out uintptr) bool {
-			werr = sendHeaderAndFile(int(out), &hdr, in, &off, &left)
+			werr = sendHeaderAndFile(int(out), &hdr, int(in), &off, &left)
 			return werr != unix.EAGAIN
 		})
 		if err != nil && werr == nil {
@@ -92,15 +97,6 @@ func (s *session) sendFileFrame(raw syscall.RawConn, sid StreamID, st Status, sr
 		return s.writeFailed(werr)
 	}
 	return nil
-}
-
-// withFd calls fn with f's descriptor, which stays open until fn returns.
-func withFd(f *os.File, fn func(fd int)) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	return rc.Control(func(fd uintptr) { fn(int(fd)) })
 }
 
 // sendHeaderAndFile writes what is left of *hdr, then what is left of the
