@@ -275,17 +275,11 @@ func (s *FS) Remove(ctx context.Context, name string) error {
 	if name == "/" {
 		return xrootd.Errorf(xrootd.ErrNotAuthorized, "rm /: the root cannot be removed")
 	}
-	fi, err := s.root.Lstat(fsutil.Rel(name))
-	if err != nil {
-		return fmt.Errorf("rm %s: %w", name, osErr(err))
-	}
-	if fi.IsDir() {
+	err := s.beneath.Remove(s.root, fsutil.Rel(name), false, s.fsync)
+	if errors.Is(err, syscall.EISDIR) {
 		return xrootd.Errorf(xrootd.ErrIsDirectory, "rm %s: is a directory; use rmdir", name)
 	}
-	if err := s.root.Remove(fsutil.Rel(name)); err != nil {
-		return fmt.Errorf("rm %s: %w", name, osErr(err))
-	}
-	if err := s.syncDir(path.Dir(name)); err != nil {
+	if err != nil {
 		return fmt.Errorf("rm %s: %w", name, osErr(err))
 	}
 	return nil

@@ -79,3 +79,62 @@ func TestBeneath(t *testing.T) {
 		t.Error("open after Close succeeded")
 	}
 }
+
+// Remove takes away a file, or with dirs an empty directory, never
+// anything outside the directory: a symbolic link as the last element is
+// removed itself, and a parent outside is refused.
+func TestBeneathRemove(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(dir, "a/empty"), 0o755))
+	must(os.MkdirAll(filepath.Join(dir, "a/full"), 0o755))
+	must(os.WriteFile(filepath.Join(dir, "a/full/f"), nil, 0o644))
+	must(os.WriteFile(filepath.Join(dir, "top"), nil, 0o644))
+	must(os.WriteFile(filepath.Join(outside, "secret"), nil, 0o644))
+	must(os.Symlink(filepath.Join(outside, "secret"), filepath.Join(dir, "a/link")))
+	must(os.Symlink(outside, filepath.Join(dir, "out")))
+	root, err := os.OpenRoot(dir)
+	must(err)
+	defer root.Close()
+	b, err := NewBeneath(dir)
+	must(err)
+	defer b.Close()
+	for _, bb := range []*Beneath{b, nil} { // with openat2, and os.Root alone
+		if bb == nil {
+			must(os.WriteFile(filepath.Join(dir, "top"), nil, 0o644))
+			must(os.Symlink(filepath.Join(outside, "secret"), filepath.Join(dir, "a/link")))
+			must(os.MkdirAll(filepath.Join(dir, "a/empty"), 0o755))
+		}
+		must(bb.Remove(root, "top", false, true))
+		must(bb.Remove(root, "a/link", false, true))
+		if _, err := os.Stat(filepath.Join(outside, "secret")); err != nil {
+			t.Fatalf("removing a link removed its target: %v", err)
+		}
+		if err := bb.Remove(root, "a/empty", false, false); !errors.Is(err, syscall.EISDIR) {
+			t.Errorf("remove of a directory without dirs: %v; want EISDIR", err)
+		}
+		must(bb.Remove(root, "a/empty", true, false))
+		if err := bb.Remove(root, "a/full", true, false); !errors.Is(err, syscall.ENOTEMPTY) {
+			t.Errorf("remove of a full directory: %v; want ENOTEMPTY", err)
+		}
+		if err := bb.Remove(root, "out/secret", false, false); err == nil {
+			t.Error("remove through a link to outside succeeded")
+		}
+		if err := bb.Remove(root, "a/missing", false, false); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("remove of a missing file: %v", err)
+		}
+		for _, p := range []string{"top", "a/link", "a/empty"} {
+			if _, err := os.Lstat(filepath.Join(dir, p)); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("%s still there: %v", p, err)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(outside, "secret")); err != nil {
+		t.Fatalf("the file outside is gone: %v", err)
+	}
+}

@@ -332,11 +332,7 @@ func (l *Local) Remove(ctx context.Context, path string) error {
 	if path == "/" {
 		return l.wrap("remove", path, fmt.Errorf("%w: cannot remove the root", ErrPath))
 	}
-	if err := l.root.Remove(fsutil.Rel(path)); err != nil {
-		return l.fail("remove", path, err)
-	}
-	dir, _ := Split(path)
-	if err := l.syncDir(dir); err != nil {
+	if err := l.beneath.Remove(l.root, fsutil.Rel(path), true, l.fsync); err != nil {
 		return l.fail("remove", path, err)
 	}
 	return nil
