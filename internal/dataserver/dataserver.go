@@ -323,7 +323,7 @@ func (s *FS) Rename(ctx context.Context, oldName, newName string) error {
 		_, err := s.root.Lstat(fsutil.Rel(oldName))
 		return osErr(err)
 	}
-	err := s.root.Rename(fsutil.Rel(oldName), fsutil.Rel(newName))
+	err := s.beneath.Rename(s.root, fsutil.Rel(oldName), fsutil.Rel(newName), s.fsync)
 	if errors.Is(err, fs.ErrNotExist) {
 		// Either oldName is missing or newName's parent is.
 		if _, serr := s.root.Lstat(fsutil.Rel(oldName)); serr != nil {
@@ -332,20 +332,9 @@ func (s *FS) Rename(ctx context.Context, oldName, newName string) error {
 		if err := s.mkdirs(path.Dir(newName), 0o755); err != nil {
 			return osErr(err)
 		}
-		err = s.root.Rename(fsutil.Rel(oldName), fsutil.Rel(newName))
+		err = s.beneath.Rename(s.root, fsutil.Rel(oldName), fsutil.Rel(newName), s.fsync)
 	}
-	if err != nil {
-		return osErr(err)
-	}
-	if err := s.syncDir(path.Dir(newName)); err != nil {
-		return osErr(err)
-	}
-	if path.Dir(oldName) != path.Dir(newName) {
-		if err := s.syncDir(path.Dir(oldName)); err != nil {
-			return osErr(err)
-		}
-	}
-	return nil
+	return osErr(err)
 }
 
 // Mkdir implements xrootd.DirMaker. An existing directory is not an

@@ -124,24 +124,17 @@ func (b *Beneath) OpenFile(root *os.Root, rel string, flag int, perm os.FileMode
 // removal and another for the fsync. A directory when dirs is false
 // fails with EISDIR.
 func (b *Beneath) Remove(root *os.Root, rel string, dirs, sync bool) error {
-	parent, base := ".", rel
-	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
-		parent, base = rel[:i], rel[i+1:]
-	}
+	parent, base := splitRel(rel)
 	d, err := b.OpenFile(root, parent, os.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	rc, err := d.SyscallConn()
-	if err != nil {
-		return err
-	}
 	var uerr error
-	if err := rc.Control(func(fd uintptr) {
-		uerr = unix.Unlinkat(int(fd), base, 0)
+	if err := withFd(d, func(fd int) {
+		uerr = unix.Unlinkat(fd, base, 0)
 		if uerr == unix.EISDIR && dirs {
-			uerr = unix.Unlinkat(int(fd), base, unix.AT_REMOVEDIR)
+			uerr = unix.Unlinkat(fd, base, unix.AT_REMOVEDIR)
 		}
 	}); err != nil {
 		return err
@@ -153,4 +146,67 @@ func (b *Beneath) Remove(root *os.Root, rel string, dirs, sync bool) error {
 		return d.Sync()
 	}
 	return nil
+}
+
+// Rename renames oldRel to newRel under the directory through their
+// parents, each opened once (with openat2 where the kernel has it), and
+// with sync fsyncs the new parent, and the old one when it differs,
+// which makes the rename durable. As with os.Root.Rename, an existing
+// file at newRel is replaced and an existing directory makes it fail
+// with EEXIST. A missing parent of newRel fails with ENOENT, like a
+// missing oldRel. A failed rename is an *os.LinkError; any other error
+// came after the rename was done (opening a parent, or the fsync).
+func (b *Beneath) Rename(root *os.Root, oldRel, newRel string, sync bool) error {
+	oldParent, oldBase := splitRel(oldRel)
+	newParent, newBase := splitRel(newRel)
+	nd, err := b.OpenFile(root, newParent, os.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return err
+	}
+	defer nd.Close()
+	od := nd
+	if oldParent != newParent {
+		if od, err = b.OpenFile(root, oldParent, os.O_RDONLY|unix.O_DIRECTORY, 0); err != nil {
+			return err
+		}
+		defer od.Close()
+	}
+	var rerr, cerr error
+	err = withFd(od, func(ofd int) {
+		cerr = withFd(nd, func(nfd int) {
+			var st unix.Stat_t
+			if unix.Fstatat(nfd, newBase, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+				rerr = unix.EEXIST
+				return
+			}
+			rerr = unix.Renameat(ofd, oldBase, nfd, newBase)
+		})
+	})
+	for _, e := range []error{cerr, rerr} {
+		if err == nil {
+			err = e
+		}
+	}
+	if err != nil {
+		return &os.LinkError{Op: "rename", Old: oldRel, New: newRel, Err: err}
+	}
+	if !sync {
+		return nil
+	}
+	if err := nd.Sync(); err != nil {
+		return err
+	}
+	if od != nd {
+		return od.Sync()
+	}
+	return nil
+}
+
+// splitRel splits a relative slash-separated name into its parent
+// (".", at the top) and last element.
+func splitRel(rel string) (parent, base string) {
+	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+		return rel[:i], rel[i+1:]
+	}
+	return ".", rel
 }

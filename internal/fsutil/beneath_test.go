@@ -138,3 +138,55 @@ func TestBeneathRemove(t *testing.T) {
 		t.Fatalf("the file outside is gone: %v", err)
 	}
 }
+
+// Rename replaces a file, refuses a directory as the target (EEXIST, as
+// os.Root.Rename), reports a missing source or target parent as not
+// existing, and never reaches outside the directory.
+func TestBeneathRename(t *testing.T) {
+	for _, withOpenat2 := range []bool{true, false} {
+		dir, outside := t.TempDir(), t.TempDir()
+		must := func(err error) {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		must(os.MkdirAll(filepath.Join(dir, "a/d"), 0o755))
+		must(os.MkdirAll(filepath.Join(dir, "b"), 0o755))
+		for _, f := range []string{"a/f1", "a/f2", "a/f3"} {
+			must(os.WriteFile(filepath.Join(dir, f), []byte(f), 0o644))
+		}
+		must(os.Symlink(outside, filepath.Join(dir, "out")))
+		root, err := os.OpenRoot(dir)
+		must(err)
+		defer root.Close()
+		var b *Beneath
+		if withOpenat2 {
+			b, err = NewBeneath(dir)
+			must(err)
+			defer b.Close()
+		}
+		must(b.Rename(root, "a/f1", "a/f2", true)) // replaces f2
+		if got, err := os.ReadFile(filepath.Join(dir, "a/f2")); err != nil || string(got) != "a/f1" {
+			t.Errorf("after replacing: a/f2 holds %q, %v", got, err)
+		}
+		must(b.Rename(root, "a/f2", "b/g", true)) // across directories
+		if _, err := os.Stat(filepath.Join(dir, "b/g")); err != nil {
+			t.Errorf("b/g: %v", err)
+		}
+		if err := b.Rename(root, "a/f3", "a/d", false); !errors.Is(err, fs.ErrExist) {
+			t.Errorf("rename onto a directory: %v; want EEXIST", err)
+		}
+		for _, c := range []struct{ from, to string }{{"a/missing", "a/x"}, {"a/f3", "nodir/x"}} {
+			if err := b.Rename(root, c.from, c.to, false); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("rename %s -> %s: %v; want not exist", c.from, c.to, err)
+			}
+		}
+		if err := b.Rename(root, "a/f3", "out/stolen", false); err == nil {
+			t.Error("rename into a link to outside succeeded")
+		}
+		if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+			t.Errorf("the directory outside holds %d entries", len(ents))
+		}
+	}
+}

@@ -351,7 +351,7 @@ func (l *Local) Rename(ctx context.Context, oldPath, newPath string) error {
 	if oldPath == "/" || newPath == "/" {
 		return l.wrap("rename", what, fmt.Errorf("%w: cannot rename the root", ErrPath))
 	}
-	err := l.root.Rename(fsutil.Rel(oldPath), fsutil.Rel(newPath))
+	err := l.beneath.Rename(l.root, fsutil.Rel(oldPath), fsutil.Rel(newPath), l.fsync)
 	if errors.Is(err, fs.ErrNotExist) {
 		// Either oldPath is missing or newPath's parent is.
 		if _, serr := l.root.Lstat(fsutil.Rel(oldPath)); serr != nil {
@@ -361,20 +361,10 @@ func (l *Local) Rename(ctx context.Context, oldPath, newPath string) error {
 		if err := l.mkdirs(newDir); err != nil {
 			return l.fail("rename", what, err)
 		}
-		err = l.root.Rename(fsutil.Rel(oldPath), fsutil.Rel(newPath))
+		err = l.beneath.Rename(l.root, fsutil.Rel(oldPath), fsutil.Rel(newPath), l.fsync)
 	}
 	if err != nil {
 		return l.fail("rename", what, err)
-	}
-	oldDir, _ := Split(oldPath)
-	newDir, _ := Split(newPath)
-	if err := l.syncDir(newDir); err != nil {
-		return l.fail("rename", what, err)
-	}
-	if oldDir != newDir {
-		if err := l.syncDir(oldDir); err != nil {
-			return l.fail("rename", what, err)
-		}
 	}
 	return nil
 }
@@ -635,16 +625,17 @@ func (u *localUpload) Commit(ctx context.Context) error {
 			return u.err
 		}
 	}
-	if err := u.l.root.Rename(fsutil.Rel(u.tmp), fsutil.Rel(u.path)); err != nil {
+	err := u.l.beneath.Rename(u.l.root, fsutil.Rel(u.tmp), fsutil.Rel(u.path), u.l.fsync)
+	var notRenamed *os.LinkError
+	if err != nil && errors.As(err, &notRenamed) {
 		if errors.Is(err, fs.ErrExist) {
-			// os.Root refuses to rename onto a directory with EEXIST.
+			// Renaming onto a directory fails with EEXIST.
 			return u.l.wrap("commit", u.path, ErrIsDir)
 		}
 		return u.l.fail("commit", u.path, err)
 	}
 	u.state = upCommitted
-	dir, _ := Split(u.path)
-	if err := u.l.syncDir(dir); err != nil {
+	if err != nil { // the fsync of the directory
 		return u.l.fail("commit", u.path, err)
 	}
 	return nil
