@@ -532,6 +532,7 @@ stop_proc "$gw_pid"
 mkdir -p "$work/moved"
 mv "$data/nodes/00" "$data/nodes/01" "$work/moved/"
 gateway gw-local2 --data "$data" "${geom[@]}"
+prime "$gw_url//big" # a new gateway: time it in its steady state, as D2
 "$limits" evict "$data"
 timed_xrd local.get_killed2 "$size" -f "$gw_url//big" /dev/null || true
 stop_proc "$gw_pid"

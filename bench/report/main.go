@@ -454,7 +454,7 @@ func writeMarkdown(w io.Writer, r *results, rep *report) {
 		"fills pages the kernel has just freed: on a virtual machine whose balloon reports free pages to the host, a page free for a few seconds "+
 		"costs a host fault at its first touch (a cold 1 GiB get through the gateway ran at 718 MB/s into such pages, 1004 MB/s into recycled ones), "+
 		"and without the read, files written through the page cache (xrootd) and with O_DIRECT (ecstore) would be read under different conditions. "+
-		"Each timed single get (X3, and the healthy gets of ecstore) follows one untimed get of the same file, so that every server is timed in its steady state: "+
+		"Each timed single get (X3, the healthy gets of ecstore, and the degraded get on a restarted gateway, D3) follows one untimed get of the same file, so that every server is timed in its steady state: "+
 		"a gateway's first get after a put faults in fresh heap, which cost 0.3-0.8 s of CPU per GiB on this virtual machine; "+
 		"xrdcp gets write to /dev/null.\n\n",
 		info("size"), streams, info("stream_size"), info("small_phase"), dataChunks, parityChunks, chunkMiB)
