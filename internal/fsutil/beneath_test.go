@@ -13,20 +13,14 @@ import (
 // included, and refuses every path that leads out, as os.Root does.
 func TestBeneath(t *testing.T) {
 	dir, outside := t.TempDir(), t.TempDir()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(os.MkdirAll(filepath.Join(dir, "a/b"), 0o755))
-	must(os.WriteFile(filepath.Join(dir, "a/b/f"), []byte("in"), 0o644))
-	must(os.WriteFile(filepath.Join(outside, "secret"), []byte("out"), 0o644))
-	must(os.Symlink("b/f", filepath.Join(dir, "a/inner")))
-	must(os.Symlink(outside, filepath.Join(dir, "abs")))
-	must(os.Symlink("../../"+filepath.Base(outside), filepath.Join(dir, "rel")))
+	must(t, os.MkdirAll(filepath.Join(dir, "a/b"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "a/b/f"), []byte("in"), 0o644))
+	must(t, os.WriteFile(filepath.Join(outside, "secret"), []byte("out"), 0o644))
+	must(t, os.Symlink("b/f", filepath.Join(dir, "a/inner")))
+	must(t, os.Symlink(outside, filepath.Join(dir, "abs")))
+	must(t, os.Symlink("../../"+filepath.Base(outside), filepath.Join(dir, "rel")))
 	b, err := NewBeneath(dir)
-	must(err)
+	must(t, err)
 	defer b.Close()
 
 	open := func(rel string, flag int, perm os.FileMode) (*os.File, error) {
@@ -85,40 +79,34 @@ func TestBeneath(t *testing.T) {
 // removed itself, and a parent outside is refused.
 func TestBeneathRemove(t *testing.T) {
 	dir, outside := t.TempDir(), t.TempDir()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(os.MkdirAll(filepath.Join(dir, "a/empty"), 0o755))
-	must(os.MkdirAll(filepath.Join(dir, "a/full"), 0o755))
-	must(os.WriteFile(filepath.Join(dir, "a/full/f"), nil, 0o644))
-	must(os.WriteFile(filepath.Join(dir, "top"), nil, 0o644))
-	must(os.WriteFile(filepath.Join(outside, "secret"), nil, 0o644))
-	must(os.Symlink(filepath.Join(outside, "secret"), filepath.Join(dir, "a/link")))
-	must(os.Symlink(outside, filepath.Join(dir, "out")))
+	must(t, os.MkdirAll(filepath.Join(dir, "a/empty"), 0o755))
+	must(t, os.MkdirAll(filepath.Join(dir, "a/full"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "a/full/f"), nil, 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "top"), nil, 0o644))
+	must(t, os.WriteFile(filepath.Join(outside, "secret"), nil, 0o644))
+	must(t, os.Symlink(filepath.Join(outside, "secret"), filepath.Join(dir, "a/link")))
+	must(t, os.Symlink(outside, filepath.Join(dir, "out")))
 	root, err := os.OpenRoot(dir)
-	must(err)
+	must(t, err)
 	defer root.Close()
 	b, err := NewBeneath(dir)
-	must(err)
+	must(t, err)
 	defer b.Close()
 	for _, bb := range []*Beneath{b, nil} { // with openat2, and os.Root alone
 		if bb == nil {
-			must(os.WriteFile(filepath.Join(dir, "top"), nil, 0o644))
-			must(os.Symlink(filepath.Join(outside, "secret"), filepath.Join(dir, "a/link")))
-			must(os.MkdirAll(filepath.Join(dir, "a/empty"), 0o755))
+			must(t, os.WriteFile(filepath.Join(dir, "top"), nil, 0o644))
+			must(t, os.Symlink(filepath.Join(outside, "secret"), filepath.Join(dir, "a/link")))
+			must(t, os.MkdirAll(filepath.Join(dir, "a/empty"), 0o755))
 		}
-		must(bb.Remove(root, "top", false, true))
-		must(bb.Remove(root, "a/link", false, true))
+		must(t, bb.Remove(root, "top", false, true))
+		must(t, bb.Remove(root, "a/link", false, true))
 		if _, err := os.Stat(filepath.Join(outside, "secret")); err != nil {
 			t.Fatalf("removing a link removed its target: %v", err)
 		}
 		if err := bb.Remove(root, "a/empty", false, false); !errors.Is(err, syscall.EISDIR) {
 			t.Errorf("remove of a directory without dirs: %v; want EISDIR", err)
 		}
-		must(bb.Remove(root, "a/empty", true, false))
+		must(t, bb.Remove(root, "a/empty", true, false))
 		if err := bb.Remove(root, "a/full", true, false); !errors.Is(err, syscall.ENOTEMPTY) {
 			t.Errorf("remove of a full directory: %v; want ENOTEMPTY", err)
 		}
@@ -145,32 +133,26 @@ func TestBeneathRemove(t *testing.T) {
 func TestBeneathRename(t *testing.T) {
 	for _, withOpenat2 := range []bool{true, false} {
 		dir, outside := t.TempDir(), t.TempDir()
-		must := func(err error) {
-			t.Helper()
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		must(os.MkdirAll(filepath.Join(dir, "a/d"), 0o755))
-		must(os.MkdirAll(filepath.Join(dir, "b"), 0o755))
+		must(t, os.MkdirAll(filepath.Join(dir, "a/d"), 0o755))
+		must(t, os.MkdirAll(filepath.Join(dir, "b"), 0o755))
 		for _, f := range []string{"a/f1", "a/f2", "a/f3"} {
-			must(os.WriteFile(filepath.Join(dir, f), []byte(f), 0o644))
+			must(t, os.WriteFile(filepath.Join(dir, f), []byte(f), 0o644))
 		}
-		must(os.Symlink(outside, filepath.Join(dir, "out")))
+		must(t, os.Symlink(outside, filepath.Join(dir, "out")))
 		root, err := os.OpenRoot(dir)
-		must(err)
+		must(t, err)
 		defer root.Close()
 		var b *Beneath
 		if withOpenat2 {
 			b, err = NewBeneath(dir)
-			must(err)
+			must(t, err)
 			defer b.Close()
 		}
-		must(b.Rename(root, "a/f1", "a/f2", true)) // replaces f2
+		must(t, b.Rename(root, "a/f1", "a/f2", true)) // replaces f2
 		if got, err := os.ReadFile(filepath.Join(dir, "a/f2")); err != nil || string(got) != "a/f1" {
 			t.Errorf("after replacing: a/f2 holds %q, %v", got, err)
 		}
-		must(b.Rename(root, "a/f2", "b/g", true)) // across directories
+		must(t, b.Rename(root, "a/f2", "b/g", true)) // across directories
 		if _, err := os.Stat(filepath.Join(dir, "b/g")); err != nil {
 			t.Errorf("b/g: %v", err)
 		}
@@ -188,5 +170,13 @@ func TestBeneathRename(t *testing.T) {
 		if ents, _ := os.ReadDir(outside); len(ents) != 0 {
 			t.Errorf("the directory outside holds %d entries", len(ents))
 		}
+	}
+}
+
+// must stops the test on a setup error.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
