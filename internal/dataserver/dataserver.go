@@ -422,7 +422,7 @@ func (s *FS) syncDir(dir string) error {
 	if !s.fsync {
 		return nil
 	}
-	return fsutil.SyncDir(s.root, dir)
+	return s.beneath.SyncDir(s.root, fsutil.Rel(dir))
 }
 
 // info converts an fs.FileInfo. ID combines the device and inode numbers

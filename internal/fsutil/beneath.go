@@ -25,6 +25,7 @@ var ErrEscapes = errors.New("path escapes from parent")
 type Beneath struct {
 	dir     *os.File // O_PATH descriptor of the directory
 	missing atomic.Bool
+	syncs   SyncGroup // directory fsyncs of Remove, Rename and SyncDir
 }
 
 // NewBeneath opens dir for Beneath.Open.
@@ -119,7 +120,8 @@ func (b *Beneath) OpenFile(root *os.Root, rel string, flag int, perm os.FileMode
 
 // Remove removes rel, a file (or, with dirs, an empty directory), under
 // the directory through its parent, opened once (with openat2 where the
-// kernel has it, else through root), and with sync fsyncs that parent,
+// kernel has it, else through root), and with sync fsyncs that parent
+// (an fsync shared with concurrent callers, see SyncGroup),
 // which makes the removal durable: one open instead of a walk for the
 // removal and another for the fsync. A directory when dirs is false
 // fails with EISDIR.
@@ -143,14 +145,15 @@ func (b *Beneath) Remove(root *os.Root, rel string, dirs, sync bool) error {
 		return &os.PathError{Op: "remove", Path: rel, Err: uerr}
 	}
 	if sync {
-		return d.Sync()
+		return b.syncGroup().Sync(d)
 	}
 	return nil
 }
 
 // Rename renames oldRel to newRel under the directory through their
 // parents, each opened once (with openat2 where the kernel has it), and
-// with sync fsyncs the new parent, and the old one when it differs,
+// with sync fsyncs the new parent, and the old one when it differs
+// (fsyncs shared as in SyncDir),
 // which makes the rename durable. As with os.Root.Rename, an existing
 // file at newRel is replaced and an existing directory makes it fail
 // with EEXIST. A missing parent of newRel fails with ENOENT, like a
@@ -193,13 +196,37 @@ func (b *Beneath) Rename(root *os.Root, oldRel, newRel string, sync bool) error 
 	if !sync {
 		return nil
 	}
-	if err := nd.Sync(); err != nil {
+	if err := b.syncGroup().Sync(nd); err != nil {
 		return err
 	}
 	if od != nd {
-		return od.Sync()
+		return b.syncGroup().Sync(od)
 	}
 	return nil
+}
+
+// SyncDir fsyncs directory rel under the directory, which makes the
+// creations, removals and renames done in it durable; concurrent calls
+// for one directory share fsyncs (see SyncGroup). A nil Beneath opens
+// rel through root and fsyncs it on its own.
+func (b *Beneath) SyncDir(root *os.Root, rel string) error {
+	d, err := b.OpenFile(root, rel, os.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return err
+	}
+	err = b.syncGroup().Sync(d)
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// syncGroup is b's SyncGroup; nil (an fsync per call) for a nil b.
+func (b *Beneath) syncGroup() *SyncGroup {
+	if b == nil {
+		return nil
+	}
+	return &b.syncs
 }
 
 // splitRel splits a relative slash-separated name into its parent

@@ -4,11 +4,6 @@
 // openat2 call instead of os.Root's walk of one component at a time.
 package fsutil
 
-import (
-	"os"
-	"syscall"
-)
-
 // Rel turns a canonical slash path ("/a/b", "/") into the name os.Root
 // expects ("a/b", ".").
 func Rel(path string) string {
@@ -16,18 +11,4 @@ func Rel(path string) string {
 		return "."
 	}
 	return path[1:]
-}
-
-// SyncDir fsyncs directory dir (a canonical slash path) under root, which
-// makes renames and creations in it durable. The error is not wrapped.
-func SyncDir(root *os.Root, dir string) error {
-	f, err := root.OpenFile(Rel(dir), os.O_RDONLY|syscall.O_DIRECTORY, 0)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

@@ -440,7 +440,7 @@ func (l *Local) syncDir(dir string) error {
 	if !l.fsync {
 		return nil
 	}
-	return fsutil.SyncDir(l.root, dir)
+	return l.beneath.SyncDir(l.root, fsutil.Rel(dir))
 }
 
 // check validates path and ctx for operation op. Stat, open and remove
