@@ -11,6 +11,7 @@ import (
 
 	"github.com/ecstore/ecstore/internal/archive"
 	"github.com/ecstore/ecstore/internal/node"
+	"github.com/ecstore/ecstore/internal/workers"
 )
 
 // archiveRef is one archive of an object found on a node.
@@ -51,10 +52,10 @@ func (l *located) close() {
 	var wg sync.WaitGroup
 	closeRef := func(r *archiveRef) {
 		wg.Add(1)
-		go func() {
+		workers.Go(func() {
 			defer wg.Done()
 			r.file.Close()
-		}()
+		})
 	}
 	for _, r := range l.slots {
 		if r != nil {
@@ -95,7 +96,7 @@ func (s *Store) probeFor(ctx context.Context, path string, nodes []node.Node, pr
 			since = t
 		}
 		deadline := since.Add(s.nodeTimeout(n.ID(), s.opts.ProbeTimeout))
-		go func() {
+		workers.Go(func() {
 			pctx, cancel := context.WithDeadline(ctx, deadline)
 			defer cancel()
 			r := probeOne(pctx, path, n)
@@ -114,7 +115,7 @@ func (s *Store) probeFor(ctx context.Context, path string, nodes []node.Node, pr
 				return
 			}
 			ch <- indexed{i, r} // never blocks: capacity len(nodes)
-		}()
+		})
 	}
 	out := make([]probeResult, 0, len(nodes))
 	answered := make([]bool, len(nodes))

@@ -15,6 +15,7 @@ import (
 	"github.com/ecstore/ecstore/internal/bufpool"
 	"github.com/ecstore/ecstore/internal/erasure"
 	"github.com/ecstore/ecstore/internal/layout"
+	"github.com/ecstore/ecstore/internal/workers"
 )
 
 // Reader reads one version of an object. ReadAt may be called
@@ -308,7 +309,7 @@ func (r *Reader) fetchLocked(b int64, need []bool) *blockFetch {
 	for len(r.fifo) > r.s.opts.ReadAhead+pipelineDepth {
 		r.evictLocked(r.fifo[0])
 	}
-	go func() {
+	workers.Go(func() {
 		defer f.unref()
 		defer close(f.done)
 		select {
@@ -319,7 +320,7 @@ func (r *Reader) fetchLocked(b int64, need []bool) *blockFetch {
 		}
 		defer func() { <-r.fetching }()
 		f.chunks, f.backing, f.err = r.readBlock(r.bg, b, need)
-	}()
+	})
 	return f
 }
 
@@ -389,12 +390,12 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 		started[s] = true
 		inflight++
 		timeout := timeout
-		go func() {
+		workers.Go(func() {
 			cctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			data, buf, err := r.readChunk(cctx, b, s)
 			results <- chunkResult{s, data, buf, err}
-		}()
+		})
 	}
 	// startMore starts up to n stripes not started yet, parity first;
 	// n < 0 starts them all.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ecstore/ecstore/internal/bufpool"
+	"github.com/ecstore/ecstore/internal/workers"
 )
 
 // maxPathLen bounds the path of a request.
@@ -72,10 +73,10 @@ func (s *session) dispatch(f *RequestFrame) {
 			return
 		}
 	}
-	go func() {
+	workers.Go(func() {
 		defer s.finish(f)
 		s.guard(sid, id, func() { s.handle(sid, req) })
-	}()
+	})
 }
 
 // queueFileOp queues a write-side operation on an open file, or answers

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ecstore/ecstore/internal/bufpool"
+	"github.com/ecstore/ecstore/internal/workers"
 )
 
 // session is one client connection.
@@ -385,12 +386,12 @@ func (s *session) registerFile(f File, name string, writable bool) (FileHandle, 
 	of := &openFile{fh: fh, f: f, name: name, writable: writable, queue: make(chan func(), s.limits.MaxInflight+1)}
 	s.files[fh] = of
 	s.workers.Add(1)
-	go func() {
+	workers.Go(func() {
 		defer s.workers.Done()
 		for fn := range of.queue {
 			fn()
 		}
-	}()
+	})
 	return fh, nil
 }
 
