@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // ErrInjected is wrapped by every error a Faulty node injects.
@@ -68,8 +69,9 @@ func (o Op) String() string {
 
 // Action is what a Rule does to a call it fires on.
 type Action struct {
-	kind actionKind
-	err  error
+	kind  actionKind
+	err   error
+	delay time.Duration // of Delay
 }
 
 type actionKind int
@@ -77,6 +79,7 @@ type actionKind int
 const (
 	actFail actionKind = iota
 	actHang
+	actDelay
 	actCorrupt
 )
 
@@ -90,6 +93,11 @@ func Fail(err error) Action { return Action{kind: actFail, err: err} }
 // node is not called. A call with a context that is never done hangs
 // forever.
 func Hang() Action { return Action{kind: actHang} }
+
+// Delay returns an Action that holds the call for d (less if its context
+// is done first, which then fails the call as Hang does) and then passes
+// it to the inner node: a slow node rather than a hung one.
+func Delay(d time.Duration) Action { return Action{kind: actDelay, delay: d} }
 
 // Corrupt returns an Action that flips one bit of the data: for OpRead,
 // of the bytes the inner File returned; for OpWrite, of a copy of the
@@ -108,6 +116,7 @@ type Rule struct {
 	action  Action
 	match   func(path string) bool
 	index   int64 // -1: every call
+	from    int64 // calls before this one are let through
 	prob    float64
 	hasProb bool
 	seed    uint64
@@ -143,6 +152,15 @@ func (r *Rule) OnIndex(n int64) *Rule {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.index = max(n, -1)
+	return r
+}
+
+// FromIndex restricts r to the n-th (0-based) call that matches its
+// operations and path and every later one.
+func (r *Rule) FromIndex(n int64) *Rule {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.from = max(n, 0)
 	return r
 }
 
@@ -182,7 +200,7 @@ func (r *Rule) fires(op Op, paths ...string) bool {
 	}
 	i := r.calls
 	r.calls++
-	if r.index >= 0 && i != r.index {
+	if r.index >= 0 && i != r.index || i < r.from {
 		return false
 	}
 	if r.hasProb && r.rng.Float64() >= r.prob {
@@ -271,6 +289,15 @@ func (f *Faulty) fault(ctx context.Context, op Op, paths ...string) (*Rule, erro
 		case actHang:
 			<-ctx.Done()
 			return nil, f.wrap(op, what, fmt.Errorf("%w: hang: %w", ErrInjected, ctx.Err()))
+		case actDelay:
+			t := time.NewTimer(r.action.delay)
+			select {
+			case <-t.C:
+				return nil, nil
+			case <-ctx.Done():
+				t.Stop()
+				return nil, f.wrap(op, what, fmt.Errorf("%w: delay: %w", ErrInjected, ctx.Err()))
+			}
 		case actCorrupt:
 			return r, nil
 		default:

@@ -65,14 +65,26 @@ func (c *cluster) slotNode(t *testing.T, path string, slot int) int {
 // hangs on every read, and the rule that hangs it.
 func hungSlotStore(t *testing.T, blocks int64, stream uint64, mod func(*Options)) ([]byte, *Store, *node.Rule) {
 	t.Helper()
+	data, s, rule, _ := slotRuleStore(t, blocks, stream, node.Inject(node.OpRead, node.Hang()), nil, mod)
+	return data, s, rule
+}
+
+// slotRuleStore is hungSlotStore with the rule given (and a second one,
+// when not nil, for the calls the first does not fire on), and also
+// returns the id of the node that holds slot 0.
+func slotRuleStore(t *testing.T, blocks int64, stream uint64, rule, then *node.Rule, mod func(*Options)) ([]byte, *Store, *node.Rule, string) {
+	t.Helper()
 	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
 	c, fs := faultyCluster(t, 6, g)
 	data := randBytes(rand.New(rand.NewPCG(seed(t), stream)), blocks*g.BlockSize())
 	put(t, c.store, "/h", data)
 	hung := c.slotNode(t, "/h", 0)
-	rule := node.Inject(node.OpRead, node.Hang())
 	nodes := slices.Clone(c.nodes)
-	nodes[hung] = node.Wrap(fs[hung], rule)
+	rules := []*node.Rule{rule}
+	if then != nil {
+		rules = append(rules, then)
+	}
+	nodes[hung] = node.Wrap(fs[hung], rules...)
 	opts := c.store.opts
 	if mod != nil {
 		mod(&opts)
@@ -81,7 +93,82 @@ func hungSlotStore(t *testing.T, blocks int64, stream uint64, mod func(*Options)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return data, s, rule
+	return data, s, rule, nodes[hung].ID()
+}
+
+// A node that keeps a chunk read waiting past the hedge delay is avoided
+// by the blocks read next, without waiting for that read to time out:
+// only the blocks in flight when the first hedge fired ask it.
+func TestHungNodeIsAvoidedAfterOneHedge(t *testing.T) {
+	const blocks = 40
+	hedge := 50 * time.Millisecond
+	// Call 0 is the parse when the object is located: the node hangs
+	// from its first chunk read on.
+	hang := node.Inject(node.OpRead, node.Hang()).FromIndex(1)
+	data, s, rule, _ := slotRuleStore(t, blocks, 4, hang, nil, func(o *Options) {
+		o.HedgeDelay = hedge
+		o.ChunkTimeout = 20 * time.Second // never reached: the read would otherwise wait for it
+	})
+	start := time.Now()
+	got, err := get(s, "/h")
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read with a hung node: %d bytes, %v", len(got), err)
+	}
+	took := time.Since(start)
+	// Each block read while the node is not avoided asks it once;
+	// read-ahead keeps at most two blocks in flight.
+	if n := rule.Fired(); n > 3 || n == 0 {
+		t.Errorf("the hung node was asked %d times in %d blocks: it was not avoided after the first hedge", n, blocks)
+	}
+	if took > blocks*hedge/4 {
+		t.Errorf("read of %d blocks took %v with a %v hedge delay", blocks, took, hedge)
+	}
+}
+
+// A node avoided for being slow is read again as soon as one of its
+// reads succeeds.
+func TestSlowNodeIsReadAgainOnceItAnswers(t *testing.T) {
+	hedge := 30 * time.Millisecond
+	// Call 0 is the parse when the object is located; call 1, the first
+	// chunk read, is slow.
+	slow := node.Inject(node.OpRead, node.Delay(4*hedge)).OnIndex(1)
+	reads := node.Inject(node.OpRead, node.Delay(0)) // counts the others
+	data, s, _, id := slotRuleStore(t, 40, 5, slow, reads, func(o *Options) {
+		o.HedgeDelay = hedge
+		o.SuspectFor = time.Hour
+	})
+	ctx := context.Background()
+	r, err := s.Open(ctx, "/h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	// The first block meets the slow read and reads parity instead; the
+	// slow read ends, successfully, while the reader waits.
+	bs := s.Geometry().BlockSize()
+	got := make([]byte, len(data))
+	if _, err := r.ReadAt(ctx, got[:bs], 0); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(8 * hedge)
+	if _, err := r.ReadAt(ctx, got[bs:], bs); err != nil && !errors.Is(err, io.EOF) {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatal("wrong bytes with a slow node")
+	}
+	if slow.Fired() != 1 {
+		t.Fatalf("the slow rule fired %d times, want 1", slow.Fired())
+	}
+	if s.isSuspect(id) {
+		t.Errorf("node %s is still avoided after its slow read succeeded", id)
+	}
+	// Avoided for the blocks read while its slow read was out, then
+	// asked for its chunk of every later block where it holds data (4
+	// of every 6, the slots rotating), about 27 reads; avoided, 2.
+	if n := reads.Fired() + slow.Fired(); n < 20 {
+		t.Errorf("the slow node served %d reads for 40 blocks: it stayed avoided after it answered", n)
+	}
 }
 
 func TestHungNodeReadIsHedged(t *testing.T) {
@@ -763,5 +850,68 @@ func TestHungNodeInFirstProbeWindow(t *testing.T) {
 	// grace of the last; ProbeTimeout (10 s) is what the stall was.
 	if took > 3*time.Second {
 		t.Fatalf("read with a hung node in the first probe window took %v", took)
+	}
+}
+
+// closeBlockingNode is a node whose files' Close waits for release, as
+// the close of an archive on a node that hung during a read waits for an
+// answer that does not come.
+type closeBlockingNode struct {
+	node.Node
+	release chan struct{}
+}
+
+func (n closeBlockingNode) Open(ctx context.Context, path string) (node.File, error) {
+	f, err := n.Node.Open(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	return closeBlockingFile{f, n.release}, nil
+}
+
+type closeBlockingFile struct {
+	node.File
+	release chan struct{}
+}
+
+func (f closeBlockingFile) Close() error {
+	<-f.release
+	return f.File.Close()
+}
+
+// Regression: the client's close of a read waited for the close of every
+// archive, so a node that hung during a 1 GiB get held the get's close
+// for the node's whole cleanup timeout (11 s instead of 1 s, 87 MB/s).
+func TestReaderCloseDoesNotWaitForArchiveCloses(t *testing.T) {
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	c, _ := faultyCluster(t, 6, g)
+	data := randBytes(rand.New(rand.NewPCG(seed(t), 11)), 3*g.BlockSize())
+	put(t, c.store, "/c", data)
+	release := make(chan struct{})
+	defer close(release)
+	nodes := slices.Clone(c.nodes)
+	i := c.slotNode(t, "/c", 1)
+	nodes[i] = closeBlockingNode{nodes[i], release}
+	s, err := New(nodes, c.store.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Open(context.Background(), "/c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := r.WriteTo(context.Background(), &buf); err != nil || !bytes.Equal(buf.Bytes(), data) {
+		t.Fatalf("read: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Reader.Close waited for the close of an archive on a node that does not answer")
 	}
 }

@@ -126,7 +126,11 @@ func (r *Reader) Close() error {
 	r.cache, r.fifo = nil, nil
 	r.mu.Unlock()
 	r.cancel()
-	r.loc.close()
+	// The archives are only read: nothing depends on their closes, which
+	// run in the background so that a node that hung during the read
+	// (a close waits for its answer up to the node's own cleanup timeout)
+	// does not hold up the client's close.
+	workers.Go(r.loc.close)
 	r.s.transfer(-1)
 	return nil
 }
@@ -358,6 +362,7 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 		}
 	}()
 	started := make([]bool, width)
+	startedAt := make([]time.Time, width)
 	results := make(chan chunkResult, width) // late readers never block
 	var (
 		failed   []int
@@ -369,15 +374,20 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 	)
 	defer func() {
 		// Reads still in flight (hedges that lost the race) hand their
-		// buffers back to the pool when they end.
+		// buffers back to the pool when they end; one that succeeds,
+		// however late, ends its node's suspicion of being slow.
 		if n := inflight; n > 0 {
-			go func() {
+			workers.Go(func() {
 				for range n {
-					if res := <-results; res.backing != nil {
+					res := <-results
+					if res.backing != nil {
 						bufpool.Put(res.backing)
 					}
+					if res.err == nil {
+						r.s.clearSlow(r.nodeOf(b, res.stripe))
+					}
 				}
-			}()
+			})
 		}
 	}()
 	// timeout is the deadline of one chunk read. When a block runs out of
@@ -387,7 +397,7 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 	timeout := r.s.opts.ChunkTimeout
 	retries := 0
 	start := func(s int) {
-		started[s] = true
+		started[s], startedAt[s] = true, time.Now()
 		inflight++
 		timeout := timeout
 		workers.Go(func() {
@@ -409,6 +419,16 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 		hedged = !slices.Contains(started, false)
 	}
 	startRest := func() { startMore(-1) }
+	// startHealthy starts every stripe not started yet whose node is not
+	// suspect; the hedge or a failure starts the others if need be.
+	startHealthy := func() {
+		for s := width - 1; s >= 0; s-- {
+			if !started[s] && !r.s.isSuspect(r.nodeOf(b, s)) {
+				start(s)
+			}
+		}
+		hedged = !slices.Contains(started, false)
+	}
 	for s, n := range need {
 		switch {
 		case !n:
@@ -423,7 +443,13 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 		started[s] = true // missing: never read
 	}
 	if inflight < countTrue(need) {
-		startRest() // a needed chunk sits on a missing or suspect node
+		// A needed chunk sits on a missing or suspect node: read the
+		// chunks of the other nodes, and of suspect ones only if the
+		// others are too few.
+		startHealthy()
+		if inflight < k {
+			startRest()
+		}
 	}
 	hedge := time.NewTimer(r.s.opts.HedgeDelay)
 	defer hedge.Stop()
@@ -479,7 +505,16 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 			}
 			chunks[res.stripe], backing[res.stripe] = res.data, res.backing
 			good++
+			r.s.clearSlow(r.nodeOf(b, res.stripe))
 		case <-hedge.C:
+			// Nodes that have kept a read waiting this long are avoided
+			// by the blocks read next (until they answer).
+			for st := range width {
+				if started[st] && chunks[st] == nil && !slices.Contains(failed, st) &&
+					time.Since(startedAt[st]) >= r.s.opts.HedgeDelay {
+					r.s.markSlow(r.nodeOf(b, st))
+				}
+			}
 			// The first time, start just enough chunks to decode the
 			// block without the needed ones still missing; if those are
 			// not enough either, all.

@@ -258,6 +258,7 @@ func (s *Store) OpenTransfers() int { return int(s.open.Load()) }
 type suspicion struct {
 	until time.Time
 	hung  bool // a call ran out of time (rather than failing)
+	slow  bool // only: a chunk read was still out when its block's hedge fired
 }
 
 // markSuspect makes reads avoid node id for SuspectFor; hung says that a
@@ -270,6 +271,28 @@ func (s *Store) markSuspect(id string, hung bool) {
 	s.suspect.Store(id, suspicion{until: s.opts.Now().Add(s.opts.SuspectFor), hung: hung})
 }
 
+// markSlow makes reads avoid node id, which has kept a chunk read
+// waiting for HedgeDelay: the blocks read next take parity from the
+// other nodes at once instead of each waiting for the hedge, as they
+// would until the read timed out (ChunkTimeout) and marked the node
+// hung. The node's first successful read ends it (clearSlow), so a node
+// that was only busy is not avoided for long. An existing suspicion is
+// left as it is.
+func (s *Store) markSlow(id string) {
+	if s.isSuspect(id) {
+		return
+	}
+	s.suspect.Store(id, suspicion{until: s.opts.Now().Add(s.opts.SuspectFor), slow: true})
+}
+
+// clearSlow ends the suspicion of node id if it was only slow: a read
+// from it has just succeeded.
+func (s *Store) clearSlow(id string) {
+	if v, ok := s.suspect.Load(id); ok && v.(suspicion).slow {
+		s.suspect.CompareAndDelete(id, v)
+	}
+}
+
 // isHung reports whether a call to node id ran out of time recently.
 func (s *Store) isHung(id string) bool {
 	v, ok := s.suspect.Load(id)
@@ -278,12 +301,20 @@ func (s *Store) isHung(id string) bool {
 
 // nodeTimeout is the deadline for one call to node id: base, or only
 // HedgeDelay for a node that recently failed or hung, so that a hung node
-// costs its full timeout once and then almost nothing.
+// costs its full timeout once and then almost nothing. A node that was
+// only slow keeps base: shortening its deadlines would turn slow into
+// failed.
 func (s *Store) nodeTimeout(id string, base time.Duration) time.Duration {
-	if s.isSuspect(id) {
+	if s.isSuspect(id) && !s.isSlowOnly(id) {
 		return min(base, s.opts.HedgeDelay)
 	}
 	return base
+}
+
+// isSlowOnly reports whether node id is suspect only for being slow.
+func (s *Store) isSlowOnly(id string) bool {
+	v, ok := s.suspect.Load(id)
+	return ok && v.(suspicion).slow
 }
 
 // isSuspect reports whether reads should avoid node id for now.
