@@ -915,3 +915,72 @@ func TestReaderCloseDoesNotWaitForArchiveCloses(t *testing.T) {
 		t.Fatal("Reader.Close waited for the close of an archive on a node that does not answer")
 	}
 }
+
+// abortBlockingNode is a node whose uploads' Abort waits for release, as
+// the abort of an archive on a node that hung during a write waits for
+// an answer that does not come.
+type abortBlockingNode struct {
+	node.Node
+	release chan struct{}
+}
+
+func (n abortBlockingNode) Create(ctx context.Context, path string) (node.Upload, error) {
+	up, err := n.Node.Create(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	return abortBlockingUpload{up, n.release}, nil
+}
+
+type abortBlockingUpload struct {
+	node.Upload
+	release chan struct{}
+}
+
+func (u abortBlockingUpload) Abort(ctx context.Context) error {
+	<-u.release
+	return u.Upload.Abort(ctx)
+}
+
+// Regression: a write that dropped a node waited for that node's abort
+// before answering the client's close, so a node SIGSTOPped during a
+// 1 GiB put held the put for the node's cleanup timeout too (14 s
+// instead of 4 s).
+func TestWriterCloseDoesNotWaitForDroppedArchives(t *testing.T) {
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	c, fs := faultyCluster(t, 6, g)
+	rng := rand.New(rand.NewPCG(seed(t), 12))
+	put(t, c.store, "/w", randBytes(rng, 3*g.BlockSize()))
+	i := c.slotNode(t, "/w", 0) // placement is by path: the rewrite uses it too
+	release := make(chan struct{})
+	defer close(release)
+	nodes := slices.Clone(c.nodes)
+	nodes[i] = abortBlockingNode{node.Wrap(fs[i], node.Inject(node.OpWrite, node.Fail(nil))), release}
+	s, err := New(nodes, c.store.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := randBytes(rng, 3*g.BlockSize())
+	done := make(chan error, 1)
+	go func() {
+		w, err := s.Create(context.Background(), "/w", nil)
+		if err == nil {
+			_, err = w.Write(data)
+			if cerr := w.Close(); err == nil {
+				err = cerr
+			}
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("degraded write: %v", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Writer.Close waited for the abort of the archive on the dropped node")
+	}
+	if got, err := get(s, "/w"); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read after the degraded write: %d bytes, %v", len(got), err)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/node"
 	"github.com/ecstore/ecstore/internal/placement"
+	"github.com/ecstore/ecstore/internal/workers"
 )
 
 // Writer streams one new object version into K+M archives. Bytes are
@@ -270,7 +271,8 @@ func (w *Writer) open(primary, spare []string) error {
 	if width-failed < w.quorum || w.ctx.Err() != nil {
 		for _, sw := range w.slots {
 			if sw != nil {
-				_ = sw.up.Abort(context.WithoutCancel(w.ctx))
+				up, ctx := sw.up, context.WithoutCancel(w.ctx)
+				workers.Go(func() { _ = up.Abort(ctx) }) // as for dropped slots in commit
 			}
 		}
 		return fmt.Errorf("%w: %d of %d archives could be opened: %w", ErrQuorum, width-failed, width, first)
@@ -652,7 +654,12 @@ func (w *Writer) commit() error {
 		if sw.dropped.Load() {
 			missing = append(missing, sw.slot)
 			if sw.up != nil {
-				_ = sw.up.Abort(context.WithoutCancel(w.ctx))
+				// In the background: a dropped node may be one that
+				// hangs, and its abort waits for it up to the node's
+				// cleanup timeout; the client need not (what an abort
+				// does not remove, repair does).
+				up, ctx := sw.up, context.WithoutCancel(w.ctx)
+				workers.Go(func() { _ = up.Abort(ctx) })
 			}
 		}
 	}
