@@ -280,6 +280,33 @@ prime() {
     say "untimed read of $1 before its timed get failed: $(xrd_error "$work/prime.log")"
 }
 
+# timed_xrd_hang KEY BYTES PID ARGS...: timed_xrd, with process PID
+# SIGSTOPped 0.2 s into the transfer and let go on after it: a server
+# that hangs in the middle of a transfer, rather than before it.
+timed_xrd_hang() {
+  local key="$1" bytes="$2" pid="$3" t0 p rc=0
+  shift 3
+  sync
+  t0=$(now)
+  timeout "$tool_timeout" xrdcp --nopbar "$@" >"$work/xrdcp.log" 2>&1 &
+  p=$!
+  pids+=("$p")
+  sleep 0.2
+  kill -STOP "$pid"
+  wait "$p" || rc=$?
+  forget "$p"
+  kill -CONT "$pid"
+  if [ "$rc" -eq 0 ]; then
+    elapsed_ns=$(($(now) - t0))
+    record "$key" "$(mbps "$bytes" "$elapsed_ns")"
+    say "$key = $(mbps "$bytes" "$elapsed_ns") MB/s"
+    return 0
+  fi
+  fail "$key" "xrdcp $*: $(xrd_error "$work/xrdcp.log")"
+  elapsed_ns=0
+  return 1
+}
+
 # xrd_error LOG...: the first error line xrdcp wrote to the logs
 xrd_error() {
   local e
@@ -506,6 +533,12 @@ else
   fail nodes.stopped_stall "no healthy or stopped get to compare"
 fi
 kill -CONT "${node_pids[2]}"
+
+# one node SIGSTOPped 0.2 s into a get, and into a put: its chunk reads
+# and writes are left waiting in the middle of the transfer
+"$limits" evict "$work/nodes"
+timed_xrd_hang nodes.get_hung1 "$size" "${node_pids[2]}" -f "$gw_url//big" /dev/null || true
+timed_xrd_hang nodes.put_hung1 "$size" "${node_pids[2]}" -f "$src" "$gw_url//big-hung" || true
 
 # two nodes SIGKILLed
 stop_proc "${node_pids[0]}"

@@ -20,7 +20,7 @@ import (
 // benchSuiteRows lists the row ids of the table bench/run.sh writes: L
 // machine limits, X the plain xrootd baseline, N ecstore on ecstore
 // nodes, D ecstore on local directories.
-var benchSuiteRows = map[string]int{"L": 6, "X": 15, "N": 17, "D": 17}
+var benchSuiteRows = map[string]int{"L": 6, "X": 15, "N": 19, "D": 17}
 
 // TestBenchSuiteQuick is the smoke test of the benchmark suite: it runs
 // bench/run.sh --quick (real xrootd, xrdcp, ten ecstore nodes, local
