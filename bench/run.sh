@@ -280,14 +280,12 @@ prime() {
     say "untimed read of $1 before its timed get failed: $(xrd_error "$work/prime.log")"
 }
 
-# timed_xrd_hang KEY BYTES PID ARGS...: timed_xrd, with process PID
-# SIGSTOPped 0.2 s into the transfer and let go on after it: a server
-# that hangs in the middle of a transfer, rather than before it.
-timed_xrd_hang() {
-  local key="$1" bytes="$2" pid="$3" t0 p rc=0
-  shift 3
-  sync
-  t0=$(now)
+# xrd_hang PID ARGS...: xrd, with process PID SIGSTOPped 0.2 s into the
+# transfer and let go on after it: a server that hangs in the middle of a
+# transfer, rather than before it.
+xrd_hang() {
+  local pid="$1" p rc=0
+  shift
   timeout "$tool_timeout" xrdcp --nopbar "$@" >"$work/xrdcp.log" 2>&1 &
   p=$!
   pids+=("$p")
@@ -296,15 +294,7 @@ timed_xrd_hang() {
   wait "$p" || rc=$?
   forget "$p"
   kill -CONT "$pid"
-  if [ "$rc" -eq 0 ]; then
-    elapsed_ns=$(($(now) - t0))
-    record "$key" "$(mbps "$bytes" "$elapsed_ns")"
-    say "$key = $(mbps "$bytes" "$elapsed_ns") MB/s"
-    return 0
-  fi
-  fail "$key" "xrdcp $*: $(xrd_error "$work/xrdcp.log")"
-  elapsed_ns=0
-  return 1
+  return "$rc"
 }
 
 # xrd_error LOG...: the first error line xrdcp wrote to the logs
@@ -317,17 +307,32 @@ xrd_error() {
 # timed_xrd KEY BYTES ARGS...: time one xrdcp and record its MB/s; the
 # variable elapsed_ns holds the time
 timed_xrd() {
+  local key="$1" bytes="$2"
+  shift 2
+  timed "$key" "$bytes" xrd "$@"
+}
+
+# timed_xrd_hang KEY BYTES PID ARGS...: timed_xrd through xrd_hang PID
+timed_xrd_hang() {
+  local key="$1" bytes="$2"
+  shift 2
+  timed "$key" "$bytes" xrd_hang "$@"
+}
+
+# timed KEY BYTES RUNNER ARGS...: time RUNNER ARGS (an xrdcp) and record
+# its MB/s as KEY; the variable elapsed_ns holds the time
+timed() {
   local key="$1" bytes="$2" t0
   shift 2
   sync
   t0=$(now)
-  if xrd "$@"; then
+  if "$@"; then
     elapsed_ns=$(($(now) - t0))
     record "$key" "$(mbps "$bytes" "$elapsed_ns")"
     say "$key = $(mbps "$bytes" "$elapsed_ns") MB/s"
     return 0
   fi
-  fail "$key" "xrdcp $*: $(xrd_error "$work/xrdcp.log")"
+  fail "$key" "xrdcp ${*:2}: $(xrd_error "$work/xrdcp.log")"
   elapsed_ns=0
   return 1
 }
