@@ -332,7 +332,7 @@ timed() {
     say "$key = $(mbps "$bytes" "$elapsed_ns") MB/s"
     return 0
   fi
-  fail "$key" "xrdcp ${*:2}: $(xrd_error "$work/xrdcp.log")"
+  fail "$key" "xrdcp ${*: -3}: $(xrd_error "$work/xrdcp.log")"
   elapsed_ns=0
   return 1
 }

@@ -128,8 +128,12 @@ func (c *Cluster) ConfigFile() string { return c.file }
 // Created reports whether Open created the embedded cluster.
 func (c *Cluster) Created() bool { return c.created }
 
-// Close releases the node directories.
+// Close waits for the store's background clean-up (see object.Store.Drain)
+// and releases the node directories.
 func (c *Cluster) Close() error {
+	if c.store != nil {
+		c.store.Drain()
+	}
 	var errs []error
 	for _, n := range c.nodes {
 		if l, ok := n.Node.(*node.Local); ok {

@@ -22,12 +22,10 @@ func TestSyncGroupWaitsForALaterFsync(t *testing.T) {
 
 	var g SyncGroup
 	var started, finished atomic.Int32
-	release := make(chan struct{})
+	release := []chan struct{}{make(chan struct{}), make(chan struct{})}
 	g.fsync = func(*os.File) error {
 		n := started.Add(1)
-		if n == 1 {
-			<-release // hold the first fsync until the others are queued
-		}
+		<-release[n-1] // hold each fsync until the test lets it end
 		finished.Add(1)
 		return nil
 	}
@@ -37,19 +35,28 @@ func TestSyncGroupWaitsForALaterFsync(t *testing.T) {
 	waitFor(t, func() bool { return started.Load() == 1 })
 
 	const late = 5
+	var returned atomic.Int32
 	var wg sync.WaitGroup
 	errs := make(chan error, late)
 	for range late {
 		wg.Add(1)
-		go func() { defer wg.Done(); errs <- g.Sync(d) }()
+		go func() { defer wg.Done(); errs <- g.Sync(d); returned.Add(1) }()
 	}
 	waitFor(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return g.waiting(d) == late })
 	if n := started.Load(); n != 1 {
 		t.Fatalf("%d fsyncs started while the first was held, want 1", n)
 	}
-	close(release)
-	wg.Wait()
+	close(release[0])
 	must(t, <-first)
+	// The late callers now run one fsync together, and none returns
+	// before it ends: the first one may have started before their changes.
+	waitFor(t, func() bool { return started.Load() == 2 })
+	time.Sleep(20 * time.Millisecond)
+	if n := returned.Load(); n != 0 {
+		t.Fatalf("%d late callers returned before their own fsync ended", n)
+	}
+	close(release[1])
+	wg.Wait()
 	close(errs)
 	for err := range errs {
 		must(t, err)
@@ -93,11 +100,14 @@ func TestSyncGroupSharesErrorsPerDirectory(t *testing.T) {
 	res := make(chan error, 3)
 	go func() { res <- g.Sync(da) }()
 	waitFor(t, func() bool { return calls.Load() == 1 })
+	// Two callers join the next fsync of a: one runs it, the other only
+	// waits for it, and both get its error.
 	go func() { res <- g.Sync(da2) }()
-	waitFor(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return g.waiting(da) == 1 })
+	go func() { res <- g.Sync(da) }()
+	waitFor(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return g.waiting(da) == 2 })
 	must(t, g.Sync(db)) // not held up by a's fsync
 	close(release)
-	for range 2 {
+	for range 3 {
 		if err := <-res; err != boom {
 			t.Errorf("Sync of the failing directory = %v, want %v", err, boom)
 		}
@@ -143,9 +153,10 @@ func TestSyncGroupConcurrent(t *testing.T) {
 	must(t, nilGroup.Sync(d))
 }
 
-// BenchmarkSyncDir creates and removes files in one directory from
-// parallel goroutines, each change made durable by an fsync of the
-// directory: alone, or shared through a SyncGroup.
+// BenchmarkSyncDir creates files in one directory from parallel
+// goroutines, each creation made durable by an fsync of the directory
+// (alone, or shared through a SyncGroup), and removes them again
+// without one.
 func BenchmarkSyncDir(b *testing.B) {
 	for _, shared := range []bool{false, true} {
 		b.Run(map[bool]string{false: "alone", true: "group"}[shared], func(b *testing.B) {

@@ -96,7 +96,8 @@ func Hang() Action { return Action{kind: actHang} }
 
 // Delay returns an Action that holds the call for d (less if its context
 // is done first, which then fails the call as Hang does) and then passes
-// it to the inner node: a slow node rather than a hung one.
+// it to the inner node: a slow node rather than a hung one. Delayed
+// calls count in Injected like other faults, even when they succeed.
 func Delay(d time.Duration) Action { return Action{kind: actDelay, delay: d} }
 
 // Corrupt returns an Action that flips one bit of the data: for OpRead,

@@ -105,7 +105,7 @@ func TestHungNodeIsAvoidedAfterOneHedge(t *testing.T) {
 	// Call 0 is the parse when the object is located: the node hangs
 	// from its first chunk read on.
 	hang := node.Inject(node.OpRead, node.Hang()).FromIndex(1)
-	data, s, rule, _ := slotRuleStore(t, blocks, 4, hang, nil, func(o *Options) {
+	data, s, rule, id := slotRuleStore(t, blocks, 4, hang, nil, func(o *Options) {
 		o.HedgeDelay = hedge
 		o.ChunkTimeout = 20 * time.Second // never reached: the read would otherwise wait for it
 	})
@@ -122,6 +122,9 @@ func TestHungNodeIsAvoidedAfterOneHedge(t *testing.T) {
 	}
 	if took > blocks*hedge/4 {
 		t.Errorf("read of %d blocks took %v with a %v hedge delay", blocks, took, hedge)
+	}
+	if !s.isSlowOnly(id) {
+		t.Errorf("node %s, hung in a chunk read, is not marked slow", id)
 	}
 }
 
@@ -149,6 +152,9 @@ func TestSlowNodeIsReadAgainOnceItAnswers(t *testing.T) {
 	got := make([]byte, len(data))
 	if _, err := r.ReadAt(ctx, got[:bs], 0); err != nil {
 		t.Fatal(err)
+	}
+	if !s.isSlowOnly(id) {
+		t.Fatalf("node %s not avoided while its chunk read is out past the hedge delay", id)
 	}
 	time.Sleep(8 * hedge)
 	if _, err := r.ReadAt(ctx, got[bs:], bs); err != nil && !errors.Is(err, io.EOF) {

@@ -130,7 +130,7 @@ func (r *Reader) Close() error {
 	// run in the background so that a node that hung during the read
 	// (a close waits for its answer up to the node's own cleanup timeout)
 	// does not hold up the client's close.
-	workers.Go(r.loc.close)
+	r.s.inBackground(r.loc.close)
 	r.s.transfer(-1)
 	return nil
 }
@@ -337,10 +337,11 @@ func (r *Reader) evictLocked(b int64) {
 
 // chunkResult is the outcome of reading one chunk.
 type chunkResult struct {
-	stripe  int
-	data    []byte
-	backing []byte // pooled buffer holding data
-	err     error
+	stripe   int
+	data     []byte
+	backing  []byte // pooled buffer holding data
+	answered bool   // by the slot's node itself (see readChunk)
+	err      error
 }
 
 // readBlock reads the needed data chunks of block b and verifies each.
@@ -383,7 +384,7 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 					if res.backing != nil {
 						bufpool.Put(res.backing)
 					}
-					if res.err == nil {
+					if res.answered {
 						r.s.clearSlow(r.nodeOf(b, res.stripe))
 					}
 				}
@@ -403,8 +404,8 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 		workers.Go(func() {
 			cctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			data, buf, err := r.readChunk(cctx, b, s)
-			results <- chunkResult{s, data, buf, err}
+			data, buf, answered, err := r.readChunk(cctx, b, s)
+			results <- chunkResult{s, data, buf, answered, err}
 		})
 	}
 	// startMore starts up to n stripes not started yet, parity first;
@@ -505,12 +506,17 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 			}
 			chunks[res.stripe], backing[res.stripe] = res.data, res.backing
 			good++
-			r.s.clearSlow(r.nodeOf(b, res.stripe))
+			if res.answered {
+				r.s.clearSlow(r.nodeOf(b, res.stripe))
+			}
 		case <-hedge.C:
-			// Nodes that have kept a read waiting this long are avoided
-			// by the blocks read next (until they answer).
+			// Nodes that have kept a read waiting this long while others
+			// of the block answered are avoided by the blocks read next
+			// (until they answer). When none answered, the gateway or
+			// every node is busy: marking them all would only make every
+			// block read all K+M chunks.
 			for st := range width {
-				if started[st] && chunks[st] == nil && !slices.Contains(failed, st) &&
+				if good > 0 && started[st] && chunks[st] == nil && !slices.Contains(failed, st) &&
 					time.Since(startedAt[st]) >= r.s.opts.HedgeDelay {
 					r.s.markSlow(r.nodeOf(b, st))
 				}
@@ -618,24 +624,26 @@ func countTrue(b []bool) int {
 var errMissing = errors.New("archive missing")
 
 // readChunk reads and verifies chunk (b, s) into a pooled buffer, which
-// it returns with the chunk's bytes (a part of it).
-func (r *Reader) readChunk(ctx context.Context, b int64, s int) (data, buf []byte, err error) {
+// it returns with the chunk's bytes (a part of it). answered says that
+// the node of the slot served it with a round trip (not from an archive
+// held in memory, nor from another copy).
+func (r *Reader) readChunk(ctx context.Context, b int64, s int) (data, buf []byte, answered bool, err error) {
 	slot := r.l.Slot(b, s)
 	ref := r.loc.slots[slot]
 	if ref == nil {
-		return nil, nil, fmt.Errorf("slot %d (node %s): %w", slot, r.loc.meta.Placement[slot], errMissing)
+		return nil, nil, false, fmt.Errorf("slot %d (node %s): %w", slot, r.loc.meta.Placement[slot], errMissing)
 	}
 	data, buf, err = readChunkOf(ctx, ref, b)
 	if err == nil || ctx.Err() != nil {
-		return data, buf, err
+		return data, buf, err == nil && ref.idx.Whole == nil, err
 	}
 	// Another copy of the slot's archive, if one was found, serves too.
 	for _, alt := range r.loc.alts[slot] {
 		if d, bf, aerr := readChunkOf(ctx, alt, b); aerr == nil {
-			return d, bf, nil
+			return d, bf, false, nil
 		}
 	}
-	return nil, nil, err
+	return nil, nil, false, err
 }
 
 // readChunkOf reads and verifies chunk b of one archive.

@@ -33,6 +33,7 @@ import (
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/node"
 	"github.com/ecstore/ecstore/internal/placement"
+	"github.com/ecstore/ecstore/internal/workers"
 )
 
 // Errors of the engine; test with errors.Is. ErrNotExist and ErrExist wrap
@@ -237,10 +238,11 @@ type Store struct {
 	opts    Options
 	nodes   []node.Node
 	byID    map[string]node.Node
-	workers chan struct{} // encoding slots
-	suspect sync.Map      // node id -> suspicion
-	space   spaceCache    // the nodes' free space, for placement
-	open    atomic.Int64  // readers and writers open
+	workers chan struct{}  // encoding slots
+	suspect sync.Map       // node id -> suspicion
+	cleanup sync.WaitGroup // background closes and aborts (see inBackground)
+	space   spaceCache     // the nodes' free space, for placement
+	open    atomic.Int64   // readers and writers open
 }
 
 // transfer counts a reader or writer opening (+1) or closing (-1).
@@ -253,6 +255,22 @@ func (s *Store) transfer(delta int64) {
 
 // OpenTransfers returns the number of readers and writers open.
 func (s *Store) OpenTransfers() int { return int(s.open.Load()) }
+
+// inBackground runs fn, a clean-up the client need not wait for (the
+// close of an archive that was only read, the abort of one a write
+// dropped), on a kept goroutine; Drain waits for it.
+func (s *Store) inBackground(fn func()) {
+	s.cleanup.Add(1)
+	workers.Go(func() {
+		defer s.cleanup.Done()
+		fn()
+	})
+}
+
+// Drain waits for the clean-ups started in the background: closes of
+// archives that were read, aborts of archives a write dropped. Each is
+// bounded by its node's own timeouts. Call it before closing the nodes.
+func (s *Store) Drain() { s.cleanup.Wait() }
 
 // suspicion is why and until when reads avoid a node.
 type suspicion struct {
@@ -279,10 +297,19 @@ func (s *Store) markSuspect(id string, hung bool) {
 // that was only busy is not avoided for long. An existing suspicion is
 // left as it is.
 func (s *Store) markSlow(id string) {
-	if s.isSuspect(id) {
-		return
+	slow := suspicion{until: s.opts.Now().Add(s.opts.SuspectFor), slow: true}
+	for {
+		v, loaded := s.suspect.LoadOrStore(id, slow)
+		if !loaded {
+			return
+		}
+		if s.opts.Now().Before(v.(suspicion).until) {
+			return // suspect already, perhaps for worse
+		}
+		if s.suspect.CompareAndSwap(id, v, slow) {
+			return // replaced an expired suspicion, nothing newer
+		}
 	}
-	s.suspect.Store(id, suspicion{until: s.opts.Now().Add(s.opts.SuspectFor), slow: true})
 }
 
 // clearSlow ends the suspicion of node id if it was only slow: a read
@@ -324,7 +351,7 @@ func (s *Store) isSuspect(id string) bool {
 		return false
 	}
 	if s.opts.Now().After(v.(suspicion).until) {
-		s.suspect.Delete(id)
+		s.suspect.CompareAndDelete(id, v) // not a newer suspicion stored meanwhile
 		return false
 	}
 	return true

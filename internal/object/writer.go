@@ -18,7 +18,6 @@ import (
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/node"
 	"github.com/ecstore/ecstore/internal/placement"
-	"github.com/ecstore/ecstore/internal/workers"
 )
 
 // Writer streams one new object version into K+M archives. Bytes are
@@ -272,7 +271,7 @@ func (w *Writer) open(primary, spare []string) error {
 		for _, sw := range w.slots {
 			if sw != nil {
 				up, ctx := sw.up, context.WithoutCancel(w.ctx)
-				workers.Go(func() { _ = up.Abort(ctx) }) // as for dropped slots in commit
+				w.s.inBackground(func() { _ = up.Abort(ctx) }) // as for dropped slots in commit
 			}
 		}
 		return fmt.Errorf("%w: %d of %d archives could be opened: %w", ErrQuorum, width-failed, width, first)
@@ -659,7 +658,7 @@ func (w *Writer) commit() error {
 				// cleanup timeout; the client need not (what an abort
 				// does not remove, repair does).
 				up, ctx := sw.up, context.WithoutCancel(w.ctx)
-				workers.Go(func() { _ = up.Abort(ctx) })
+				w.s.inBackground(func() { _ = up.Abort(ctx) })
 			}
 		}
 	}
