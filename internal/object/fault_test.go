@@ -990,3 +990,56 @@ func TestWriterCloseDoesNotWaitForDroppedArchives(t *testing.T) {
 		t.Fatalf("read after the degraded write: %d bytes, %v", len(got), err)
 	}
 }
+
+// Regression: with a node hung, every write and read asked it again (the
+// probe or directory check, the free space, the create), each waiting
+// for the (shortened) deadline: half a second per small put for as long
+// as the node hung. Once a call to it has timed out, it is not asked
+// until its suspicion expires.
+func TestWritesSkipAHungNode(t *testing.T) {
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	c, fs := faultyCluster(t, 6, g)
+	creates := node.Inject(node.OpCreate, node.Hang())
+	nodes := slices.Clone(c.nodes)
+	nodes[0] = node.Wrap(fs[0], creates, node.Inject(node.OpAny, node.Hang()))
+	opts := c.store.opts
+	opts.MetadataTimeout = 300 * time.Millisecond
+	opts.HedgeDelay = 200 * time.Millisecond
+	s, err := New(nodes, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(seed(t), 13))
+	for i := range 5 {
+		data := randBytes(rng, 2*g.BlockSize()+7)
+		p := fmt.Sprintf("/hw%d", i)
+		start := time.Now()
+		put(t, s, p, data) // degraded: 5 nodes for 6 slots
+		took := time.Since(start)
+		// Before, the probe or directory check, the space query and the
+		// create each waited a hedge delay for the node.
+		if i > 0 && took > opts.HedgeDelay/2 {
+			t.Errorf("write %d with a node known to hang took %v: it waited for the node", i, took)
+		}
+		start = time.Now()
+		if got, err := get(s, p); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("read of %s: %d bytes, %v", p, len(got), err)
+		}
+		if took := time.Since(start); took > opts.HedgeDelay/2 {
+			t.Errorf("read %d with a node known to hang took %v: its locate waited for the node", i, took)
+		}
+	}
+	if n := creates.Fired(); n > 1 {
+		t.Errorf("the hung node was asked to create an archive %d times in 5 writes", n)
+	}
+	// A path that is absent (as xrdcp stats its destination before a
+	// put) has no readable version to stop the probe early: it waited
+	// for the hung node's probe to time out.
+	start := time.Now()
+	if _, err := s.Stat(context.Background(), "/absent"); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("stat of an absent path: %v", err)
+	}
+	if took := time.Since(start); took > opts.HedgeDelay/2 {
+		t.Errorf("stat of an absent path with a node known to hang took %v", took)
+	}
+}

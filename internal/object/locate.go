@@ -91,6 +91,13 @@ func (s *Store) probeFor(ctx context.Context, path string, nodes []node.Node, pr
 	var mu sync.Mutex
 	gaveUp := false
 	for i, n := range nodes {
+		if s.isHung(n.ID()) {
+			// Known to hang: its answer would be a timeout after
+			// HedgeDelay, which it gets at once. (The node is asked again
+			// once its suspicion expires.)
+			ch <- indexed{i, probeResult{node: n, err: fmt.Errorf("node %s: %w", n.ID(), errHung)}}
+			continue
+		}
 		since := time.Now()
 		if t, ok := askedAt[n.ID()]; ok {
 			since = t

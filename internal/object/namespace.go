@@ -70,10 +70,15 @@ func (s *Store) forNodes(ctx context.Context, nodes []node.Node, fn func(ctx con
 	return errs
 }
 
-// statDir reports whether path is a directory on any node.
+// statDir reports whether path is a directory on any node. A node known
+// to hang is not asked (its answer would be the error of a timeout): the
+// directories are on every node.
 func (s *Store) statDir(ctx context.Context, path string) (bool, error) {
 	var isDir sync.Map
 	errs := s.forEach(ctx, func(ctx context.Context, n node.Node) error {
+		if s.isHung(n.ID()) {
+			return errHung
+		}
 		fi, err := n.Stat(ctx, path)
 		if err == nil && fi.IsDir {
 			isDir.Store(n.ID(), true)

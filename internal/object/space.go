@@ -2,6 +2,7 @@ package object
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -73,6 +74,9 @@ func (s *Store) spaces(ctx context.Context) []placement.Node {
 	return slices.Clone(nodes)
 }
 
+// errHung is the error of a call not made to a node known to hang.
+var errHung = errors.New("node hangs: not asked")
+
 // querySpaces asks every node that takes new archives for its free space,
 // in parallel, with a short deadline; nodes that do not answer are
 // reported down.
@@ -85,6 +89,12 @@ func (s *Store) querySpaces(ctx context.Context) []placement.Node {
 		byID[n.ID()] = &out[i]
 	}
 	errs := s.forNodes(ctx, nodes, func(ctx context.Context, n node.Node) error {
+		if s.isHung(n.ID()) {
+			// Known to hang (a call to it ran out of time recently): down,
+			// without a wait for it to time out again. Its suspicion
+			// expires after SuspectFor, and then it is asked again.
+			return errHung
+		}
 		sp, err := n.Space(ctx)
 		byID[n.ID()].Free = sp.Free
 		return err

@@ -153,6 +153,10 @@ func (s *Store) Create(ctx context.Context, path string, opt *CreateOptions) (*W
 	if err != nil {
 		return nil, fmt.Errorf("object: create %s: %w", path, err)
 	}
+	down := make(map[string]bool)
+	for _, sp := range spaces {
+		down[sp.ID] = sp.Down
+	}
 	primary, spare, err := placement.Choose(path, spaces, geo.Width(), s.opts.Spares, s.opts.MinFree)
 	if errors.Is(err, placement.ErrNotEnoughNodes) && upCount(spaces) >= s.quorum(geo) {
 		// Fewer nodes are up than the object has slots, but enough for the
@@ -170,7 +174,7 @@ func (s *Store) Create(ctx context.Context, path string, opt *CreateOptions) (*W
 	w := &Writer{s: s, path: path, geo: geo, quorum: s.quorum(geo), codec: codec, user: user, ctx: wctx, cancel: cancel,
 		inflight: make(chan struct{}, s.opts.InFlight), order: make(chan *blockJob, s.opts.InFlight),
 		sums: erasure.NewObjectSums()}
-	if err := w.open(primary, spare); err != nil {
+	if err := w.open(primary, spare, down); err != nil {
 		cancel()
 		return nil, fmt.Errorf("object: create %s: %w", path, err)
 	}
@@ -206,8 +210,10 @@ func (s *Store) checkCreate(ctx context.Context, path string, exclusive bool) er
 }
 
 // open creates an upload for every slot, in parallel, falling back to
-// spares in order for slots whose node fails.
-func (w *Writer) open(primary, spare []string) error {
+// spares in order for slots whose node fails. A node in down (found down
+// when placing, yet kept for a slot because too few nodes are up) is not
+// asked at all: its slot goes to a spare or starts out dropped.
+func (w *Writer) open(primary, spare []string, down map[string]bool) error {
 	width := w.geo.Width()
 	w.slots = make([]*slotWriter, width)
 	errs := make([]error, width)
@@ -234,9 +240,21 @@ func (w *Writer) open(primary, spare []string) error {
 			id := primary[i]
 			for {
 				n := w.s.byID[id]
+				if down[id] {
+					errs[i] = fmt.Errorf("node %s: %w", id, errNodeDown)
+					var err error
+					if id, err = nextSpareOr(nextSpare); err != nil || w.ctx.Err() != nil {
+						return
+					}
+					continue
+				}
 				cctx, cancel := context.WithTimeout(w.ctx, w.s.nodeTimeout(id, w.s.opts.MetadataTimeout))
 				up, err := n.Create(cctx, w.path)
+				hung := err != nil && cctx.Err() != nil && w.ctx.Err() == nil
 				cancel()
+				if hung {
+					w.s.markSuspect(id, true)
+				}
 				if err == nil {
 					sw := &slotWriter{slot: i, node: n, up: up, ch: make(chan *blockJob, w.s.opts.InFlight)}
 					sw.upload = uploadWriter{ctx: w.ctx, up: up, timeout: w.s.opts.WriteTimeout}
@@ -304,6 +322,11 @@ func upCount(nodes []placement.Node) int {
 	return n
 }
 
+// errNodeDown is the error of a slot whose node was down when the write
+// was placed.
+var errNodeDown = errors.New("down when the write was placed")
+
+// nextSpareOr returns the next spare, or an error when none is left.
 func nextSpareOr(next func() (string, bool)) (string, error) {
 	if id, ok := next(); ok {
 		return id, nil
