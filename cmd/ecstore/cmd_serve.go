@@ -152,6 +152,11 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 		// 320 MiB budget with 8 streams).
 		gov.Store(memlimit.New(48<<20, 4*c.Store().Geometry().BlockSize()))
 	}
+	// Under a memory limit the collector need not run at every doubling
+	// of a small live heap (27 KB gets: 10-30% less gateway CPU per get).
+	if (autoLimit || fixedLimit > 0 || os.Getenv("GOMEMLIMIT") != "") && memlimit.RaiseGCPercent() {
+		log.Debug("garbage collector target raised under the memory limit", "gc_percent", memlimit.GCPercentUnderLimit)
+	}
 	if healer != nil {
 		healer.SetStore(c.Store())
 		go healer.Run(ctx)

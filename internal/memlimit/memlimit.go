@@ -14,6 +14,7 @@ package memlimit
 
 import (
 	"math"
+	"os"
 	"runtime/debug"
 	"sync"
 )
@@ -59,4 +60,32 @@ func (g *Governor) Limit() int64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.limit
+}
+
+// GCPercentUnderLimit is the garbage collector's target percentage that
+// RaiseGCPercent sets: the heap may grow to five times what is live
+// before a collection, and the memory limit, not the percentage, bounds
+// the process.
+const GCPercentUnderLimit = 400
+
+// RaiseGCPercent sets the collector's target percentage to
+// GCPercentUnderLimit unless the environment sets GOGC, and reports
+// whether it did. Call it only where a memory limit is in effect.
+//
+// With the default of 100, a gateway serving small objects (a live heap
+// of a few MiB, allocating per request) collects every few MiB allocated:
+// on 27 KB gets at concurrency 8 the collector's marking and the assists
+// it charges to allocating goroutines were about 15% of the gateway's CPU.
+// Under a limit that allows 48 MiB or more, collecting that often buys
+// nothing.
+func RaiseGCPercent() bool {
+	return raiseGCPercent(os.LookupEnv, debug.SetGCPercent)
+}
+
+func raiseGCPercent(lookup func(string) (string, bool), set func(int) int) bool {
+	if _, ok := lookup("GOGC"); ok {
+		return false
+	}
+	set(GCPercentUnderLimit)
+	return true
 }

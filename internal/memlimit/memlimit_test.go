@@ -29,3 +29,17 @@ func TestGovernorFollowsOpenTransfers(t *testing.T) {
 		t.Errorf("a huge count overflowed the limit: %d", g.Limit())
 	}
 }
+
+func TestRaiseGCPercentLeavesGOGCBe(t *testing.T) {
+	var set []int
+	record := func(p int) int { set = append(set, p); return 100 }
+	env := map[string]string{}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	if !raiseGCPercent(lookup, record) || len(set) != 1 || set[0] != GCPercentUnderLimit {
+		t.Fatalf("without GOGC: set %v, want [%d]", set, GCPercentUnderLimit)
+	}
+	env["GOGC"] = "100"
+	if raiseGCPercent(lookup, record) || len(set) != 1 {
+		t.Fatalf("with GOGC in the environment the percentage was set: %v", set)
+	}
+}
