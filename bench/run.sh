@@ -26,6 +26,8 @@
 #                inside it is removed at the end.
 #   ECSTORE_BIN  the ecstore binary (default bin/ecstore from `make build`)
 #   BENCH_KEEP=1 keep the working directory (logs) at the end
+#   BENCH_REPEATS=N  runs per single transfer and per 8-stream row, of
+#                which the table shows the median (default 3; 1 with --quick)
 #
 # Needs: go, xrdcp, xrdfs, xrootd (scripts/install-deps.sh installs them),
 # coreutils. As root, xrootd runs as user xrootd (-R), as in test/interop.
@@ -55,16 +57,20 @@ if [ "$quick" = 1 ]; then
   size_h=256MiB size=$((256 << 20))
   stream_h=32MiB stream=$((32 << 20))
   small_dur=2s small_phase=0.5s
-  limit_h=256MiB limit_repeats=1
+  limit_h=256MiB limit_repeats=1 reps=1
   out="${out:-$base/ecstore-bench-quick-RESULTS.md}"
 else
   size_h=1GiB size=$((1 << 30))
   stream_h=256MiB stream=$((256 << 20))
   small_dur=20s small_phase=5s
-  limit_h=1GiB limit_repeats=3
+  limit_h=1GiB limit_repeats=3 reps=3
   out="${out:-$repo/bench/RESULTS.md}"
 fi
 nstreams=8
+# BENCH_REPEATS: how many runs the median of a single transfer or an
+# 8-stream row is taken over (default 3, 1 with --quick)
+reps="${BENCH_REPEATS:-$reps}"
+case "$reps" in '' | *[!0-9]* | 0) echo "run.sh: BENCH_REPEATS must be a positive number" >&2; exit 2 ;; esac
 
 say() { printf '%s run.sh: %s\n' "$(date +%T)" "$*" >&2; }
 die() { say "error: $*"; exit 1; }
@@ -164,6 +170,7 @@ record info.load_start "$(cut -d' ' -f1-3 /proc/loadavg)"
 record info.size "$size_h"
 record info.stream_size "$stream_h"
 record info.small_phase "$small_phase"
+record info.repeats "$reps"
 case "$fs_dev" in
   /dev/vd* | /dev/xvd*)
     record info.note "The node directories are on a virtual disk ($fs_dev): the host may cache it, so the disk limits (L3–L5) and cold reads can exceed what the physical device does; they are still the limits this machine shows." ;;
@@ -319,23 +326,64 @@ timed_xrd_hang() {
   timed "$key" "$bytes" xrd_hang "$@"
 }
 
-# timed KEY BYTES RUNNER ARGS...: time RUNNER ARGS (an xrdcp) and record
-# its MB/s as KEY; the variable elapsed_ns holds the time
+# timed KEY BYTES RUNNER ARGS...: time RUNNER ARGS (an xrdcp) once and
+# record its MB/s as KEY; the variable elapsed_ns holds the time. For the
+# transfers that must happen once (a node stopped in the middle of it).
 timed() {
-  local key="$1" bytes="$2" t0
+  local key="$1" bytes="$2"
   shift 2
-  sync
-  t0=$(now)
-  if "$@"; then
-    elapsed_ns=$(($(now) - t0))
-    record "$key" "$(mbps "$bytes" "$elapsed_ns")"
-    say "$key = $(mbps "$bytes" "$elapsed_ns") MB/s"
-    return 0
-  fi
-  fail "$key" "xrdcp ${*: -3}: $(xrd_error "$work/xrdcp.log")"
-  elapsed_ns=0
-  return 1
+  timed_median "$key" "$bytes" 1 : "$@"
 }
+
+# timed_median KEY BYTES N PREP RUNNER ARGS...: run PREP (untimed; `:` for
+# nothing) and then time RUNNER ARGS, N times; record the median MB/s as
+# KEY, and every run's rate in the note on repeated runs. elapsed_ns holds
+# the median time (0 if a run failed: one failed run fails the row).
+timed_median() {
+  local key="$1" bytes="$2" n="$3" prep="$4" i t0 ns=() rates=()
+  shift 4
+  for ((i = 0; i < n; i++)); do
+    $prep
+    sync
+    t0=$(now)
+    if ! "$@"; then
+      fail "$key" "xrdcp ${*: -3}: $(xrd_error "$work/xrdcp.log")"
+      elapsed_ns=0
+      return 1
+    fi
+    ns+=($(($(now) - t0)))
+    rates+=("$(mbps "$bytes" "${ns[-1]}")")
+  done
+  elapsed_ns="$(printf '%s\n' "${ns[@]}" | sort -n | sed -n "$(((n + 1) / 2))p")"
+  record "$key" "$(mbps "$bytes" "$elapsed_ns")"
+  if [ "$n" -gt 1 ]; then
+    runs_note+="${runs_note:+; }$key $(IFS=/; echo "${rates[*]}")"
+    say "$key = $(mbps "$bytes" "$elapsed_ns") MB/s (median of ${rates[*]})"
+  else
+    say "$key = $(mbps "$bytes" "$elapsed_ns") MB/s"
+  fi
+}
+
+# median_xrd KEY BYTES PREP ARGS...: timed_median of reps xrdcp runs
+median_xrd() {
+  local key="$1" bytes="$2" prep="$3"
+  shift 3
+  timed_median "$key" "$bytes" "$reps" "$prep" xrd "$@"
+}
+
+# xrd_sync FILE ARGS...: xrd ARGS, then fsync FILE (sync FILE)
+xrd_sync() {
+  local file="$1"
+  shift
+  xrd "$@" && sync "$file"
+}
+
+# evicter DIR...: define the function evict_now that drops DIR... from the
+# page cache (bench/limits evict), a PREP for the cold gets
+evicter() {
+  evict_dirs=("$@")
+}
+evict_now() { "$limits" evict "${evict_dirs[@]}" >/dev/null; }
 
 # small KEYPREFIX URL CONCURRENCY [bench flags]: ecstore bench --mode small;
 # records KEYPREFIX.cC.OP for put, get and rm
@@ -365,48 +413,55 @@ small() {
   say "$prefix: $(awk '$1 == "small" { printf "c%s %s %s/s  ", $2, $3, $5 }' "$log")"
 }
 
-# streams KEY URLBASE DIR: 8 parallel xrdcp puts of the stream file to
-# URLBASE//DIR/sI, then (cold) 8 parallel gets to /dev/null; evict PATHS...
-# are dropped from the page cache between them
+# streams KEY URLBASE DIR EVICT...: reps rounds of 8 parallel xrdcp puts
+# of the stream file to URLBASE//DIR/sI, then (cold: EVICT... dropped from
+# the page cache) 8 parallel gets to /dev/null; records the median
+# aggregate MB/s of each as KEY.put and KEY.get
 streams() {
-  local key="$1" url="$2" dir="$3" i t0 ok=1 nfail=0 sp=()
+  local key="$1" url="$2" dir="$3" i kind put_ns=() get_ns=() put_nfail=0 get_nfail=0 rates
   shift 3
-  sync
+  for ((i = 0; i < reps; i++)); do
+    sync
+    if streams_once put "$url" "$dir"; then put_ns+=("$elapsed_ns"); else put_nfail=$((put_nfail + nfail)); fi
+    "$limits" evict "$@" >/dev/null
+    if streams_once get "$url" "$dir"; then get_ns+=("$elapsed_ns"); else get_nfail=$((get_nfail + nfail)); fi
+  done
+  for kind in put get; do
+    local got=() nf
+    if [ "$kind" = put ]; then got=("${put_ns[@]}") nf=$put_nfail; else got=("${get_ns[@]}") nf=$get_nfail; fi
+    if [ "${#got[@]}" != "$reps" ]; then
+      fail "$key.$kind" "$nf of $((reps * nstreams)) xrdcp ${kind}s failed: $(xrd_error "$work"/stream-"$kind"*.log)"
+      continue
+    fi
+    elapsed_ns="$(printf '%s\n' "${got[@]}" | sort -n | sed -n "$(((reps + 1) / 2))p")"
+    record "$key.$kind" "$(mbps $((nstreams * stream)) "$elapsed_ns")"
+    rates="$(for i in "${got[@]}"; do mbps $((nstreams * stream)) "$i"; echo; done | paste -sd/)"
+    [ "$reps" -gt 1 ] && runs_note+="${runs_note:+; }$key.$kind $rates"
+    say "$key.$kind = $(mbps $((nstreams * stream)) "$elapsed_ns") MB/s ($rates)"
+  done
+}
+
+# streams_once put|get URLBASE DIR: 8 parallel xrdcp of one kind; sets
+# elapsed_ns, or nfail and returns 1 when some failed
+streams_once() {
+  local kind="$1" url="$2" dir="$3" i t0 sp=()
+  nfail=0
   t0=$(now)
   for ((i = 0; i < nstreams; i++)); do
-    timeout "$tool_timeout" xrdcp --nopbar -f "$ssrc" "$url//$dir/s$i" >"$work/stream-put$i.log" 2>&1 &
+    if [ "$kind" = put ]; then
+      timeout "$tool_timeout" xrdcp --nopbar -f "$ssrc" "$url//$dir/s$i" >"$work/stream-put$i.log" 2>&1 &
+    else
+      timeout "$tool_timeout" xrdcp --nopbar -f "$url//$dir/s$i" /dev/null >"$work/stream-get$i.log" 2>&1 &
+    fi
     sp+=($!)
     pids+=($!)
   done
   for i in "${sp[@]}"; do
-    wait "$i" || { ok=0; nfail=$((nfail + 1)); }
+    wait "$i" || nfail=$((nfail + 1))
     forget "$i"
   done
-  if [ "$ok" = 1 ]; then
-    record "$key.put" "$(mbps $((nstreams * stream)) $(($(now) - t0)))"
-    say "$key.put = $(mbps $((nstreams * stream)) $(($(now) - t0))) MB/s"
-  else
-    fail "$key.put" "$nfail of $nstreams xrdcp puts failed: $(xrd_error "$work"/stream-put*.log)"
-  fi
-  "$limits" evict "$@"
-  sp=()
-  ok=1 nfail=0
-  t0=$(now)
-  for ((i = 0; i < nstreams; i++)); do
-    timeout "$tool_timeout" xrdcp --nopbar -f "$url//$dir/s$i" /dev/null >"$work/stream-get$i.log" 2>&1 &
-    sp+=($!)
-    pids+=($!)
-  done
-  for i in "${sp[@]}"; do
-    wait "$i" || { ok=0; nfail=$((nfail + 1)); }
-    forget "$i"
-  done
-  if [ "$ok" = 1 ]; then
-    record "$key.get" "$(mbps $((nstreams * stream)) $(($(now) - t0)))"
-    say "$key.get = $(mbps $((nstreams * stream)) $(($(now) - t0))) MB/s"
-  else
-    fail "$key.get" "$nfail of $nstreams xrdcp gets failed: $(xrd_error "$work"/stream-get*.log)"
-  fi
+  elapsed_ns=$(($(now) - t0))
+  [ "$nfail" = 0 ]
 }
 
 # rss KEY PID: record the peak RSS (VmHWM) of a process in MiB
@@ -458,23 +513,14 @@ for ((i = 0; ; i++)); do
   sleep 0.1
 done
 
-timed_xrd xrootd.put "$size" -f "$src" "$xurl//put-plain" || true
+median_xrd xrootd.put "$size" : -f "$src" "$xurl//put-plain" || true
 rm -f "$xdir/data/put-plain"
 sync
-if timed_xrd xrootd.put_fsync.xrdcp "$size" -f "$src" "$xurl//put-sync"; then
-  t0=$(now)
-  if sync "$xdir/data/put-sync"; then
-    record xrootd.put_fsync "$(mbps "$size" $((elapsed_ns + $(now) - t0)))"
-    say "xrootd.put_fsync = $(mbps "$size" $((elapsed_ns + $(now) - t0))) MB/s"
-  else
-    fail xrootd.put_fsync "sync FILE failed"
-  fi
-else
-  fail xrootd.put_fsync "xrdcp failed"
-fi
+# durable like ecstore: the time includes an fsync of the file (sync FILE)
+timed_median xrootd.put_fsync "$size" "$reps" : xrd_sync "$xdir/data/put-sync" -f "$src" "$xurl//put-sync" || true
 prime "$xurl//put-sync"
-"$limits" evict "$xdir/data"
-timed_xrd xrootd.get "$size" -f "$xurl//put-sync" /dev/null || true
+evicter "$xdir/data"
+median_xrd xrootd.get "$size" evict_now -f "$xurl//put-sync" /dev/null || true
 rm -f "$xdir/data/put-sync"
 small xrootd.small.nofsync "$xurl//bench" 8
 small xrootd.small.fsync "$xurl//bench" 1,8,64 --fsync
@@ -491,10 +537,10 @@ hwm() { awk '/^VmHWM:/ { printf "%d", $2 / 1024; found = 1 } END { if (!found) p
 common() {
   local p="$1" h1 h2
   shift
-  timed_xrd "$p.put" "$size" -f "$src" "$gw_url//big" || true
+  median_xrd "$p.put" "$size" : -f "$src" "$gw_url//big" || true
   prime "$gw_url//big"
-  "$limits" evict "$@"
-  timed_xrd "$p.get" "$size" -f "$gw_url//big" /dev/null || true
+  evicter "$@"
+  median_xrd "$p.get" "$size" evict_now -f "$gw_url//big" /dev/null || true
   healthy_ns=$elapsed_ns
   h1="$(hwm "$gw_pid")"
   small "$p.small" "$gw_url//bench" 1,8,64
@@ -548,8 +594,8 @@ timed_xrd_hang nodes.put_hung1 "$size" "${node_pids[2]}" -f "$src" "$gw_url//big
 # two nodes SIGKILLed
 stop_proc "${node_pids[0]}"
 stop_proc "${node_pids[1]}"
-"$limits" evict "$work/nodes"
-timed_xrd nodes.get_killed2 "$size" -f "$gw_url//big" /dev/null || true
+evicter "$work/nodes"
+median_xrd nodes.get_killed2 "$size" evict_now -f "$gw_url//big" /dev/null || true
 stop_proc "$gw_pid"
 for p in "${node_pids[@]:2}"; do stop_proc "$p"; done
 rm -rf "$work/nodes"
@@ -562,21 +608,24 @@ stop_proc "$gw_pid"
 # the same with page checksums offered, as plain xrootd does: xrdcp then
 # sends kXR_pgwrite and kXR_pgread and computes a CRC32C per 4 KiB page
 gateway gw-local-pg --data "$data" "${geom[@]}" --page-checksums
-timed_xrd local.put_pg "$size" -f "$src" "$gw_url//big" || true
+median_xrd local.put_pg "$size" : -f "$src" "$gw_url//big" || true
 prime "$gw_url//big"
-"$limits" evict "$data"
-timed_xrd local.get_pg "$size" -f "$gw_url//big" /dev/null || true
+evicter "$data"
+median_xrd local.get_pg "$size" evict_now -f "$gw_url//big" /dev/null || true
 stop_proc "$gw_pid"
 mkdir -p "$work/moved"
 mv "$data/nodes/00" "$data/nodes/01" "$work/moved/"
 gateway gw-local2 --data "$data" "${geom[@]}"
 prime "$gw_url//big" # a new gateway: time it in its steady state, as D2
-"$limits" evict "$data"
-timed_xrd local.get_killed2 "$size" -f "$gw_url//big" /dev/null || true
+evicter "$data"
+median_xrd local.get_killed2 "$size" evict_now -f "$gw_url//big" /dev/null || true
 stop_proc "$gw_pid"
 rm -rf "$data" "$work/moved"
 
 # --- report -------------------------------------------------------------------
+if [ -n "${runs_note:-}" ]; then
+  record info.note "Single transfers and the 8-stream rows are the median of $reps runs (a cold get's page cache dropped before each run); the MB/s of each run, in order: $runs_note."
+fi
 record info.load_end "$(cut -d' ' -f1-3 /proc/loadavg)"
 record info.elapsed "$(awk -v ns=$(($(now) - started_at)) 'BEGIN { printf "%.0f s", ns / 1e9 }')"
 mkdir -p "$(dirname "$out")"

@@ -26,7 +26,8 @@ var benchSuiteRows = map[string]int{"L": 6, "X": 15, "N": 19, "D": 17}
 // bench/run.sh --quick (real xrootd, xrdcp, ten ecstore nodes, local
 // directories) into a temporary RESULTS file and checks that the table
 // has every row with a numeric result and no failed measurement, and
-// that the machine is described. It asserts no speed. It needs the
+// that the machine is described, with two runs of each repeated row (the
+// full suite takes the median of three). It asserts no speed. It needs the
 // XRootD tools (scripts/install-deps.sh): without them it is skipped,
 // or fails when CI=true.
 func TestBenchSuiteQuick(t *testing.T) {
@@ -60,7 +61,7 @@ func TestBenchSuiteQuick(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", script, "--quick", "--out", out)
-	cmd.Env = append(os.Environ(), "BENCH_DIR="+base, "ECSTORE_BIN="+bin, "BENCH_KEEP=0")
+	cmd.Env = append(os.Environ(), "BENCH_DIR="+base, "ECSTORE_BIN="+bin, "BENCH_KEEP=0", "BENCH_REPEATS=2")
 	// On timeout, SIGTERM lets the script's trap kill what it started.
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 30 * time.Second
@@ -80,6 +81,14 @@ func TestBenchSuiteQuick(t *testing.T) {
 	for _, want := range []string{"**CPU**", "**RAM**", "**kernel**", "**node directories**", "**Go**", "**ecstore**", "## Limit arithmetic"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("%s has no %q", out, want)
+		}
+	}
+
+	// Every repeated row lists its two runs: the get with 2 nodes killed
+	// on ecstore nodes, and the 8-stream gets on local directories.
+	for _, key := range []string{"nodes.get_killed2", "local.streams.get", "xrootd.put_fsync"} {
+		if !regexp.MustCompile(`median of 2 runs[^\n]* ` + regexp.QuoteMeta(key) + ` [0-9.]+/[0-9.]+[;.]`).Match(md) {
+			t.Errorf("%s has no two runs of %s in the note on repeated runs", out, key)
 		}
 	}
 

@@ -460,8 +460,9 @@ func writeMarkdown(w io.Writer, r *results, rep *report) {
 		"and without the read, files written through the page cache (xrootd) and with O_DIRECT (ecstore) would be read under different conditions. "+
 		"Each timed single get (X3, the healthy gets of ecstore, and the degraded get on a restarted gateway, D3) follows one untimed get of the same file, so that every server is timed in its steady state: "+
 		"a gateway's first get after a put faults in fresh heap, which cost 0.3-0.8 s of CPU per GiB on this virtual machine; "+
-		"xrdcp gets write to /dev/null.\n\n",
-		info("size"), streams, info("stream_size"), info("small_phase"), dataChunks, parityChunks, chunkMiB)
+		"xrdcp gets write to /dev/null. "+
+		"The single transfers (except those with a node SIGSTOPped, N4-N7, timed once: a repeat would find the node already known to hang) and the 8-stream rows are the median of %s runs, each cold get with its pages dropped again before it; the notes list every run's rate.\n\n",
+		info("size"), streams, info("stream_size"), info("small_phase"), dataChunks, parityChunks, chunkMiB, info("repeats"))
 	io.WriteString(w, rep.table)
 	fmt.Fprintf(w, "\nVerdicts: PASS/MISS against the issue-5 targets; `-` where no target applies.\n")
 	if len(rep.failed) > 0 {
