@@ -105,9 +105,14 @@ func TestHungNodeIsAvoidedAfterOneHedge(t *testing.T) {
 	// Call 0 is the parse when the object is located: the node hangs
 	// from its first chunk read on.
 	hang := node.Inject(node.OpRead, node.Hang()).FromIndex(1)
+	var hedged atomic.Int32
+	var mu sync.Mutex
+	var slow []string
 	data, s, rule, id := slotRuleStore(t, blocks, 4, hang, nil, func(o *Options) {
 		o.HedgeDelay = hedge
 		o.ChunkTimeout = 20 * time.Second // never reached: the read would otherwise wait for it
+		o.Events.HedgedRead = func(string, int64) { hedged.Add(1) }
+		o.Events.NodeSlow = func(id string) { mu.Lock(); slow = append(slow, id); mu.Unlock() }
 	})
 	start := time.Now()
 	got, err := get(s, "/h")
@@ -125,6 +130,16 @@ func TestHungNodeIsAvoidedAfterOneHedge(t *testing.T) {
 	}
 	if !s.isSlowOnly(id) {
 		t.Errorf("node %s, hung in a chunk read, is not marked slow", id)
+	}
+	// Each block that asked the hung node hedged once; the node became
+	// slow once (further marks of a suspect node are not reported).
+	if n := hedged.Load(); n == 0 || n > int32(rule.Fired()) {
+		t.Errorf("%d hedged blocks reported, the hung node was asked %d times", n, rule.Fired())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(slow) != 1 || slow[0] != id {
+		t.Errorf("slow nodes reported: %v, want [%s]", slow, id)
 	}
 }
 

@@ -528,6 +528,9 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 			switch {
 			case hedged:
 			case hedges == 1:
+				if f := r.s.opts.Events.HedgedRead; f != nil {
+					f(r.path, b)
+				}
 				missing := 0
 				for s, n := range need {
 					if n && chunks[s] == nil {

@@ -155,6 +155,15 @@ type Events struct {
 	// (op is "read", "write", "open" or "probe"). Checksum mismatches are
 	// reported too: the node returned wrong bytes.
 	NodeError func(nodeID, op string, err error)
+	// HedgedRead is called when a block's chunks were not all back
+	// within HedgeDelay and the read started more of them, to decode the
+	// block without the late ones.
+	HedgedRead func(path string, block int64)
+	// NodeSlow is called when a node becomes suspect of being slow: it
+	// kept a chunk read waiting past HedgeDelay while other nodes of the
+	// block answered. Reads avoid it until one to it succeeds. (A node
+	// that fails or times out is reported by NodeError instead.)
+	NodeSlow func(nodeID string)
 	// Transfers is called with the number of open readers and writers
 	// each time one opens or closes (calls may race; the count each
 	// carries is current when it is taken).
@@ -301,14 +310,17 @@ func (s *Store) markSlow(id string) {
 	for {
 		v, loaded := s.suspect.LoadOrStore(id, slow)
 		if !loaded {
-			return
+			break
 		}
 		if s.opts.Now().Before(v.(suspicion).until) {
 			return // suspect already, perhaps for worse
 		}
 		if s.suspect.CompareAndSwap(id, v, slow) {
-			return // replaced an expired suspicion, nothing newer
+			break // replaced an expired suspicion, nothing newer
 		}
+	}
+	if f := s.opts.Events.NodeSlow; f != nil {
+		f(id)
 	}
 }
 

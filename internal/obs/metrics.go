@@ -25,6 +25,8 @@ type Metrics struct {
 	degradedReads  prometheus.Counter
 	degradedWrites prometheus.Counter
 	nodeErrors     *prometheus.CounterVec
+	hedgedReads    prometheus.Counter
+	slowNodes      *prometheus.CounterVec
 	healed         *prometheus.CounterVec
 	healedBytes    prometheus.Counter
 	openTransfers  prometheus.Gauge
@@ -54,6 +56,12 @@ func New() *Metrics {
 		nodeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ec_node_errors_total", Help: "Failed or timed-out operations on storage nodes.",
 		}, []string{"node", "op"}),
+		hedgedReads: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ec_object_hedged_reads_total", Help: "Blocks whose chunks were not all back within the hedge delay, so that more were read.",
+		}),
+		slowNodes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ec_node_slow_total", Help: "Times a node became suspect of being slow (a chunk read past the hedge delay while others answered).",
+		}, []string{"node"}),
 		healed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ec_repair_healed_objects_total", Help: "Objects the background healer handled, by result.",
 		}, []string{"result"}),
@@ -64,18 +72,21 @@ func New() *Metrics {
 			Name: "ec_object_open_transfers", Help: "Object readers and writers open (all frontends and the healer).",
 		}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.bytes, m.degradedReads, m.degradedWrites, m.nodeErrors, m.healed, m.healedBytes, m.openTransfers,
+	m.reg.MustRegister(m.requests, m.latency, m.bytes, m.degradedReads, m.degradedWrites, m.nodeErrors, m.hedgedReads, m.slowNodes, m.healed, m.healedBytes, m.openTransfers,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
-// Events returns engine hooks that count degraded reads and writes and
-// node errors, and follow the open transfers.
+// Events returns engine hooks that count degraded and hedged reads,
+// degraded writes, node errors and slow nodes, and follow the open
+// transfers.
 func (m *Metrics) Events() object.Events {
 	return object.Events{
 		DegradedRead:  func(string, int64, []int) { m.degradedReads.Inc() },
 		DegradedWrite: func(string, []int) { m.degradedWrites.Inc() },
 		NodeError:     func(id, op string, _ error) { m.nodeErrors.WithLabelValues(id, op).Inc() },
+		HedgedRead:    func(string, int64) { m.hedgedReads.Inc() },
+		NodeSlow:      func(id string) { m.slowNodes.WithLabelValues(id).Inc() },
 		Transfers:     func(open int) { m.openTransfers.Set(float64(open)) },
 	}
 }

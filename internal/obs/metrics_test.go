@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -120,4 +121,27 @@ func degradedBlocks(g layout.Geometry, size int64) int {
 		}
 	}
 	return n
+}
+
+// TestSlowNodeMetrics checks that the engine's hedge and slow-node hooks
+// reach their metrics.
+func TestSlowNodeMetrics(t *testing.T) {
+	m := New()
+	ev := m.Events()
+	ev.HedgedRead("/a", 0)
+	ev.HedgedRead("/a", 1)
+	ev.NodeSlow("n3")
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"ec_object_hedged_reads_total 2", `ec_node_slow_total{node="n3"} 1`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
 }
