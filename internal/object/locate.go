@@ -75,7 +75,36 @@ func (l *located) close() {
 // answered are left out of the results (and files they open later are
 // closed).
 func (s *Store) probe(ctx context.Context, path string, nodes []node.Node) []probeResult {
-	return s.probeFor(ctx, path, nodes, nil, nil, nil)
+	return s.askHungIfNeeded(ctx, path, s.probeFor(ctx, path, nodes, nil, nil, nil))
+}
+
+// askHungIfNeeded probes, after all, the nodes that probeFor did not ask
+// for being known to hang, when the others hold no readable version of
+// path but some archive of it, or some other node failed: a node marked
+// hung may answer again (its stall ended), and the object may need its
+// archives. Their answers replace the errHung results. A node still hung
+// costs its probe timeout, as it did before it was marked. A path that
+// no node holds, with every other node answering, is absent without a
+// wait (xrdcp stats its destination before every put).
+func (s *Store) askHungIfNeeded(ctx context.Context, path string, results []probeResult) []probeResult {
+	var skipped []node.Node
+	needed := false
+	for _, r := range results {
+		switch {
+		case errors.Is(r.err, errHung):
+			skipped = append(skipped, r.node)
+		case r.ref != nil || r.err != nil && !r.malformed:
+			needed = true
+		}
+	}
+	if len(skipped) == 0 || !needed || ctx.Err() != nil {
+		return results
+	}
+	if _, ok := choose(results); ok {
+		return results
+	}
+	kept := slices.DeleteFunc(slices.Clone(results), func(r probeResult) bool { return errors.Is(r.err, errHung) })
+	return append(kept, s.probeNodes(ctx, path, skipped, kept, nil, nil, true)...)
 }
 
 // probeFor is probe continuing the results prior of other nodes (which
@@ -83,6 +112,11 @@ func (s *Store) probe(ctx context.Context, path string, nodes []node.Node) []pro
 // answered when patience fires (nil: never). A node in askedAt was asked
 // before, at that time, and gets only what is left of its timeout.
 func (s *Store) probeFor(ctx context.Context, path string, nodes []node.Node, prior []probeResult, patience <-chan time.Time, askedAt map[string]time.Time) []probeResult {
+	return s.probeNodes(ctx, path, nodes, prior, patience, askedAt, false)
+}
+
+// probeNodes is probeFor that also asks nodes known to hang if askHung.
+func (s *Store) probeNodes(ctx context.Context, path string, nodes []node.Node, prior []probeResult, patience <-chan time.Time, askedAt map[string]time.Time, askHung bool) []probeResult {
 	type indexed struct {
 		i int
 		r probeResult
@@ -91,7 +125,7 @@ func (s *Store) probeFor(ctx context.Context, path string, nodes []node.Node, pr
 	var mu sync.Mutex
 	gaveUp := false
 	for i, n := range nodes {
-		if s.isHung(n.ID()) {
+		if !askHung && s.isHung(n.ID()) {
 			// Known to hang: its answer would be a timeout after
 			// HedgeDelay, which it gets at once. (The node is asked again
 			// once its suspicion expires.)
@@ -143,7 +177,7 @@ collect:
 			// The nodes left get HedgeDelay to report a newer version,
 			// unless they are all known to hang: they are then treated
 			// as down, as reads treat them.
-			if grace != nil && s.onlyHung(nodes, answered) {
+			if grace != nil && !askHung && s.onlyHung(nodes, answered) {
 				break collect
 			}
 			continue
@@ -296,6 +330,7 @@ func (s *Store) locateOnce(ctx context.Context, path string) (*located, []probeR
 			break
 		}
 	}
+	results = s.askHungIfNeeded(ctx, path, results)
 	loc, err := s.resolve(ctx, path, results)
 	return loc, results, err
 }

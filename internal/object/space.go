@@ -88,6 +88,11 @@ func (s *Store) querySpaces(ctx context.Context) []placement.Node {
 		out[i].ID = n.ID()
 		byID[n.ID()] = &out[i]
 	}
+	ask := func(ctx context.Context, n node.Node) error {
+		sp, err := n.Space(ctx)
+		byID[n.ID()].Free = sp.Free
+		return err
+	}
 	errs := s.forNodes(ctx, nodes, func(ctx context.Context, n node.Node) error {
 		if s.isHung(n.ID()) {
 			// Known to hang (a call to it ran out of time recently): down,
@@ -95,10 +100,28 @@ func (s *Store) querySpaces(ctx context.Context) []placement.Node {
 			// expires after SuspectFor, and then it is asked again.
 			return errHung
 		}
-		sp, err := n.Space(ctx)
-		byID[n.ID()].Free = sp.Free
-		return err
+		return ask(ctx, n)
 	})
+	var skipped []int
+	up := 0
+	for i, err := range errs {
+		if errors.Is(err, errHung) {
+			skipped = append(skipped, i)
+		} else if err == nil {
+			up++
+		}
+	}
+	if len(skipped) > 0 && up < s.quorum(s.opts.Geometry) {
+		// Without them too few nodes are up for a write: ask them after
+		// all, in case their stall has ended.
+		again := make([]node.Node, len(skipped))
+		for j, i := range skipped {
+			again[j] = nodes[i]
+		}
+		for j, err := range s.forNodes(ctx, again, ask) {
+			errs[skipped[j]] = err
+		}
+	}
 	for i, err := range errs {
 		out[i].Down = err != nil
 	}
