@@ -586,12 +586,22 @@ fi
 kill -CONT "${node_pids[2]}"
 
 # one node SIGSTOPped 0.2 s into a get, and into a put: its chunk reads
-# and writes are left waiting in the middle of the transfer
+# and writes are left waiting in the middle of the transfer. The gateway
+# avoids a node for 10 s (SuspectFor) after a call to it timed out, as
+# the stopped get above and each of these make it do: without the pause,
+# the next transfer would not ask the node at all rather than meet it
+# hanging in its middle.
+suspect_for=10
+record info.note "N6, N7 and N3 each start $((suspect_for + 1)) s after the row before them: the gateway avoids a node for $suspect_for s after a call to it timed out, so that without the pause N6 and N7 would meet a node already avoided instead of one that hangs in the middle of the transfer, and N3 would lose three nodes, not two."
+sleep $((suspect_for + 1))
 "$limits" evict "$work/nodes"
 timed_xrd_hang nodes.get_hung1 "$size" "${node_pids[2]}" -f "$gw_url//big" /dev/null || true
+sleep $((suspect_for + 1))
 timed_xrd_hang nodes.put_hung1 "$size" "${node_pids[2]}" -f "$src" "$gw_url//big-hung" || true
 
-# two nodes SIGKILLed
+# two nodes SIGKILLed (once the gateway has stopped avoiding node 2,
+# which hung in the put above: the get is to lose two nodes, not three)
+sleep $((suspect_for + 1))
 stop_proc "${node_pids[0]}"
 stop_proc "${node_pids[1]}"
 evicter "$work/nodes"
