@@ -1074,16 +1074,7 @@ func TestHungMarkedNodeIsAskedWhenNeeded(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c, fs := faultyCluster(t, 6, g)
 			data := randBytes(rng, tc.size)
-			w, err := c.store.Create(context.Background(), "/o", &CreateOptions{SizeHint: tc.size})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := w.Write(data); err != nil {
-				t.Fatal(err)
-			}
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
+			putHint(t, c.store, "/o", data, tc.size)
 			info, err := c.store.Stat(context.Background(), "/o")
 			if err != nil {
 				t.Fatal(err)
