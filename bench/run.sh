@@ -343,7 +343,11 @@ timed_median() {
   local key="$1" bytes="$2" n="$3" prep="$4" i t0 ns=() rates=()
   shift 4
   for ((i = 0; i < n; i++)); do
-    $prep
+    if ! $prep; then
+      fail "$key" "$prep (before run $((i + 1))) failed"
+      elapsed_ns=0
+      return 1
+    fi
     sync
     t0=$(now)
     if ! "$@"; then
@@ -354,7 +358,7 @@ timed_median() {
     ns+=($(($(now) - t0)))
     rates+=("$(mbps "$bytes" "${ns[-1]}")")
   done
-  elapsed_ns="$(printf '%s\n' "${ns[@]}" | sort -n | sed -n "$(((n + 1) / 2))p")"
+  elapsed_ns="$(median "${ns[@]}")"
   record "$key" "$(mbps "$bytes" "$elapsed_ns")"
   if [ "$n" -gt 1 ]; then
     runs_note+="${runs_note:+; }$key $(IFS=/; echo "${rates[*]}")"
@@ -362,6 +366,12 @@ timed_median() {
   else
     say "$key = $(mbps "$bytes" "$elapsed_ns") MB/s"
   fi
+}
+
+# median NS...: the median of integers (the mean of the middle two of an
+# even count)
+median() {
+  printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.0f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
 # median_xrd KEY BYTES PREP ARGS...: timed_median of reps xrdcp runs
@@ -375,7 +385,22 @@ median_xrd() {
 xrd_sync() {
   local file="$1"
   shift
-  xrd "$@" && sync "$file"
+  xrd "$@" || return
+  sync "$file" 2>>"$work/xrdcp.log" || { echo "error: sync $file failed" >>"$work/xrdcp.log"; return 1; }
+}
+
+# remover URL: define remove_now, which removes URL (root://host//path)
+# if it exists: a PREP that makes every run of a put a create, not an
+# overwrite of the previous run's file
+remover() {
+  rm_host="${1#root://}"
+  rm_host="${rm_host%%//*}"
+  rm_path="/${1#root://*//}"
+}
+remove_now() {
+  if timeout "$tool_timeout" xrdfs "$rm_host" stat "$rm_path" >/dev/null 2>&1; then
+    timeout "$tool_timeout" xrdfs "$rm_host" rm "$rm_path"
+  fi
 }
 
 # evicter DIR...: define the function evict_now that drops DIR... from the
@@ -418,22 +443,36 @@ small() {
 # the page cache) 8 parallel gets to /dev/null; records the median
 # aggregate MB/s of each as KEY.put and KEY.get
 streams() {
-  local key="$1" url="$2" dir="$3" i kind put_ns=() get_ns=() put_nfail=0 get_nfail=0 rates
+  local key="$1" url="$2" dir="$3" i j kind put_ns=() get_ns=() put_nfail=0 get_nfail=0 put_err="" get_err="" rates
   shift 3
   for ((i = 0; i < reps; i++)); do
+    if [ "$i" -gt 0 ]; then # each round creates its files, as the first
+      for ((j = 0; j < nstreams; j++)); do
+        remover "$url//$dir/s$j"
+        remove_now >/dev/null 2>&1 || true
+      done
+    fi
     sync
-    if streams_once put "$url" "$dir"; then put_ns+=("$elapsed_ns"); else put_nfail=$((put_nfail + nfail)); fi
+    if streams_once put "$url" "$dir"; then
+      put_ns+=("$elapsed_ns")
+    else
+      put_nfail=$((put_nfail + nfail)) put_err="${put_err:-$(xrd_error "$work"/stream-put*.log)}"
+    fi
     "$limits" evict "$@" >/dev/null
-    if streams_once get "$url" "$dir"; then get_ns+=("$elapsed_ns"); else get_nfail=$((get_nfail + nfail)); fi
+    if streams_once get "$url" "$dir"; then
+      get_ns+=("$elapsed_ns")
+    else
+      get_nfail=$((get_nfail + nfail)) get_err="${get_err:-$(xrd_error "$work"/stream-get*.log)}"
+    fi
   done
   for kind in put get; do
-    local got=() nf
-    if [ "$kind" = put ]; then got=("${put_ns[@]}") nf=$put_nfail; else got=("${get_ns[@]}") nf=$get_nfail; fi
+    local got=() nf err
+    if [ "$kind" = put ]; then got=("${put_ns[@]}") nf=$put_nfail err=$put_err; else got=("${get_ns[@]}") nf=$get_nfail err=$get_err; fi
     if [ "${#got[@]}" != "$reps" ]; then
-      fail "$key.$kind" "$nf of $((reps * nstreams)) xrdcp ${kind}s failed: $(xrd_error "$work"/stream-"$kind"*.log)"
+      fail "$key.$kind" "$nf of $((reps * nstreams)) xrdcp ${kind}s failed: $err"
       continue
     fi
-    elapsed_ns="$(printf '%s\n' "${got[@]}" | sort -n | sed -n "$(((reps + 1) / 2))p")"
+    elapsed_ns="$(median "${got[@]}")"
     record "$key.$kind" "$(mbps $((nstreams * stream)) "$elapsed_ns")"
     rates="$(for i in "${got[@]}"; do mbps $((nstreams * stream)) "$i"; echo; done | paste -sd/)"
     [ "$reps" -gt 1 ] && runs_note+="${runs_note:+; }$key.$kind $rates"
@@ -513,11 +552,13 @@ for ((i = 0; ; i++)); do
   sleep 0.1
 done
 
-median_xrd xrootd.put "$size" : -f "$src" "$xurl//put-plain" || true
+remover "$xurl//put-plain"
+median_xrd xrootd.put "$size" remove_now -f "$src" "$xurl//put-plain" || true
 rm -f "$xdir/data/put-plain"
 sync
 # durable like ecstore: the time includes an fsync of the file (sync FILE)
-timed_median xrootd.put_fsync "$size" "$reps" : xrd_sync "$xdir/data/put-sync" -f "$src" "$xurl//put-sync" || true
+remover "$xurl//put-sync"
+timed_median xrootd.put_fsync "$size" "$reps" remove_now xrd_sync "$xdir/data/put-sync" -f "$src" "$xurl//put-sync" || true
 prime "$xurl//put-sync"
 evicter "$xdir/data"
 median_xrd xrootd.get "$size" evict_now -f "$xurl//put-sync" /dev/null || true
@@ -537,7 +578,8 @@ hwm() { awk '/^VmHWM:/ { printf "%d", $2 / 1024; found = 1 } END { if (!found) p
 common() {
   local p="$1" h1 h2
   shift
-  median_xrd "$p.put" "$size" : -f "$src" "$gw_url//big" || true
+  remover "$gw_url//big"
+  median_xrd "$p.put" "$size" remove_now -f "$src" "$gw_url//big" || true
   prime "$gw_url//big"
   evicter "$@"
   median_xrd "$p.get" "$size" evict_now -f "$gw_url//big" /dev/null || true
@@ -591,7 +633,7 @@ kill -CONT "${node_pids[2]}"
 # the stopped get above and each of these make it do: without the pause,
 # the next transfer would not ask the node at all rather than meet it
 # hanging in its middle.
-suspect_for=10
+suspect_for=10 # the default of object.Options.SuspectFor, which serve does not change
 record info.note "N6, N7 and N3 each start $((suspect_for + 1)) s after the row before them: the gateway avoids a node for $suspect_for s after a call to it timed out, so that without the pause N6 and N7 would meet a node already avoided instead of one that hangs in the middle of the transfer, and N3 would lose three nodes, not two."
 sleep $((suspect_for + 1))
 "$limits" evict "$work/nodes"
@@ -618,7 +660,8 @@ stop_proc "$gw_pid"
 # the same with page checksums offered, as plain xrootd does: xrdcp then
 # sends kXR_pgwrite and kXR_pgread and computes a CRC32C per 4 KiB page
 gateway gw-local-pg --data "$data" "${geom[@]}" --page-checksums
-median_xrd local.put_pg "$size" : -f "$src" "$gw_url//big" || true
+remover "$gw_url//big"
+median_xrd local.put_pg "$size" remove_now -f "$src" "$gw_url//big" || true
 prime "$gw_url//big"
 evicter "$data"
 median_xrd local.get_pg "$size" evict_now -f "$gw_url//big" /dev/null || true

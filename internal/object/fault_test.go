@@ -1096,7 +1096,41 @@ func TestHungMarkedNodeIsAskedWhenNeeded(t *testing.T) {
 			if got, err := get(c.store, "/o"); err != nil || !bytes.Equal(got, data) {
 				t.Fatalf("read with the node of slot 0 marked hung and slots 1, 2 down: %d bytes, %v", len(got), err)
 			}
+			if c.store.isHung(info.Placement[0]) {
+				t.Errorf("node %s answered and is still taken for hung", info.Placement[0])
+			}
 		})
+	}
+}
+
+// A node that still hangs is not asked again for a path it cannot make
+// readable: with one node down and one hung, a stat of an absent path
+// answers at once.
+func TestAbsentPathDoesNotWaitForAHungNode(t *testing.T) {
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	c, fs := faultyCluster(t, 6, g)
+	fs[0].SetDown(true)
+	hang := node.Inject(node.OpAny, node.Hang())
+	nodes := slices.Clone(c.nodes)
+	nodes[1] = node.Wrap(fs[1], hang)
+	opts := c.store.opts
+	opts.HedgeDelay = 300 * time.Millisecond
+	s, err := New(nodes, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.markSuspect(nodes[1].ID(), true)
+	for i := range 3 {
+		start := time.Now()
+		if _, err := s.Stat(context.Background(), "/absent"); !errors.Is(err, ErrNotExist) {
+			t.Fatalf("stat of an absent path: %v", err)
+		}
+		if took := time.Since(start); took > 100*time.Millisecond {
+			t.Errorf("stat %d of an absent path with a node hung and one down took %v", i, took)
+		}
+	}
+	if n := hang.Fired(); n != 0 {
+		t.Errorf("the hung node was asked %d times", n)
 	}
 }
 

@@ -114,6 +114,11 @@ func (s *Store) Inspect(ctx context.Context, path string, deep bool) (*Inspectio
 	}
 	results := s.probe(ctx, path, s.nodes)
 	if err := ctx.Err(); err != nil {
+		for _, r := range results {
+			if r.ref != nil {
+				r.ref.file.Close()
+			}
+		}
 		return nil, err
 	}
 	loc, ok := choose(results)

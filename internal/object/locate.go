@@ -80,27 +80,48 @@ func (s *Store) probe(ctx context.Context, path string, nodes []node.Node) []pro
 
 // askHungIfNeeded probes, after all, the nodes that probeFor did not ask
 // for being known to hang, when the others hold no readable version of
-// path but some archive of it, or some other node failed: a node marked
-// hung may answer again (its stall ended), and the object may need its
-// archives. Their answers replace the errHung results. A node still hung
-// costs its probe timeout, as it did before it was marked. A path that
-// no node holds, with every other node answering, is absent without a
-// wait (xrdcp stats its destination before every put).
+// path and the skipped nodes could make one readable: a node marked hung
+// may answer again (its stall ended), and the object may need its
+// archives. Their answers replace the errHung results; one that answers
+// is no longer taken for hung. A node still hung costs its shortened
+// probe deadline (HedgeDelay).
+//
+// The skipped nodes could matter when, with the newest version found,
+// they would bring its archives to K; or, with no archive found, when
+// they and the nodes that failed are M+1 or more, as many as hold a
+// small object. A path that is absent with one node hung and one down
+// thus answers at once (xrdcp stats its destination before every put).
 func (s *Store) askHungIfNeeded(ctx context.Context, path string, results []probeResult) []probeResult {
 	var skipped []node.Node
-	needed := false
+	failed := 0
 	for _, r := range results {
 		switch {
 		case errors.Is(r.err, errHung):
 			skipped = append(skipped, r.node)
-		case r.ref != nil || r.err != nil && !r.malformed:
-			needed = true
+		case r.isDir:
+			return results // a directory: no object to complete
+		case r.err != nil && !r.malformed:
+			failed++
 		}
 	}
-	if len(skipped) == 0 || !needed || ctx.Err() != nil {
+	if len(skipped) == 0 || ctx.Err() != nil {
 		return results
 	}
 	if _, ok := choose(results); ok {
+		return results
+	}
+	if newest := newestVersion(results); newest != "" {
+		k, found := 0, 0
+		for _, r := range results {
+			if r.ref != nil && r.ref.idx.Meta.Version == newest {
+				k = r.ref.idx.Meta.K
+				found++
+			}
+		}
+		if found+len(skipped) < k {
+			return results
+		}
+	} else if failed+len(skipped) < s.opts.Geometry.M+1 {
 		return results
 	}
 	kept := slices.DeleteFunc(slices.Clone(results), func(r probeResult) bool { return errors.Is(r.err, errHung) })
@@ -141,6 +162,9 @@ func (s *Store) probeNodes(ctx context.Context, path string, nodes []node.Node, 
 			pctx, cancel := context.WithDeadline(ctx, deadline)
 			defer cancel()
 			r := probeOne(pctx, path, n)
+			if askHung && r.err == nil {
+				s.clearHung(n.ID()) // it answered: its stall is over
+			}
 			if r.err != nil && ctx.Err() == nil {
 				s.opts.Events.nodeError(n.ID(), "probe", r.err)
 				if pctx.Err() != nil {

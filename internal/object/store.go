@@ -324,6 +324,14 @@ func (s *Store) markSlow(id string) {
 	}
 }
 
+// clearHung ends the suspicion of node id if it was of hanging: a call to
+// it has just been answered.
+func (s *Store) clearHung(id string) {
+	if v, ok := s.suspect.Load(id); ok && v.(suspicion).hung {
+		s.suspect.CompareAndDelete(id, v)
+	}
+}
+
 // clearSlow ends the suspicion of node id if it was only slow: a read
 // from it has just succeeded.
 func (s *Store) clearSlow(id string) {

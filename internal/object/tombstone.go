@@ -138,17 +138,20 @@ func (s *Store) CollectTombstone(ctx context.Context, path string) (bool, error)
 		}
 		return false, nil // a node was too slow to answer
 	}
+	collect := true
 	for _, r := range results {
 		switch {
 		case r.err != nil:
-			return false, nil // a node did not answer: it may hold a remnant
+			collect = false // a node did not answer: it may hold a remnant
 		case r.ref != nil:
-			v := r.ref.idx.Meta.Version
-			r.ref.file.Close()
-			if v <= deleted {
-				return false, nil // a remnant remains
+			if r.ref.idx.Meta.Version <= deleted {
+				collect = false // a remnant remains
 			}
+			r.ref.file.Close()
 		}
+	}
+	if !collect {
+		return false, nil
 	}
 	return s.removeTombstones(ctx, path), nil
 }
