@@ -81,7 +81,7 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 	heal := fs.Bool("heal", true, "rebuild, in the background, objects that reads and writes find degraded")
 	healRate := fs.String("heal-rate", "20MB", "limit background rebuilding to `SIZE` per second (0: unlimited)")
 	healInterval := fs.Duration("heal-interval", 0, "also run a full repair of the cluster every `DURATION` (0: never)")
-	memLimit := fs.String("memory-limit", "auto", "soft limit of the gateway's memory: auto (48 MiB plus 4 blocks per open\ntransfer, so that the resident size stays within 64 MiB plus 4 blocks per\ntransfer; unless GOMEMLIMIT is set), a `SIZE`, or off")
+	memLimit := fs.String("memory-limit", "auto", "soft limit of the gateway's memory: auto (40 MiB plus 4 blocks per open\ntransfer, so that the resident size stays within 64 MiB plus 4 blocks per\ntransfer; unless GOMEMLIMIT is set), a `SIZE`, or off")
 	if _, err := fs.parse(args, 0, 0); err != nil {
 		return err
 	}
@@ -148,10 +148,11 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 	if autoLimit {
 		// The resident budget is 64 MiB plus 4 blocks per transfer; the
 		// Go limit does not count the binary's mapped code (11 MiB) and
-		// other memory outside the Go heap, so it leaves 16 MiB for them
-		// (at 64 MiB it let the peak resident size reach 323 MiB of a
-		// 320 MiB budget with 8 streams).
-		gov.Store(memlimit.New(48<<20, 4*c.Store().Geometry().BlockSize()))
+		// other memory outside the Go heap, and a soft limit is overshot
+		// while a collection runs, so it leaves 24 MiB for them (at 64
+		// MiB the peak resident size with 8 streams reached 323 MiB of a
+		// 320 MiB budget, at 48 MiB 324 MiB over three rounds of them).
+		gov.Store(memlimit.New(40<<20, 4*c.Store().Geometry().BlockSize()))
 	}
 	// Under a memory limit (auto, a size or GOMEMLIMIT, which may say
 	// off) the collector need not run at every doubling of a small live

@@ -76,7 +76,7 @@ const GCPercentUnderLimit = 400
 // of a few MiB, allocating per request) collects every few MiB allocated:
 // on 27 KB gets at concurrency 8 the collector's marking and the assists
 // it charges to allocating goroutines were about 15% of the gateway's CPU.
-// Under a limit that allows 48 MiB or more, collecting that often buys
+// Under a limit that allows 40 MiB or more, collecting that often buys
 // nothing.
 func RaiseGCPercent() bool {
 	return raiseGCPercent(os.LookupEnv, debug.SetGCPercent)
