@@ -1152,3 +1152,34 @@ func TestWriteAsksHungMarkedNodeForQuorum(t *testing.T) {
 		t.Fatalf("read back: %d bytes, %v", len(got), err)
 	}
 }
+
+// An rm waits for every node's answer, however late within its timeout:
+// one that gave up on a straggler after the hedge delay had to write
+// tombstones and ask every node again, and under load (64 concurrent rms
+// on 10 nodes) rms fell into that path and stayed there.
+func TestRemoveWaitsForASlowNode(t *testing.T) {
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	c, fs := faultyCluster(t, 6, g)
+	data := randBytes(rand.New(rand.NewPCG(seed(t), 23)), 3*g.BlockSize())
+	put(t, c.store, "/slow", data)
+	slow := node.Inject(node.OpOpen, node.Delay(4*c.store.opts.HedgeDelay))
+	nodes := slices.Clone(c.nodes)
+	nodes[5] = node.Wrap(fs[5], slow)
+	s, err := New(nodes, c.store.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.Remove(ctx, "/slow"); err != nil {
+		t.Fatal(err)
+	}
+	if slow.Fired() == 0 {
+		t.Fatal("the slow node was not asked")
+	}
+	if ts, err := s.Tombstones(ctx); err != nil || len(ts) != 0 {
+		t.Errorf("rm with one slow node wrote tombstones for %v (%v): it did not wait for the node's answer", ts, err)
+	}
+	if _, err := s.Stat(ctx, "/slow"); !errors.Is(err, ErrNotExist) {
+		t.Errorf("stat after rm: %v", err)
+	}
+}

@@ -69,13 +69,34 @@ func (l *located) close() {
 }
 
 // probe opens path on each node in parallel and parses the archives
-// found. It returns when every node has answered, or when some version has
-// K archives and the others have had HedgeDelay more to answer: a hung
-// node then costs that delay, not ProbeTimeout. Nodes that had not
-// answered are left out of the results (and files they open later are
-// closed).
+// found, for the callers that need every node's answer (remove, inspect,
+// roll-forward, tombstone collection): it returns when every node has
+// answered or run out of its probe timeout, without the grace locate
+// gives stragglers. A node known to hang is not asked unless the object
+// needs it (askHungIfNeeded). Nodes that had not answered are left out of
+// the results (and files they open later are closed).
+//
+// Waiting matters under load: an rm that misses one node's answer must
+// write tombstones and ask every node again, which is far more work than
+// the wait. With a 250 ms grace, 64 concurrent rms on 10 nodes fell into
+// that path and stayed there (62-168 rms/s against 430-631).
 func (s *Store) probe(ctx context.Context, path string, nodes []node.Node) []probeResult {
-	return s.askHungIfNeeded(ctx, path, s.probeFor(ctx, path, nodes, nil, nil, nil))
+	return s.askHungIfNeeded(ctx, path, s.probeNodes(ctx, path, nodes, nil, probeOpts{waitAll: true}))
+}
+
+// probeOpts modify a probe.
+type probeOpts struct {
+	// patience, when it fires, gives up on the nodes that have not
+	// answered (nil: never).
+	patience <-chan time.Time
+	// askedAt holds the nodes asked before, at that time: they get only
+	// what is left of their timeout.
+	askedAt map[string]time.Time
+	// askHung asks nodes known to hang too.
+	askHung bool
+	// waitAll waits for every node (up to its timeout) even once a
+	// version is readable, instead of giving the others HedgeDelay.
+	waitAll bool
 }
 
 // askHungIfNeeded probes, after all, the nodes that probeFor did not ask
@@ -125,7 +146,7 @@ func (s *Store) askHungIfNeeded(ctx context.Context, path string, results []prob
 		return results
 	}
 	kept := slices.DeleteFunc(slices.Clone(results), func(r probeResult) bool { return errors.Is(r.err, errHung) })
-	return append(kept, s.probeNodes(ctx, path, skipped, kept, nil, nil, true)...)
+	return append(kept, s.probeNodes(ctx, path, skipped, kept, probeOpts{askHung: true})...)
 }
 
 // probeFor is probe continuing the results prior of other nodes (which
@@ -133,11 +154,12 @@ func (s *Store) askHungIfNeeded(ctx context.Context, path string, results []prob
 // answered when patience fires (nil: never). A node in askedAt was asked
 // before, at that time, and gets only what is left of its timeout.
 func (s *Store) probeFor(ctx context.Context, path string, nodes []node.Node, prior []probeResult, patience <-chan time.Time, askedAt map[string]time.Time) []probeResult {
-	return s.probeNodes(ctx, path, nodes, prior, patience, askedAt, false)
+	return s.probeNodes(ctx, path, nodes, prior, probeOpts{patience: patience, askedAt: askedAt})
 }
 
-// probeNodes is probeFor that also asks nodes known to hang if askHung.
-func (s *Store) probeNodes(ctx context.Context, path string, nodes []node.Node, prior []probeResult, patience <-chan time.Time, askedAt map[string]time.Time, askHung bool) []probeResult {
+// probeNodes is probeFor with options.
+func (s *Store) probeNodes(ctx context.Context, path string, nodes []node.Node, prior []probeResult, o probeOpts) []probeResult {
+	patience, askedAt, askHung := o.patience, o.askedAt, o.askHung
 	type indexed struct {
 		i int
 		r probeResult
@@ -191,7 +213,7 @@ collect:
 		case got := <-ch:
 			out = append(out, got.r)
 			answered[got.i] = true
-			if grace == nil {
+			if grace == nil && !o.waitAll {
 				// More results never make a readable version unreadable:
 				// once one is, choose need not run again.
 				if _, ok := choose(append(slices.Clip(prior), out...)); ok {
