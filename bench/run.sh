@@ -399,7 +399,7 @@ remover() {
 }
 remove_now() {
   if timeout "$tool_timeout" xrdfs "$rm_host" stat "$rm_path" >/dev/null 2>&1; then
-    timeout "$tool_timeout" xrdfs "$rm_host" rm "$rm_path"
+    timeout "$tool_timeout" xrdfs "$rm_host" rm "$rm_path" >/dev/null
   fi
 }
 
