@@ -81,7 +81,7 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 	heal := fs.Bool("heal", true, "rebuild, in the background, objects that reads and writes find degraded")
 	healRate := fs.String("heal-rate", "20MB", "limit background rebuilding to `SIZE` per second (0: unlimited)")
 	healInterval := fs.Duration("heal-interval", 0, "also run a full repair of the cluster every `DURATION` (0: never)")
-	memLimit := fs.String("memory-limit", "auto", "soft limit of the gateway's memory: auto (40 MiB plus 4 blocks per open\ntransfer, so that the resident size stays within 64 MiB plus 4 blocks per\ntransfer; unless GOMEMLIMIT is set), a `SIZE`, or off")
+	memLimit := fs.String("memory-limit", "auto", "soft limit of the gateway's memory: auto (40 MiB plus 4 blocks per open\ntransfer, at least 64 MiB, so that the resident size stays within 64 MiB plus 4 blocks per\ntransfer; unless GOMEMLIMIT is set), a `SIZE`, or off")
 	if _, err := fs.parse(args, 0, 0); err != nil {
 		return err
 	}
@@ -152,7 +152,11 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 		// while a collection runs, so it leaves 24 MiB for them (at 64
 		// MiB the peak resident size with 8 streams reached 323 MiB of a
 		// 320 MiB budget, at 48 MiB 324 MiB over three rounds of them).
-		gov.Store(memlimit.New(40<<20, 4*c.Store().Geometry().BlockSize()))
+		// It is never under 64 MiB: at 64 concurrent stats or removes of
+		// small objects (no transfer open) the gateway holds about 40 MiB,
+		// and a limit there made the collector run back to back (100
+		// collections a second, 60 % of the gateway's CPU).
+		gov.Store(memlimit.New(40<<20, 4*c.Store().Geometry().BlockSize(), 64<<20))
 	}
 	// Under a memory limit (auto, a size or GOMEMLIMIT, which may say
 	// off) the collector need not run at every doubling of a small live

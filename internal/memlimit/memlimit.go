@@ -20,19 +20,24 @@ import (
 )
 
 // Governor sets the soft memory limit to Base + PerTransfer × open
-// transfers. It is safe for concurrent use.
+// transfers, and never below Floor. It is safe for concurrent use.
 type Governor struct {
 	base, per int64
-	set       func(int64) int64 // debug.SetMemoryLimit; replaced in tests
+	// floor keeps the limit above what requests other than transfers
+	// (stats, removes, opens: probes, goroutine stacks) hold at high
+	// concurrency: a limit under the live heap makes the collector run
+	// back to back.
+	floor int64
+	set   func(int64) int64 // debug.SetMemoryLimit; replaced in tests
 
 	mu    sync.Mutex
 	limit int64
 }
 
-// New returns a Governor with the given base and per-transfer allowance
-// (bytes) and applies the limit for no open transfers.
-func New(base, perTransfer int64) *Governor {
-	g := &Governor{base: base, per: perTransfer, set: debug.SetMemoryLimit}
+// New returns a Governor with the given base, per-transfer allowance and
+// floor (bytes) and applies the limit for no open transfers.
+func New(base, perTransfer, floor int64) *Governor {
+	g := &Governor{base: base, per: perTransfer, floor: floor, set: debug.SetMemoryLimit}
 	g.Update(0)
 	return g
 }
@@ -47,6 +52,7 @@ func (g *Governor) Update(open int) {
 			limit += int64(open) * g.per
 		}
 	}
+	limit = max(limit, g.floor)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if limit != g.limit {

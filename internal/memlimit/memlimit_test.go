@@ -43,3 +43,17 @@ func TestRaiseGCPercentLeavesGOGCBe(t *testing.T) {
 		t.Fatalf("with GOGC in the environment the percentage was set: %v", set)
 	}
 }
+
+func TestGovernorFloor(t *testing.T) {
+	var last int64
+	g := &Governor{base: 40 << 20, per: 32 << 20, floor: 64 << 20, set: func(l int64) int64 { last = l; return 0 }}
+	for _, c := range []struct {
+		open int
+		want int64
+	}{{0, 64 << 20}, {1, 72 << 20}, {8, 296 << 20}, {0, 64 << 20}} {
+		g.Update(c.open)
+		if last != c.want || g.Limit() != c.want {
+			t.Errorf("%d transfers: limit %d (set %d), want %d", c.open, g.Limit(), last, c.want)
+		}
+	}
+}
