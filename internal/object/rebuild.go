@@ -163,14 +163,10 @@ func (s *Store) Rebuild(ctx context.Context, path string, slots []int, opts Rebu
 	// there meanwhile.
 	var errs []error
 	for _, t := range targets {
-		if cur := probeOne(ctx, path, t.node); cur.ref != nil {
-			newer := cur.ref.idx.Meta.Version > meta.Version
-			cur.ref.file.Close()
-			if newer {
-				_ = t.up.Abort(context.WithoutCancel(ctx))
-				errs = append(errs, fmt.Errorf("slot %d: node %s holds a newer version", t.slot, t.node.ID()))
-				continue
-			}
+		if s.holdsNewer(ctx, t.node, path, meta.Version) {
+			_ = t.up.Abort(context.WithoutCancel(ctx))
+			errs = append(errs, fmt.Errorf("slot %d: node %s holds a newer version", t.slot, t.node.ID()))
+			continue
 		}
 		if err := t.up.Commit(ctx); err != nil {
 			_ = t.up.Abort(context.WithoutCancel(ctx))
@@ -201,21 +197,32 @@ func (s *Store) rebuildTargets(ctx context.Context, loc *located, slots []int, a
 	for _, id := range s.opts.Retired {
 		busy[id] = true // retired nodes take no rebuilt archives
 	}
-	up := func(n node.Node) bool {
+	// A node holding an archive of a newer version (a write in progress,
+	// or what an overwrite cut short after at most M renames left) would
+	// refuse the rebuilt archive at the fence below: it goes elsewhere.
+	for _, ref := range loc.stale {
+		if ref.idx.Meta.Version > loc.meta.Version {
+			busy[ref.node.ID()] = true
+		}
+	}
+	fits := func(n node.Node) bool {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		_, err := n.Space(cctx)
-		return err == nil
+		if _, err := n.Space(cctx); err != nil {
+			return false
+		}
+		// The reader's probe may not have asked this node.
+		return !s.holdsNewer(cctx, n, loc.meta.Path, loc.meta.Version)
 	}
 	out := make([]node.Node, len(slots))
 	for i, sl := range slots {
-		if n, ok := s.byID[loc.meta.Placement[sl]]; ok && !busy[n.ID()] && up(n) {
+		if n, ok := s.byID[loc.meta.Placement[sl]]; ok && !busy[n.ID()] && fits(n) {
 			out[i] = n
 			busy[n.ID()] = true
 			continue
 		}
 		for _, n := range s.rank(loc.meta.Path) {
-			if !busy[n.ID()] && up(n) {
+			if !busy[n.ID()] && fits(n) {
 				out[i] = n
 				busy[n.ID()] = true
 				break
@@ -226,4 +233,15 @@ func (s *Store) rebuildTargets(ctx context.Context, loc *located, slots []int, a
 		}
 	}
 	return out, nil
+}
+
+// holdsNewer reports whether n holds an archive of path of a version newer
+// than v.
+func (s *Store) holdsNewer(ctx context.Context, n node.Node, path string, v archive.Version) bool {
+	cur := probeOne(ctx, path, n)
+	if cur.ref == nil {
+		return false
+	}
+	defer cur.ref.file.Close()
+	return cur.ref.idx.Meta.Version > v
 }

@@ -207,3 +207,77 @@ func TestCommitCompletedByAnotherCountsAsDone(t *testing.T) {
 		t.Errorf("temporary files left: %v", left)
 	}
 }
+
+// Regression (fault suite, TestGatewayKillDuringPuts, seed
+// 479806718310469573): an overwrite cut after at most M renames leaves the
+// older version readable and, on the nodes that renamed, an archive of the
+// newer one where the older one's was. Rebuilding the older version's
+// missing slots sent them back to those nodes, whose newer archive the
+// fence then refused to replace: repair failed until the debris was old
+// enough to be removed. The slots must go to nodes holding no newer
+// archive.
+func TestRebuildAvoidsNodesHoldingANewerVersion(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 256}
+	r := rand.New(rand.NewPCG(seed(t), 14))
+	old := randBytes(r, 2*g.BlockSize()+5)
+	c, fs := faultyCluster(t, 8, g, func(o *Options) { o.Spares = -1; o.WriteQuorum = 6 })
+	put(t, c.store, "/rb", old)
+	// The overwrite's renames fail on the old version's slots 0-3: slots
+	// 4 and 5 of the new version are renamed into place.
+	nodes := slices.Clone(c.nodes)
+	for sl := range 4 {
+		i := c.slotNode(t, "/rb", sl)
+		nodes[i] = node.Wrap(fs[i], node.Inject(node.OpCommit|node.OpAbort, node.Fail(errors.New("gateway gone"))))
+	}
+	s, err := New(nodes, c.store.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Create(ctx, "/rb", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(randBytes(r, 3*g.BlockSize())); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); !errors.Is(err, ErrQuorum) {
+		t.Fatalf("close with 4 renames failing: %v; want a quorum error", err)
+	}
+	if got, err := get(c.store, "/rb"); err != nil || !bytes.Equal(got, old) {
+		t.Fatalf("read after the cut overwrite: %d bytes, %v; want the old version", len(got), err)
+	}
+	in, err := c.store.Inspect(ctx, "/rb", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var missing []int
+	for _, sl := range in.Slots {
+		if sl.FoundOn == "" {
+			missing = append(missing, sl.Slot)
+		}
+	}
+	if !slices.Equal(missing, []int{4, 5}) {
+		t.Fatalf("old version misses slots %v, want [4 5]", missing)
+	}
+	res, err := c.store.Rebuild(ctx, "/rb", missing, RebuildOptions{})
+	if err != nil {
+		t.Fatalf("rebuild: %v", err)
+	}
+	info, err := c.store.Stat(ctx, "/rb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sl := range missing {
+		if on := res.Rebuilt[sl]; on == "" || on == info.Placement[4] || on == info.Placement[5] {
+			t.Errorf("slot %d rebuilt on %q, want one of the nodes holding no newer archive", sl, on)
+		}
+	}
+	in, err = c.store.Inspect(ctx, "/rb", true)
+	if err != nil || in.Health != Healthy {
+		t.Fatalf("after the rebuild: %v, %v; want healthy", in.Health, err)
+	}
+	if got, err := get(c.store, "/rb"); err != nil || !bytes.Equal(got, old) {
+		t.Errorf("read after the rebuild: %d bytes, %v; want the old version", len(got), err)
+	}
+}
