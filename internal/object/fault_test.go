@@ -1183,3 +1183,61 @@ func TestRemoveWaitsForASlowNode(t *testing.T) {
 		t.Errorf("stat after rm: %v", err)
 	}
 }
+
+// A node that stops answering (SIGSTOP) cost every locate a HedgeDelay
+// until its first probe timed out (ProbeTimeout): xrdcp's stat and open
+// of a 1 GiB get waited 0.25 s each (bench N4/N5). The probe that gives
+// up on it marks it slow; later probes give it a tenth of HedgeDelay, and
+// its answer, once it comes, ends the suspicion.
+func TestLocateStopsWaitingForASlowNode(t *testing.T) {
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	hedge := 400 * time.Millisecond
+	c, fs := faultyCluster(t, 6, g, func(o *Options) { o.Spares = -1 })
+	data := randBytes(rand.New(rand.NewPCG(seed(t), 31)), 3*g.BlockSize())
+	put(t, c.store, "/s", data)
+	var mu sync.Mutex
+	var slowIDs []string
+	opts := c.store.opts
+	opts.HedgeDelay, opts.ProbeTimeout = hedge, 20*time.Second
+	opts.Events.NodeSlow = func(id string) {
+		mu.Lock()
+		defer mu.Unlock()
+		slowIDs = append(slowIDs, id)
+	}
+	nodes := slices.Clone(c.nodes)
+	nodes[2] = node.Wrap(fs[2], node.Inject(node.OpOpen, node.Delay(1500*time.Millisecond)))
+	s, err := New(nodes, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var took []time.Duration
+	for range 3 {
+		start := time.Now()
+		got, err := get(s, "/s")
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("read with a node stalled: %d bytes, %v", len(got), err)
+		}
+		took = append(took, time.Since(start))
+	}
+	if took[0] < hedge {
+		t.Errorf("first read took %v: it should have waited HedgeDelay (%v) for the stalled node", took[0], hedge)
+	}
+	for i, d := range took[1:] {
+		if d >= hedge/2 {
+			t.Errorf("read %d took %v: the node known to be slow held it up (HedgeDelay %v)", i+2, d, hedge)
+		}
+	}
+	mu.Lock()
+	if !slices.Equal(slowIDs, []string{nodes[2].ID()}) {
+		t.Errorf("slow reports %v, want one for %s", slowIDs, nodes[2].ID())
+	}
+	mu.Unlock()
+	// Its late answers end the suspicion.
+	deadline := time.Now().Add(5 * time.Second)
+	for s.isSuspect(nodes[2].ID()) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s.isSuspect(nodes[2].ID()) {
+		t.Errorf("node %s still suspect after answering", nodes[2].ID())
+	}
+}

@@ -184,8 +184,11 @@ func (s *Store) probeNodes(ctx context.Context, path string, nodes []node.Node, 
 			pctx, cancel := context.WithDeadline(ctx, deadline)
 			defer cancel()
 			r := probeOne(pctx, path, n)
-			if askHung && r.err == nil {
-				s.clearHung(n.ID()) // it answered: its stall is over
+			if r.err == nil {
+				if askHung {
+					s.clearHung(n.ID()) // it answered: its stall is over
+				}
+				s.clearSlow(n.ID()) // it answered, if late
 			}
 			if r.err != nil && ctx.Err() == nil {
 				s.opts.Events.nodeError(n.ID(), "probe", r.err)
@@ -207,6 +210,8 @@ func (s *Store) probeNodes(ctx context.Context, path string, nodes []node.Node, 
 	out := make([]probeResult, 0, len(nodes))
 	answered := make([]bool, len(nodes))
 	var grace <-chan time.Time
+	lateOnes := false  // gave up on unanswered nodes after a grace
+	shortened := false // the grace is the one for slow nodes
 collect:
 	for len(out) < len(nodes) {
 		select {
@@ -222,16 +227,40 @@ collect:
 			}
 			// The nodes left get HedgeDelay to report a newer version,
 			// unless they are all known to hang: they are then treated
-			// as down, as reads treat them.
-			if grace != nil && !askHung && s.onlyHung(nodes, answered) {
-				break collect
+			// as down, as reads treat them. Nodes known to be slow get a
+			// tenth of it: enough for one that is no longer slow to
+			// answer, as the others just did (its answer ends the
+			// suspicion), not for one that still crawls or hangs.
+			if grace != nil && !askHung {
+				switch {
+				case s.onlyHung(nodes, answered):
+					break collect
+				case !shortened && s.onlySlowOrHung(nodes, answered):
+					grace = time.After(s.opts.HedgeDelay / 10)
+					shortened = true
+				}
 			}
 			continue
 		case <-grace:
+			lateOnes = true
 		case <-patience:
+			lateOnes = true
 		case <-ctx.Done():
 		}
 		break
+	}
+	if lateOnes {
+		// A node that let the others' HedgeDelay pass unanswered is
+		// suspect of being slow until it answers (its probe may still
+		// do so, which ends the suspicion): the next probes need not
+		// wait for it again, nor reads hedge on it block after block.
+		// A node that hangs thus costs one HedgeDelay, not one per
+		// request until its probe times out (ProbeTimeout).
+		for i, n := range nodes {
+			if !answered[i] && !s.isSuspect(n.ID()) {
+				s.markSlow(n.ID())
+			}
+		}
 	}
 	mu.Lock()
 	gaveUp = true
@@ -385,6 +414,17 @@ func (s *Store) locateOnce(ctx context.Context, path string) (*located, []probeR
 func (s *Store) onlyHung(nodes []node.Node, answered []bool) bool {
 	for i, n := range nodes {
 		if !answered[i] && !s.isHung(n.ID()) {
+			return false
+		}
+	}
+	return true
+}
+
+// onlySlowOrHung reports whether every node not answered has recently
+// hung or been slow.
+func (s *Store) onlySlowOrHung(nodes []node.Node, answered []bool) bool {
+	for i, n := range nodes {
+		if !answered[i] && !s.isHung(n.ID()) && !(s.isSuspect(n.ID()) && s.isSlowOnly(n.ID())) {
 			return false
 		}
 	}
