@@ -412,9 +412,20 @@ func ReadChunk(ctx context.Context, r ReaderAt, c *Chunk, buf []byte) ([]byte, e
 	if int64(cap(buf)) < n {
 		buf = make([]byte, n)
 	}
-	buf = buf[:n]
-	if err := readFull(ctx, r, buf, c.Offset); err != nil {
-		return nil, err
+	if sr, ok := r.(SpanReaderAt); ok {
+		span, err := sr.ReadSpan(ctx, buf[:cap(buf)], c.Offset, int(n))
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("%w: archive truncated in chunk %q", ErrFormat, c.Name)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("archive: read at %d: %w", c.Offset, err)
+		}
+		buf = span
+	} else {
+		buf = buf[:n]
+		if err := readFull(ctx, r, buf, c.Offset); err != nil {
+			return nil, err
+		}
 	}
 	data, err := checkLocal(buf, c)
 	if err != nil {
@@ -424,6 +435,15 @@ func ReadChunk(ctx context.Context, r ReaderAt, c *Chunk, buf []byte) ([]byte, e
 		return nil, &ChecksumError{Block: c.Block, Stripe: c.Stripe, Want: c.CRC32, Got: got}
 	}
 	return data, nil
+}
+
+// SpanReaderAt is a ReaderAt that can read a span into a part of a buffer
+// of its choosing (node.SpanReader): ReadChunk gives it the whole
+// capacity of its buffer, so that a buffer with room beyond the span lets
+// it read from the device directly.
+type SpanReaderAt interface {
+	ReaderAt
+	ReadSpan(ctx context.Context, buf []byte, off int64, n int) ([]byte, error)
 }
 
 func readFull(ctx context.Context, r ReaderAt, p []byte, off int64) error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -208,4 +209,47 @@ func TestLocalVariants(t *testing.T) {
 			return l
 		})
 	})
+}
+
+// A local file's ReadSpan returns the span's bytes whether it reads with
+// O_DIRECT (a large span in a buffer with SpanSlack), through the page
+// cache (a small span, or no slack), and reports a span past the end.
+func TestLocalReadSpan(t *testing.T) {
+	ctx := context.Background()
+	l := newLocal(t, node.LocalOptions{})
+	content := bytes.Repeat([]byte("0123456789abcdefghij"), 30000) // 600 000 bytes
+	put(t, l, "/span", content)
+	f, err := l.Open(ctx, "/span")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sr, ok := f.(node.SpanReader)
+	if !ok {
+		t.Fatal("a local file is no SpanReader")
+	}
+	for _, tc := range []struct {
+		off, n, slack int
+	}{
+		{0, node.DirectSpan, node.SpanSlack},
+		{77, node.DirectSpan + 333, node.SpanSlack},
+		{len(content) - node.DirectSpan, node.DirectSpan, node.SpanSlack},
+		{5, 100, node.SpanSlack},
+		{4099, node.DirectSpan, 0},
+	} {
+		buf := make([]byte, tc.n+tc.slack)
+		got, err := sr.ReadSpan(ctx, buf, int64(tc.off), tc.n)
+		if err != nil {
+			t.Fatalf("span %d+%d: %v", tc.off, tc.n, err)
+		}
+		if !bytes.Equal(got, content[tc.off:tc.off+tc.n]) {
+			t.Errorf("span %d+%d (slack %d): wrong bytes", tc.off, tc.n, tc.slack)
+		}
+	}
+	for _, slack := range []int{0, node.SpanSlack} {
+		n := node.DirectSpan
+		if _, err := sr.ReadSpan(ctx, make([]byte, n+slack), int64(len(content)-n+1), n); !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Errorf("span past the end (slack %d): %v, want io.ErrUnexpectedEOF", slack, err)
+		}
+	}
 }

@@ -19,6 +19,8 @@ import (
 	"io/fs"
 	"strings"
 	"time"
+
+	"github.com/ecstore/ecstore/internal/directio"
 )
 
 // Errors common to all drivers. Drivers wrap them with the operation, node
@@ -97,6 +99,24 @@ type File interface {
 	// Close releases the file.
 	Close() error
 }
+
+// SpanReader is a File that can read a span into a buffer of its own
+// choosing within buf, such as an O_DIRECT read from the aligned offset
+// before the span. ReadSpan returns the n bytes at off, a part of buf, or
+// an error wrapping io.ErrUnexpectedEOF if the file ends before them.
+// buf must hold n bytes; with n+SpanSlack, a span of DirectSpan bytes or
+// more may skip the page cache.
+type SpanReader interface {
+	File
+	ReadSpan(ctx context.Context, buf []byte, off int64, n int) ([]byte, error)
+}
+
+// SpanSlack is the room beyond a span that lets ReadSpan read it with
+// O_DIRECT; DirectSpan the smallest span read so.
+const (
+	SpanSlack  = directio.ReadSlack
+	DirectSpan = 128 << 10
+)
 
 // FileInfo describes a file or directory.
 type FileInfo struct {

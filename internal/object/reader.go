@@ -15,6 +15,7 @@ import (
 	"github.com/ecstore/ecstore/internal/bufpool"
 	"github.com/ecstore/ecstore/internal/erasure"
 	"github.com/ecstore/ecstore/internal/layout"
+	"github.com/ecstore/ecstore/internal/node"
 	"github.com/ecstore/ecstore/internal/workers"
 )
 
@@ -652,8 +653,13 @@ func (r *Reader) readChunk(ctx context.Context, b int64, s int) (data, buf []byt
 // readChunkOf reads and verifies chunk b of one archive.
 func readChunkOf(ctx context.Context, ref *archiveRef, b int64) (data, buf []byte, err error) {
 	c := &ref.idx.Chunks[b]
-	buf = bufpool.Get(int(c.Span()))
-	data, err = archive.ReadChunk(ctx, ref.idx.Source(ref.file), c, buf)
+	src := ref.idx.Source(ref.file)
+	n := int(c.Span())
+	if _, ok := src.(archive.SpanReaderAt); ok {
+		n += node.SpanSlack // room for a direct read
+	}
+	buf = bufpool.Get(n)
+	data, err = archive.ReadChunk(ctx, src, c, buf)
 	if err != nil {
 		bufpool.Put(buf)
 		return nil, nil, fmt.Errorf("node %s: %w", ref.node.ID(), err)
