@@ -33,11 +33,7 @@ func OpenReader(f *os.File) (*os.File, error) {
 	var fd int
 	var oerr error
 	err = rc.Control(func(orig uintptr) {
-		fd, oerr = unix.Open("/proc/self/fd/"+strconv.Itoa(int(orig)), unix.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-		if errors.Is(oerr, unix.ELOOP) {
-			// Some kernels refuse O_NOFOLLOW on the magic link itself.
-			fd, oerr = unix.Open("/proc/self/fd/"+strconv.Itoa(int(orig)), unix.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0)
-		}
+		fd, oerr = unix.Open("/proc/self/fd/"+strconv.Itoa(int(orig)), unix.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0)
 	})
 	if err == nil {
 		err = oerr
@@ -53,7 +49,8 @@ func OpenReader(f *os.File) (*os.File, error) {
 // and returns them: a part of buf. The read covers the aligned range
 // around the span; the bytes before and after it are read too and
 // ignored. It returns io.ErrUnexpectedEOF if the file ends inside the
-// span, and ErrRefused (wrapped) if the device wants another alignment.
+// span, and ErrRefused (wrapping the cause) if the read fails: the
+// device wants another alignment, or the file system no direct reads.
 func ReadSpan(d *os.File, buf []byte, off int64, n int) ([]byte, error) {
 	if off < 0 || n < 0 {
 		return nil, fmt.Errorf("directio: read span at %d of %d bytes", off, n)
@@ -67,19 +64,18 @@ func ReadSpan(d *os.File, buf []byte, off int64, n int) ([]byte, error) {
 	dst := buf[pad : pad+int(end-start)]
 	got := 0
 	for got < len(dst) {
-		m, err := d.ReadAt(dst[got:], start+int64(got))
-		got += m
-		if err == io.EOF || (err == nil && m == 0) {
-			break // the file ends within the last aligned block
-		}
-		if errors.Is(err, unix.EINVAL) {
-			return nil, fmt.Errorf("%w: %v", ErrRefused, err)
+		// pread itself, not os.File.ReadAt, which would go on after a
+		// short read at an unaligned offset.
+		m, err := unix.Pread(int(d.Fd()), dst[got:], start+int64(got))
+		if err == unix.EINTR {
+			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %v", ErrRefused, err)
 		}
-		if m%Align != 0 {
-			break // a short read ends only at the end of the file
+		got += m
+		if m == 0 || m%Align != 0 {
+			break // the file ends within the last aligned block
 		}
 	}
 	lo := int(off - start)

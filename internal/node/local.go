@@ -781,9 +781,10 @@ func (f *localFile) ReadSpan(ctx context.Context, buf []byte, off int64, n int) 
 				return data, nil
 			case errors.Is(err, io.ErrUnexpectedEOF):
 				return nil, f.l.wrap("read", f.path, io.ErrUnexpectedEOF)
-			case !errors.Is(err, directio.ErrRefused):
-				return nil, f.l.fail("read", f.path, err)
 			}
+			// Refused (an alignment the device does not take, a file
+			// system without direct reads): read as usual from now on;
+			// a real I/O error shows there too.
 			f.refused.Store(true)
 		}
 	}
@@ -801,6 +802,9 @@ func (f *localFile) ReadSpan(ctx context.Context, buf []byte, off int64, n int) 
 func (f *localFile) Size() int64 { return f.size }
 
 func (f *localFile) Close() error {
+	// Waits for a reopen under way in a late ReadSpan, and keeps any
+	// from starting.
+	f.directOnce.Do(func() {})
 	if f.direct != nil {
 		f.direct.Close()
 	}

@@ -1241,3 +1241,31 @@ func TestLocateStopsWaitingForASlowNode(t *testing.T) {
 		t.Errorf("node %s still suspect after answering", nodes[2].ID())
 	}
 }
+
+// When no node of a probe answers within HedgeDelay, the gateway itself
+// is the slow one (a loaded machine): no node is marked slow, else the
+// next reads would all fetch parity too (found in review).
+func TestProbeMarksNoNodeSlowWhenNoneAnswered(t *testing.T) {
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	c, fs := faultyCluster(t, 6, g, func(o *Options) { o.Spares = -1 })
+	data := randBytes(rand.New(rand.NewPCG(seed(t), 37)), 2*g.BlockSize())
+	put(t, c.store, "/n", data)
+	var slow atomic.Int32
+	opts := c.store.opts
+	opts.HedgeDelay = 50 * time.Millisecond
+	opts.Events.NodeSlow = func(string) { slow.Add(1) }
+	nodes := make([]node.Node, len(fs))
+	for i := range fs {
+		nodes[i] = node.Wrap(fs[i], node.Inject(node.OpOpen, node.Delay(150*time.Millisecond)))
+	}
+	s, err := New(nodes, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := get(s, "/n"); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read with every node slow: %d bytes, %v", len(got), err)
+	}
+	if n := slow.Load(); n != 0 {
+		t.Errorf("%d nodes marked slow although none answered sooner than the others", n)
+	}
+}

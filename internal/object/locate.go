@@ -184,11 +184,8 @@ func (s *Store) probeNodes(ctx context.Context, path string, nodes []node.Node, 
 			pctx, cancel := context.WithDeadline(ctx, deadline)
 			defer cancel()
 			r := probeOne(pctx, path, n)
-			if r.err == nil {
-				if askHung {
-					s.clearHung(n.ID()) // it answered: its stall is over
-				}
-				s.clearSlow(n.ID()) // it answered, if late
+			if askHung && r.err == nil {
+				s.clearHung(n.ID()) // it answered: its stall is over
 			}
 			if r.err != nil && ctx.Err() == nil {
 				s.opts.Events.nodeError(n.ID(), "probe", r.err)
@@ -198,6 +195,11 @@ func (s *Store) probeNodes(ctx context.Context, path string, nodes []node.Node, 
 			}
 			mu.Lock()
 			defer mu.Unlock()
+			if r.err == nil {
+				// It answered, if late. (Under mu: after the collector's
+				// marking of the nodes it gave up on.)
+				s.clearSlow(n.ID())
+			}
 			if gaveUp {
 				if r.ref != nil {
 					r.ref.file.Close()
@@ -249,31 +251,35 @@ collect:
 		}
 		break
 	}
-	if lateOnes {
-		// A node that let the others' HedgeDelay pass unanswered is
-		// suspect of being slow until it answers (its probe may still
-		// do so, which ends the suspicion): the next probes need not
-		// wait for it again, nor reads hedge on it block after block.
-		// A node that hangs thus costs one HedgeDelay, not one per
-		// request until its probe times out (ProbeTimeout).
-		for i, n := range nodes {
-			if !answered[i] && !s.isSuspect(n.ID()) {
-				s.markSlow(n.ID())
-			}
-		}
-	}
+	answeredHere := len(out) > 0
 	mu.Lock()
+	defer mu.Unlock()
 	gaveUp = true
-	mu.Unlock()
 	// Results sent before gaveUp was set; none can follow.
 	for {
 		select {
 		case got := <-ch:
 			out = append(out, got.r)
+			answered[got.i] = true
 			continue
 		default:
 		}
 		break
+	}
+	if lateOnes && answeredHere {
+		// A node that let the others' HedgeDelay pass unanswered is
+		// suspect of being slow until it answers (its probe may still
+		// do so, which ends the suspicion): the next probes need not
+		// wait for it again, nor reads hedge on it block after block.
+		// A node that hangs thus costs one HedgeDelay, not one per
+		// request until its probe times out (ProbeTimeout). When no
+		// node answered, the gateway itself is the slow one (as
+		// readBlock also assumes), and none is marked.
+		for i, n := range nodes {
+			if !answered[i] && !s.isSuspect(n.ID()) {
+				s.markSlow(n.ID())
+			}
+		}
 	}
 	return out
 }

@@ -637,26 +637,39 @@ func (r *Reader) readChunk(ctx context.Context, b int64, s int) (data, buf []byt
 	if ref == nil {
 		return nil, nil, false, fmt.Errorf("slot %d (node %s): %w", slot, r.loc.meta.Placement[slot], errMissing)
 	}
-	data, buf, err = readChunkOf(ctx, ref, b)
+	direct := r.s.OpenTransfers() > 1
+	data, buf, err = readChunkOf(ctx, ref, b, direct)
 	if err == nil || ctx.Err() != nil {
 		return data, buf, err == nil && ref.idx.Whole == nil, err
 	}
 	// Another copy of the slot's archive, if one was found, serves too.
 	for _, alt := range r.loc.alts[slot] {
-		if d, bf, aerr := readChunkOf(ctx, alt, b); aerr == nil {
+		if d, bf, aerr := readChunkOf(ctx, alt, b, direct); aerr == nil {
 			return d, bf, false, nil
 		}
 	}
 	return nil, nil, false, err
 }
 
-// readChunkOf reads and verifies chunk b of one archive.
-func readChunkOf(ctx context.Context, ref *archiveRef, b int64) (data, buf []byte, err error) {
+// readChunkOf reads and verifies chunk b of one archive. With direct, a
+// file that can (a local one) reads a large chunk with O_DIRECT, straight
+// into the buffer. Readers ask for that while other transfers are open:
+// the CPU then bounds the gateway, and a direct read saves the copy
+// through the page cache (and, for a cold chunk, filling it), which made
+// 8 parallel cold gets half as fast as one. A lone reader is bound by
+// the disk's latency instead, which the page cache's read-ahead hides
+// better: one cold 1 GiB get on local directories read 1225 MB/s with
+// direct reads and 1350-1820 without.
+func readChunkOf(ctx context.Context, ref *archiveRef, b int64, direct bool) (data, buf []byte, err error) {
 	c := &ref.idx.Chunks[b]
 	src := ref.idx.Source(ref.file)
 	n := int(c.Span())
 	if _, ok := src.(archive.SpanReaderAt); ok {
-		n += node.SpanSlack // room for a direct read
+		if direct {
+			n += node.SpanSlack // room for a direct read
+		} else {
+			src = bufferedOnly{src}
+		}
 	}
 	buf = bufpool.Get(n)
 	data, err = archive.ReadChunk(ctx, src, c, buf)
@@ -684,3 +697,7 @@ func (r *Reader) WriteTo(ctx context.Context, w io.Writer) (int64, error) {
 	}
 	return off, nil
 }
+
+// bufferedOnly hides a file's ReadSpan: its chunks are read through the
+// page cache.
+type bufferedOnly struct{ archive.ReaderAt }
