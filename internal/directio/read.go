@@ -62,21 +62,14 @@ func ReadSpan(d *os.File, buf []byte, off int64, n int) ([]byte, error) {
 	start := off / Align * Align
 	end := (off + int64(n) + Align - 1) / Align * Align
 	dst := buf[pad : pad+int(end-start)]
-	got := 0
-	for got < len(dst) {
-		// pread itself, not os.File.ReadAt, which would go on after a
-		// short read at an unaligned offset.
-		m, err := unix.Pread(int(d.Fd()), dst[got:], start+int64(got))
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrRefused, err)
-		}
-		got += m
-		if m == 0 || m%Align != 0 {
-			break // the file ends within the last aligned block
-		}
+	// os.File.ReadAt, not pread on d.Fd(): the file keeps its descriptor
+	// open while a read uses it, so a Close racing a late read cannot
+	// make it read whatever file reuses the number. A short read ends
+	// only at the end of the file; the read after it, at an unaligned
+	// offset, returns io.EOF.
+	got, err := d.ReadAt(dst, start)
+	if err != nil && err != io.EOF {
+		return nil, fmt.Errorf("%w: %v", ErrRefused, err)
 	}
 	lo := int(off - start)
 	if got < lo+n {
