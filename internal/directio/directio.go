@@ -47,9 +47,31 @@ type Appender struct {
 // writing and not be written by anyone else until Flush.
 func NewAppender(f *os.File, off int64, size int) *Appender {
 	size = max(Align, (size+Align-1)/Align*Align)
-	raw := bufpool.Get(size + Align)
+	raw, buf := alignedBuffer(size)
+	return &Appender{f: f, raw: raw, buf: buf, off: off}
+}
+
+// Grow replaces the staging buffer with one of size bytes (rounded up to a
+// multiple of Align), keeping what is staged, if that is larger than the
+// current one; every later buffer written is then of the new size. Fewer,
+// larger O_DIRECT writes cost fewer system calls and device round trips.
+func (a *Appender) Grow(size int) {
+	size = (size + Align - 1) / Align * Align
+	if a.raw == nil || size <= len(a.buf) {
+		return
+	}
+	raw, buf := alignedBuffer(size)
+	copy(buf, a.buf[:a.n])
+	bufpool.Put(a.raw)
+	a.raw, a.buf = raw, buf
+}
+
+// alignedBuffer returns a pooled buffer raw and its part buf of size
+// bytes that starts at an Align boundary in memory.
+func alignedBuffer(size int) (raw, buf []byte) {
+	raw = bufpool.Get(size + Align)
 	pad := (Align - int(uintptr(unsafe.Pointer(unsafe.SliceData(raw)))%Align)) % Align
-	return &Appender{f: f, raw: raw, buf: raw[pad : pad+size : pad+size], off: off}
+	return raw, raw[pad : pad+size : pad+size]
 }
 
 // Offset is the file offset the next byte written goes to.

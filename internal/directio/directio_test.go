@@ -185,3 +185,48 @@ func BenchmarkAppend(b *testing.B) {
 		})
 	}
 }
+
+// Growing the staging buffer keeps what is staged, and the buffers
+// written after it are of the new size.
+func TestAppenderGrow(t *testing.T) {
+	dir := t.TempDir()
+	f, err := os.Create(filepath.Join(dir, "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := rand.New(rand.NewPCG(7, 7))
+	want := make([]byte, 1<<20+333)
+	for i := range want {
+		want[i] = byte(r.Uint32())
+	}
+	a := NewAppender(f, 0, 16<<10)
+	defer a.Release()
+	first := 40<<10 + 5 // two small buffers written, 8 KiB + 5 staged
+	if _, err := a.Write(want[:first]); err != nil {
+		t.Fatal(err)
+	}
+	a.Grow(100 << 10) // rounded up to 25 pages
+	a.Grow(8 << 10)   // smaller: no change
+	if _, err := a.Write(want[first:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("file differs from what was written (%d bytes, want %d)", len(got), len(want))
+	}
+	if directOK(t, dir) {
+		// 2 buffers of 16 KiB, then whole ones of 100 KiB (rounded up)
+		grown := int64(25 * Align)
+		n := (int64(len(want)) - 32<<10) / grown
+		if d := a.DirectBytes(); d != 32<<10+n*grown {
+			t.Errorf("DirectBytes = %d, want %d", d, 32<<10+n*grown)
+		}
+	}
+}

@@ -8,3 +8,13 @@ func SetProcFD(l *Local, on bool) { l.procFD = on }
 
 // SetNoAttrs makes l behave as on a file system without user xattrs.
 func SetNoAttrs(l *Local) { l.noAttr.Store(true) }
+
+// LargeBuffersHeld is how many bytes of large staging buffers uploads of
+// this process hold.
+func LargeBuffersHeld() int64 { return largeBuffersHeld.Load() }
+
+// LargeBufferBudget and LargeUploadBuffer expose the staging limits.
+const (
+	LargeBufferBudget = largeBufferBudget
+	LargeUploadBuffer = largeUploadBuffer
+)

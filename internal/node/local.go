@@ -31,6 +31,22 @@ const xattrPrefix = "user.ecstore."
 // between chunks are coalesced with the chunks around them.
 const uploadBufferSize = 128 << 10
 
+// An upload written in pieces of at least half of largeUploadBuffer (the
+// chunks of a large object) moves to a staging buffer of that size: one
+// O_DIRECT write a megabyte instead of eight costs a 1 GiB put about a
+// sixth of the gateway's CPU (measured on 10 local directories). The
+// uploads of a process hold at most largeBufferBudget bytes of them, so
+// that many transfers at once keep to the small buffers and memory stays
+// bounded; one large put (10 uploads for 8+2) fits.
+const (
+	largeUploadBuffer = 1 << 20
+	largeBufferBudget = 16 << 20
+)
+
+// largeBuffersHeld counts the bytes of large staging buffers held by the
+// uploads of this process.
+var largeBuffersHeld atomic.Int64
+
 // LocalOptions configure a Local node.
 type LocalOptions struct {
 	// Fsync makes the node durable: Finish fsyncs the file, and Commit,
@@ -547,6 +563,7 @@ type localUpload struct {
 	tmp   string // temporary node path
 	f     *os.File
 	w     *directio.Appender // nil once flushed or discarded
+	large bool               // w has a large staging buffer, counted in largeBuffersHeld
 	state int
 	err   error // sticky write or finish error
 }
@@ -565,6 +582,14 @@ func (u *localUpload) Write(ctx context.Context, p []byte) error {
 	}
 	if err := ctx.Err(); err != nil {
 		return u.l.wrap("write", u.path, err)
+	}
+	if !u.large && len(p) >= largeUploadBuffer/2 {
+		if largeBuffersHeld.Add(largeUploadBuffer) <= largeBufferBudget {
+			u.w.Grow(largeUploadBuffer)
+			u.large = true
+		} else {
+			largeBuffersHeld.Add(-largeUploadBuffer)
+		}
 	}
 	if _, err := u.w.Write(p); err != nil {
 		u.err = u.l.fail("write", u.path, err)
@@ -588,8 +613,7 @@ func (u *localUpload) Finish(ctx context.Context) error {
 	}
 	u.state = upFinished
 	err := u.w.Flush()
-	u.w.Release()
-	u.w = nil
+	u.release()
 	if err != nil {
 		u.err = u.l.fail("finish", u.path, err)
 		return u.err
@@ -642,15 +666,25 @@ func (u *localUpload) Commit(ctx context.Context) error {
 	return nil
 }
 
+// release returns the upload's staging buffer.
+func (u *localUpload) release() {
+	if u.w == nil {
+		return
+	}
+	u.w.Release()
+	u.w = nil
+	if u.large {
+		largeBuffersHeld.Add(-largeUploadBuffer)
+		u.large = false
+	}
+}
+
 func (u *localUpload) Abort(context.Context) error {
 	if u.state == upCommitted || u.state == upAborted {
 		return nil
 	}
 	u.state = upAborted
-	if u.w != nil {
-		u.w.Release()
-		u.w = nil
-	}
+	u.release()
 	if u.f != nil {
 		_ = u.f.Close() // the data is being discarded
 		u.f = nil

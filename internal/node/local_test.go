@@ -293,3 +293,55 @@ func TestLocalReadSpanRacingClose(t *testing.T) {
 		}
 	}
 }
+
+// Uploads written in large pieces take large staging buffers only up to
+// the process's budget, the others keep the small ones, every buffer is
+// given back by Commit or Abort, and the bytes land either way.
+func TestLocalLargeStagingBudget(t *testing.T) {
+	l := newLocal(t, node.LocalOptions{})
+	ctx := context.Background()
+	if held := node.LargeBuffersHeld(); held != 0 {
+		t.Fatalf("%d bytes of large buffers held before the test", held)
+	}
+	n := int(node.LargeBufferBudget/node.LargeUploadBuffer) + 4
+	piece := bytes.Repeat([]byte{'x'}, node.LargeUploadBuffer/2)
+	small := []byte("header")
+	var ups []node.Upload
+	for i := range n {
+		u, err := l.Create(ctx, fmt.Sprintf("/big%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ups = append(ups, u)
+		for _, p := range [][]byte{small, piece, small, piece, piece} {
+			if err := u.Write(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if held := node.LargeBuffersHeld(); held != node.LargeBufferBudget {
+		t.Errorf("%d uploads hold %d bytes of large buffers, want the budget %d", n, held, node.LargeBufferBudget)
+	}
+	want := append(append(append(append(append([]byte{}, small...), piece...), small...), piece...), piece...)
+	for i, u := range ups {
+		if i%2 == 1 {
+			if err := u.Abort(ctx); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := u.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(l.Dir(), fmt.Sprintf("big%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("big%d: %d bytes differ from the %d written", i, len(got), len(want))
+		}
+	}
+	if held := node.LargeBuffersHeld(); held != 0 {
+		t.Errorf("%d bytes of large buffers still held after every upload ended", held)
+	}
+}
