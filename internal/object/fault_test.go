@@ -1269,3 +1269,107 @@ func TestProbeMarksNoNodeSlowWhenNoneAnswered(t *testing.T) {
 		t.Errorf("%d nodes marked slow although none answered sooner than the others", n)
 	}
 }
+
+// A node that is slow only while an object is opened — its probe
+// answers after the lookup gave up on it — serves the blocks read once
+// it has answered: the reader looks for its archive again instead of
+// reconstructing every later block from parity (found under 8 parallel
+// gets: one object in eight read degraded from start to end, logged as
+// "archive missing").
+func TestReaderReopensSlotOfNodeSlowAtOpen(t *testing.T) {
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	c, fs := faultyCluster(t, 6, g, func(o *Options) { o.Spares = -1 })
+	blocks := 12
+	data := randBytes(rand.New(rand.NewPCG(seed(t), 41)), int64(blocks)*g.BlockSize())
+	put(t, c.store, "/late", data)
+	var mu sync.Mutex
+	degraded := map[int64]bool{}
+	opts := c.store.opts
+	opts.HedgeDelay = 50 * time.Millisecond
+	opts.Events.DegradedRead = func(_ string, b int64, _ []int) {
+		mu.Lock()
+		defer mu.Unlock()
+		degraded[b] = true
+	}
+	nodes := slices.Clone(c.nodes)
+	var opening atomic.Bool // opens of node 2 are slow while the reader opens
+	slowOpen := node.Inject(node.OpOpen, node.Delay(300*time.Millisecond)).Path(func(string) bool { return opening.Load() })
+	nodes[2] = node.Wrap(fs[2], slowOpen)
+	s, err := New(nodes, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	opening.Store(true)
+	r, err := s.Open(ctx, "/late")
+	opening.Store(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if slowOpen.Fired() == 0 {
+		t.Fatal("no open of the slow node was delayed")
+	}
+	slot := slices.Index(r.loc.meta.Placement, nodes[2].ID())
+	if slot < 0 || r.loc.slots[slot] != nil {
+		t.Fatalf("slot of node %s: %d, found at open: %v; want it missed by the lookup", nodes[2].ID(), slot, slot >= 0 && r.loc.slots[slot] != nil)
+	}
+	got := make([]byte, len(data))
+	bs := int(g.BlockSize())
+	// Read blocks until one needed the slot (and so missed it).
+	b := 0
+	for ; b < blocks; b++ {
+		if _, err := r.ReadAt(ctx, got[b*bs:(b+1)*bs], int64(b*bs)); err != nil {
+			t.Fatalf("block %d: %v", b, err)
+		}
+		mu.Lock()
+		d := degraded[int64(b)]
+		mu.Unlock()
+		if d {
+			break
+		}
+	}
+	if b == blocks {
+		t.Fatal("no block read needed the slot of the slow node")
+	}
+	cause := r.missing(slot)
+	if !errors.Is(cause, errUnanswered) {
+		t.Errorf("cause of the missing slot: %v, want %v", cause, errUnanswered)
+	}
+	// The node's late answer ends its suspicion; the next block that
+	// needs the slot looks for the archive again, in the background.
+	deadline := time.Now().Add(5 * time.Second)
+	for s.isSuspect(nodes[2].ID()) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	for b++; b < blocks && r.slotRef(slot) == nil; b++ {
+		if _, err := r.ReadAt(ctx, got[b*bs:(b+1)*bs], int64(b*bs)); err != nil {
+			t.Fatalf("block %d: %v", b, err)
+		}
+		time.Sleep(20 * time.Millisecond) // for the lookup to finish
+	}
+	if r.slotRef(slot) == nil {
+		t.Fatalf("the archive of slot %d was not looked for again (node suspect: %v)", slot, s.isSuspect(nodes[2].ID()))
+	}
+	// The block after it may have been fetched ahead, before the lookup
+	// ended.
+	first := b
+	if first >= blocks-2 {
+		t.Fatalf("the archive was found again only at block %d of %d", first, blocks)
+	}
+	for ; b < blocks; b++ {
+		if _, err := r.ReadAt(ctx, got[b*bs:(b+1)*bs], int64(b*bs)); err != nil {
+			t.Fatalf("block %d: %v", b, err)
+		}
+	}
+	mu.Lock()
+	for d := range degraded {
+		if int(d) > first {
+			t.Errorf("block %d read degraded after the node's archive was found again", d)
+		}
+	}
+	mu.Unlock()
+	if !bytes.Equal(got, data) {
+		t.Error("the blocks read differ from what was written")
+	}
+}

@@ -44,6 +44,10 @@ type located struct {
 	found int
 	stale []*archiveRef // archives of other versions (debris)
 	errs  []error       // node errors met while probing
+	// unanswered holds the ids of the nodes the probe gave up on, or did
+	// not ask for being known to hang: a missing slot of theirs may be
+	// there all the same, and a reader may look again (Reader.reopen).
+	unanswered map[string]bool
 }
 
 // close closes every archive found, concurrently: closing a remote file
@@ -413,7 +417,24 @@ func (s *Store) locateOnce(ctx context.Context, path string) (*located, []probeR
 	}
 	results = s.askHungIfNeeded(ctx, path, results)
 	loc, err := s.resolve(ctx, path, results)
+	if loc != nil {
+		for _, n := range unanswered(ranked, results) {
+			loc.markUnanswered(n.ID())
+		}
+		for _, r := range results {
+			if errors.Is(r.err, errHung) {
+				loc.markUnanswered(r.node.ID())
+			}
+		}
+	}
 	return loc, results, err
+}
+
+func (l *located) markUnanswered(id string) {
+	if l.unanswered == nil {
+		l.unanswered = map[string]bool{}
+	}
+	l.unanswered[id] = true
 }
 
 // onlyHung reports whether every node not answered has hung recently.

@@ -45,6 +45,13 @@ type Reader struct {
 	fetching chan struct{}
 	closed   bool
 	warned   atomic.Bool // a degraded read was logged at Warn
+
+	// late holds, by slot, archives found after the reader opened, on
+	// nodes that had not answered its lookup in time (reopen); reopening
+	// marks the slots looked for. Read through slotRef.
+	late      []atomic.Pointer[archiveRef]
+	reopening []atomic.Bool
+	lateRefs  []*archiveRef // to close; under mu
 }
 
 // blockFetch is a (possibly in-flight) fetch of a block's data chunks.
@@ -104,7 +111,9 @@ func (s *Store) Open(ctx context.Context, path string) (*Reader, error) {
 	s.transfer(1)
 	return &Reader{s: s, path: path, loc: loc, l: loc.meta.Layout(), codec: codec,
 		bg: bg, cancel: cancel, cache: map[int64]*blockFetch{},
-		fetching: make(chan struct{}, s.opts.ReadAhead+1)}, nil
+		fetching:  make(chan struct{}, s.opts.ReadAhead+1),
+		late:      make([]atomic.Pointer[archiveRef], len(loc.slots)),
+		reopening: make([]atomic.Bool, len(loc.slots))}, nil
 }
 
 // Size is the object's size in bytes.
@@ -125,13 +134,20 @@ func (r *Reader) Close() error {
 		f.unref()
 	}
 	r.cache, r.fifo = nil, nil
+	late := r.lateRefs
+	r.lateRefs = nil
 	r.mu.Unlock()
 	r.cancel()
 	// The archives are only read: nothing depends on their closes, which
 	// run in the background so that a node that hung during the read
 	// (a close waits for its answer up to the node's own cleanup timeout)
 	// does not hold up the client's close.
-	r.s.inBackground(r.loc.close)
+	r.s.inBackground(func() {
+		r.loc.close()
+		for _, ref := range late {
+			ref.file.Close()
+		}
+	})
 	r.s.transfer(-1)
 	return nil
 }
@@ -434,9 +450,9 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 	for s, n := range need {
 		switch {
 		case !n:
-		case r.loc.slots[r.l.Slot(b, s)] == nil:
+		case r.slotRef(r.l.Slot(b, s)) == nil:
 			failed = append(failed, s)
-			causes = append(causes, fmt.Errorf("slot %d (node %s): %w", r.l.Slot(b, s), r.nodeOf(b, s), errMissing))
+			causes = append(causes, r.missing(r.l.Slot(b, s)))
 		case !r.s.isSuspect(r.nodeOf(b, s)):
 			start(s)
 		}
@@ -494,7 +510,7 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 			if res.err != nil {
 				failed = append(failed, res.stripe)
 				causes = append(causes, res.err)
-				if ctx.Err() == nil && !errors.Is(res.err, errMissing) {
+				if ctx.Err() == nil && !errors.Is(res.err, errMissing) && !errors.Is(res.err, errUnanswered) {
 					r.s.opts.Events.nodeError(r.nodeOf(b, res.stripe), "read", res.err)
 					if !errors.Is(res.err, archive.ErrChecksum) {
 						r.s.markSuspect(r.nodeOf(b, res.stripe), errors.Is(res.err, context.DeadlineExceeded))
@@ -599,10 +615,65 @@ func dropStripes(failed []int, causes []error, drop []int) ([]int, []error) {
 // nodeOf returns the id of the node holding chunk (b, s).
 func (r *Reader) nodeOf(b int64, s int) string {
 	slot := r.l.Slot(b, s)
-	if ref := r.loc.slots[slot]; ref != nil {
+	if ref := r.slotRef(slot); ref != nil {
 		return ref.node.ID()
 	}
 	return r.loc.meta.Placement[slot]
+}
+
+// slotRef is the archive read for slot: the one the lookup found, or one
+// found later (reopen); nil if none is known.
+func (r *Reader) slotRef(slot int) *archiveRef {
+	if ref := r.loc.slots[slot]; ref != nil {
+		return ref
+	}
+	return r.late[slot].Load()
+}
+
+// missing is the error of a read of slot, which has no archive: it was not
+// found, or its node had not answered the lookup in time. In the second
+// case the archive is looked for again (reopen), once the node is no
+// longer suspect of being slow or hung: the node that was only busy when
+// the object was opened then serves the blocks read after that, which
+// would otherwise all be reconstructed from parity.
+func (r *Reader) missing(slot int) error {
+	id := r.loc.meta.Placement[slot]
+	if !r.loc.unanswered[id] {
+		return fmt.Errorf("slot %d (node %s): %w", slot, id, errMissing)
+	}
+	if !r.s.isSuspect(id) && r.reopening[slot].CompareAndSwap(false, true) {
+		workers.Go(func() { r.reopen(slot, id) })
+	}
+	return fmt.Errorf("slot %d (node %s): %w", slot, id, errUnanswered)
+}
+
+// reopen looks for the archive of slot on node id, which had not answered
+// the reader's lookup, and reads from it from then on if it holds the
+// version being read.
+func (r *Reader) reopen(slot int, id string) {
+	n, ok := r.s.Node(id)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.bg, r.s.nodeTimeout(id, r.s.opts.ProbeTimeout))
+	defer cancel()
+	res := probeOne(ctx, r.path, n)
+	if res.ref == nil {
+		return
+	}
+	m := res.ref.idx.Meta
+	if m.Slot != slot || !m.SameObject(r.loc.meta) {
+		res.ref.file.Close() // another version, or not this slot's
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		res.ref.file.Close()
+		return
+	}
+	r.lateRefs = append(r.lateRefs, res.ref)
+	r.late[slot].Store(res.ref)
 }
 
 func haveAll(chunks [][]byte, need []bool) bool {
@@ -624,8 +695,12 @@ func countTrue(b []bool) int {
 	return n
 }
 
-// errMissing means the archive of a slot was not found.
-var errMissing = errors.New("archive missing")
+// errMissing means the archive of a slot was not found; errUnanswered
+// that its node had not answered the lookup in time.
+var (
+	errMissing    = errors.New("archive missing")
+	errUnanswered = errors.New("node did not answer the lookup in time")
+)
 
 // readChunk reads and verifies chunk (b, s) into a pooled buffer, which
 // it returns with the chunk's bytes (a part of it). answered says that
@@ -633,9 +708,9 @@ var errMissing = errors.New("archive missing")
 // held in memory, nor from another copy).
 func (r *Reader) readChunk(ctx context.Context, b int64, s int) (data, buf []byte, answered bool, err error) {
 	slot := r.l.Slot(b, s)
-	ref := r.loc.slots[slot]
+	ref := r.slotRef(slot)
 	if ref == nil {
-		return nil, nil, false, fmt.Errorf("slot %d (node %s): %w", slot, r.loc.meta.Placement[slot], errMissing)
+		return nil, nil, false, r.missing(slot)
 	}
 	direct := r.s.OpenTransfers() > 1
 	data, buf, err = readChunkOf(ctx, ref, b, direct)
