@@ -1373,3 +1373,41 @@ func TestReaderReopensSlotOfNodeSlowAtOpen(t *testing.T) {
 		t.Error("the blocks read differ from what was written")
 	}
 }
+
+// A slow node among the first nodes a lookup asks (its first window)
+// holds up later lookups for a tenth of HedgeDelay, not the window's whole
+// patience (found by hand: with one of 10 nodes SIGSTOPped, every stat
+// took 320 ms instead of 100 ms).
+func TestLocateWindowStopsWaitingForASlowNode(t *testing.T) {
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 64 << 10} // above the small-object size
+	hedge := 400 * time.Millisecond
+	c, fs := faultyCluster(t, 8, g, func(o *Options) { o.Spares = -1 })
+	data := randBytes(rand.New(rand.NewPCG(seed(t), 43)), 2*g.BlockSize())
+	put(t, c.store, "/w", data)
+	if w := c.store.probeWindows(len(c.nodes)); len(w) < 2 {
+		t.Fatalf("probe windows %v: the test needs more than one", w)
+	}
+	first := c.store.rank("/w")[0].ID()
+	slow := slices.IndexFunc(c.nodes, func(n node.Node) bool { return n.ID() == first })
+	opts := c.store.opts
+	opts.HedgeDelay, opts.ProbeTimeout = hedge, 20*time.Second
+	opts.Spares = -1 // as the cluster's: New reads 0 as the default
+	nodes := slices.Clone(c.nodes)
+	nodes[slow] = node.Wrap(fs[slow], node.Inject(node.OpOpen, node.Delay(3*time.Second)))
+	s, err := New(nodes, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		start := time.Now()
+		got, err := get(s, "/w")
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("read with node %s stalled: %d bytes, %v", first, len(got), err)
+		}
+		d := time.Since(start)
+		t.Logf("read %d: %v", i+1, d)
+		if i > 0 && d >= hedge/2 {
+			t.Errorf("read %d took %v: the window waited for the node known to be slow (HedgeDelay %v)", i+1, d, hedge)
+		}
+	}
+}

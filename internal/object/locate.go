@@ -218,6 +218,7 @@ func (s *Store) probeNodes(ctx context.Context, path string, nodes []node.Node, 
 	var grace <-chan time.Time
 	lateOnes := false  // gave up on unanswered nodes after a grace
 	shortened := false // the grace is the one for slow nodes
+	impatient := false // the patience is the one for slow nodes
 collect:
 	for len(out) < len(nodes) {
 		select {
@@ -245,6 +246,13 @@ collect:
 					grace = time.After(s.opts.HedgeDelay / 10)
 					shortened = true
 				}
+			}
+			// Likewise a window (patience) whose stragglers are all
+			// known to be slow or hang moves on after a tenth of its
+			// patience: the next window asks them again.
+			if patience != nil && !impatient && !askHung && s.onlySlowOrHung(nodes, answered) {
+				patience = time.After(s.opts.HedgeDelay / 10)
+				impatient = true
 			}
 			continue
 		case <-grace:

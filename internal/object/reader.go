@@ -469,7 +469,8 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 			startRest()
 		}
 	}
-	hedge := time.NewTimer(r.s.opts.HedgeDelay)
+	delay := r.s.hedgeDelay()
+	hedge := time.NewTimer(delay)
 	defer hedge.Stop()
 	for {
 		if haveAll(chunks, need) {
@@ -525,6 +526,7 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 			good++
 			if res.answered {
 				r.s.clearSlow(r.nodeOf(b, res.stripe))
+				r.s.chunkLatency.add(time.Since(startedAt[res.stripe]))
 			}
 		case <-hedge.C:
 			// Nodes that have kept a read waiting this long while others
@@ -534,7 +536,7 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 			// block read all K+M chunks.
 			for st := range width {
 				if good > 0 && started[st] && chunks[st] == nil && !slices.Contains(failed, st) &&
-					time.Since(startedAt[st]) >= r.s.opts.HedgeDelay {
+					time.Since(startedAt[st]) >= delay {
 					r.s.markSlow(r.nodeOf(b, st))
 				}
 			}
@@ -555,7 +557,7 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 					}
 				}
 				startMore(max(k-good-(inflight-missing), 1))
-				hedge.Reset(r.s.opts.HedgeDelay)
+				hedge.Reset(delay)
 			default:
 				startRest()
 			}

@@ -252,6 +252,8 @@ type Store struct {
 	cleanup sync.WaitGroup // background closes and aborts (see inBackground)
 	space   spaceCache     // the nodes' free space, for placement
 	open    atomic.Int64   // readers and writers open
+	// chunkLatency follows chunk read times, for hedgeDelay.
+	chunkLatency latencyEstimate
 }
 
 // transfer counts a reader or writer opening (+1) or closing (-1).
