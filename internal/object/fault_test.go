@@ -1380,7 +1380,7 @@ func TestReaderReopensSlotOfNodeSlowAtOpen(t *testing.T) {
 // took 320 ms instead of 100 ms).
 func TestLocateWindowStopsWaitingForASlowNode(t *testing.T) {
 	g := layout.Geometry{K: 4, M: 2, ChunkSize: 64 << 10} // above the small-object size
-	hedge := 400 * time.Millisecond
+	hedge := time.Second
 	c, fs := faultyCluster(t, 8, g, func(o *Options) { o.Spares = -1 })
 	data := randBytes(rand.New(rand.NewPCG(seed(t), 43)), 2*g.BlockSize())
 	put(t, c.store, "/w", data)
@@ -1409,5 +1409,64 @@ func TestLocateWindowStopsWaitingForASlowNode(t *testing.T) {
 		if i > 0 && d >= hedge/2 {
 			t.Errorf("read %d took %v: the window waited for the node known to be slow (HedgeDelay %v)", i+1, d, hedge)
 		}
+	}
+}
+
+// A node that hangs in the middle of a write, while the others keep up,
+// is dropped after WriteLag, not WriteTimeout: the write stalls briefly
+// and commits degraded (N7 of the bench suite stalled the full 3 s).
+func TestLaggingNodeDuringWriteIsDroppedEarly(t *testing.T) {
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	var mu sync.Mutex
+	var degraded []int
+	c, fs := faultyCluster(t, 6, g, func(o *Options) {
+		o.WriteTimeout, o.WriteLag = 5*time.Second, 200*time.Millisecond
+		o.Events.DegradedWrite = func(_ string, slots []int) { mu.Lock(); degraded = slots; mu.Unlock() }
+	})
+	nodes := slices.Clone(c.nodes)
+	nodes[2] = node.Wrap(fs[2], node.Inject(node.OpWrite, node.Hang()).FromIndex(3))
+	s, err := New(nodes, c.store.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := randBytes(rand.New(rand.NewPCG(seed(t), 47)), 20*g.BlockSize())
+	start := time.Now()
+	put(t, s, "/lag", data)
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("write with a node hung midway took %v; want about WriteLag (200ms), well under WriteTimeout (5s)", took)
+	}
+	got, err := get(s, "/lag")
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read back: %d bytes, %v", len(got), err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(degraded) != 1 {
+		t.Fatalf("degraded write event: %v, want the hung node's slot", degraded)
+	}
+}
+
+// A node that is merely slower than the others, taking each chunk well
+// within WriteLag, is not dropped.
+func TestSlowNodeDuringWriteIsKept(t *testing.T) {
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	var mu sync.Mutex
+	var degraded []int
+	c, fs := faultyCluster(t, 6, g, func(o *Options) {
+		o.WriteTimeout, o.WriteLag = 5*time.Second, 300*time.Millisecond
+		o.Events.DegradedWrite = func(_ string, slots []int) { mu.Lock(); degraded = slots; mu.Unlock() }
+	})
+	nodes := slices.Clone(c.nodes)
+	nodes[2] = node.Wrap(fs[2], node.Inject(node.OpWrite, node.Delay(20*time.Millisecond)))
+	s, err := New(nodes, c.store.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := randBytes(rand.New(rand.NewPCG(seed(t), 53)), 10*g.BlockSize())
+	put(t, s, "/slow", data)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(degraded) != 0 {
+		t.Fatalf("a slow node was dropped from the write: degraded slots %v", degraded)
 	}
 }

@@ -104,6 +104,13 @@ type Options struct {
 	// than that is dropped from the write (which still needs WriteQuorum).
 	// Default 3s.
 	WriteTimeout time.Duration
+	// WriteLag is how long a write waits for a node that has not taken
+	// the next chunk while every other node of the write has written all
+	// it was sent, before it drops the node (as after WriteTimeout): a
+	// node that hangs in the middle of a write then stalls it for
+	// WriteLag, not WriteTimeout. Default 1s; it is never more than
+	// WriteTimeout.
+	WriteLag time.Duration
 	// ProbeTimeout bounds opening an archive while locating an object.
 	// Default 2s.
 	ProbeTimeout time.Duration
@@ -217,6 +224,10 @@ func (o *Options) withDefaults() error {
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = 3 * time.Second
 	}
+	if o.WriteLag <= 0 {
+		o.WriteLag = time.Second
+	}
+	o.WriteLag = min(o.WriteLag, o.WriteTimeout)
 	if o.ProbeTimeout <= 0 {
 		o.ProbeTimeout = 2 * time.Second
 	}

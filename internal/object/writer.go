@@ -35,13 +35,14 @@ type Writer struct {
 	ctx    context.Context // governs the whole write; see Create
 	cancel context.CancelFunc
 
-	slots    []*slotWriter
-	nodeIDs  []string
-	inflight chan struct{} // one token per block queued or being written
-	order    chan *blockJob
-	wg       sync.WaitGroup // dispatcher and slot writers
-	failed   atomic.Int32   // slots that failed
-	err      atomic.Pointer[error]
+	slots     []*slotWriter
+	nodeIDs   []string
+	inflight  chan struct{} // one token per block queued or being written
+	order     chan *blockJob
+	wg        sync.WaitGroup // the dispatcher (slot writers: slotWriter.exited)
+	stopWatch chan struct{}  // closed to stop watch
+	failed    atomic.Int32   // slots that failed
+	err       atomic.Pointer[error]
 
 	buf   []byte // block being filled
 	fill  int
@@ -73,6 +74,27 @@ type slotWriter struct {
 	// by whoever sets dropped, and read after the pipeline stopped).
 	dropped atomic.Bool
 	err     error
+	// sent counts the blocks queued for the slot, done those it has
+	// written (or skipped, once dropped): equal when it is idle.
+	sent, done atomic.Int64
+	// droppedC is closed when dropped is set; exited when the slot's
+	// writer goroutine has returned. Close does not wait for the writer
+	// of a dropped slot, which may be stuck in a write to a hung node;
+	// the upload's abort does.
+	droppedC, exited chan struct{}
+}
+
+func newSlotWriter(slot int, n node.Node, up node.Upload, depth int) *slotWriter {
+	return &slotWriter{slot: slot, node: n, up: up, ch: make(chan *blockJob, depth),
+		droppedC: make(chan struct{}), exited: make(chan struct{})}
+}
+
+// wait waits until the slot's writer has returned or the slot is dropped.
+func (sw *slotWriter) wait() {
+	select {
+	case <-sw.exited:
+	case <-sw.droppedC:
+	}
 }
 
 // uploadWriter adapts an Upload to io.Writer for archive.Writer, with the
@@ -178,11 +200,13 @@ func (s *Store) Create(ctx context.Context, path string, opt *CreateOptions) (*W
 		cancel()
 		return nil, fmt.Errorf("object: create %s: %w", path, err)
 	}
-	w.wg.Add(1 + len(w.slots))
+	w.wg.Add(1)
 	go w.dispatch()
 	for _, sw := range w.slots {
 		go w.writeSlot(sw)
 	}
+	w.stopWatch = make(chan struct{})
+	go w.watch(w.stopWatch)
 	s.transfer(1)
 	return w, nil
 }
@@ -256,7 +280,7 @@ func (w *Writer) open(primary, spare []string, down map[string]bool) error {
 					w.s.markSuspect(id, true)
 				}
 				if err == nil {
-					sw := &slotWriter{slot: i, node: n, up: up, ch: make(chan *blockJob, w.s.opts.InFlight)}
+					sw := newSlotWriter(i, n, up, w.s.opts.InFlight)
 					sw.upload = uploadWriter{ctx: w.ctx, up: up, timeout: w.s.opts.WriteTimeout}
 					sw.aw = archive.NewWriter(&sw.upload, modTime)
 					w.slots[i] = sw
@@ -288,8 +312,11 @@ func (w *Writer) open(primary, spare []string, down map[string]bool) error {
 	if width-failed < w.quorum || w.ctx.Err() != nil {
 		for _, sw := range w.slots {
 			if sw != nil {
-				up, ctx := sw.up, context.WithoutCancel(w.ctx)
-				w.s.inBackground(func() { _ = up.Abort(ctx) }) // as for dropped slots in commit
+				up, ctx, exited := sw.up, context.WithoutCancel(w.ctx), sw.exited
+				w.s.inBackground(func() {
+					<-exited // not while its writer may still write
+					_ = up.Abort(ctx)
+				}) // as for dropped slots in commit
 			}
 		}
 		return fmt.Errorf("%w: %d of %d archives could be opened: %w", ErrQuorum, width-failed, width, first)
@@ -298,7 +325,7 @@ func (w *Writer) open(primary, spare []string, down map[string]bool) error {
 	// their intended node and start out dropped.
 	for i, sw := range w.slots {
 		if sw == nil {
-			sw = &slotWriter{slot: i, node: w.s.byID[primary[i]], ch: make(chan *blockJob, w.s.opts.InFlight)}
+			sw = newSlotWriter(i, w.s.byID[primary[i]], nil, w.s.opts.InFlight)
 			sw.dropped.Store(true)
 			sw.err = fmt.Errorf("slot %d: %w", i, errs[i])
 			w.failed.Add(1)
@@ -474,19 +501,96 @@ func (w *Writer) dispatch() {
 
 // send queues job for a slot writer. A slot that has failed, or that does
 // not take the job within WriteTimeout (its node hangs), is dropped from
-// the write rather than stalling every other slot.
+// the write rather than stalling every other slot (watch drops one
+// sooner when it alone holds the write up).
 func (w *Writer) send(sw *slotWriter, job *blockJob) {
 	if !sw.dropped.Load() {
 		t := time.NewTimer(w.s.opts.WriteTimeout)
 		defer t.Stop()
 		select {
 		case sw.ch <- job:
+			sw.sent.Add(1)
+			if sw.dropped.Load() {
+				w.drain(sw) // dropped meanwhile: the job may sit there
+			}
 			return
 		case <-t.C:
 			w.slotFailed(sw, fmt.Errorf("node did not take a chunk within %v", w.s.opts.WriteTimeout))
+			w.drain(sw)
+		case <-sw.droppedC:
 		case <-w.ctx.Done():
 		}
 	}
+	w.unref(job)
+}
+
+// watch drops from the write a slot that alone holds it up: one that has
+// written nothing for WriteLag while it has chunks to write and every
+// other slot has written all of its own (its node hangs, or crawls far
+// behind the others). The write then goes on without it after WriteLag
+// rather than WriteTimeout, with the slot's queued chunks given back at
+// once (drain). It returns when stop is closed.
+func (w *Writer) watch(stop <-chan struct{}) {
+	tick := time.NewTicker(w.s.opts.WriteLag / 4)
+	defer tick.Stop()
+	last := make([]int64, len(w.slots))
+	since := make([]time.Time, len(w.slots))
+	for i := range since {
+		since[i] = time.Now()
+	}
+	for {
+		select {
+		case <-stop:
+			return
+		case <-w.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		now := time.Now()
+		for i, sw := range w.slots {
+			done := sw.done.Load()
+			if done != last[i] || done == sw.sent.Load() || sw.dropped.Load() {
+				last[i], since[i] = done, now // progressing, idle or gone
+				continue
+			}
+			if now.Sub(since[i]) >= w.s.opts.WriteLag && w.othersIdle(sw) {
+				w.slotFailed(sw, fmt.Errorf("node wrote nothing for %v while the other nodes had written all they were sent", w.s.opts.WriteLag))
+				w.drain(sw)
+			}
+		}
+	}
+}
+
+// othersIdle reports whether every slot but sw that is still in the
+// write has written every chunk sent to it.
+func (w *Writer) othersIdle(sw *slotWriter) bool {
+	for _, o := range w.slots {
+		if o != sw && !o.dropped.Load() && o.done.Load() != o.sent.Load() {
+			return false
+		}
+	}
+	return true
+}
+
+// drain takes the jobs queued for a dropped slot, whose writer is stuck
+// in a write to its node, so that their buffers and in-flight tokens go
+// back at once rather than when that write times out.
+func (w *Writer) drain(sw *slotWriter) {
+	for {
+		select {
+		case job, ok := <-sw.ch:
+			if !ok {
+				return
+			}
+			w.unref(job)
+		default:
+			return
+		}
+	}
+}
+
+// unref drops a slot's reference to job; the last one releases it.
+func (w *Writer) unref(job *blockJob) {
 	if job.refs.Add(-1) == 0 {
 		w.release(job, false)
 	}
@@ -494,7 +598,7 @@ func (w *Writer) send(sw *slotWriter, job *blockJob) {
 
 // writeSlot appends each block's chunk for one slot to its archive.
 func (w *Writer) writeSlot(sw *slotWriter) {
-	defer w.wg.Done()
+	defer close(sw.exited)
 	for job := range sw.ch {
 		if !sw.dropped.Load() && w.ctx.Err() == nil {
 			s := w.geo.Stripe(job.block, sw.slot)
@@ -502,9 +606,8 @@ func (w *Writer) writeSlot(sw *slotWriter) {
 				w.slotFailed(sw, err)
 			}
 		}
-		if job.refs.Add(-1) == 0 {
-			w.release(job, false)
-		}
+		sw.done.Add(1)
+		w.unref(job)
 	}
 }
 
@@ -526,6 +629,7 @@ func (w *Writer) slotFailed(sw *slotWriter, err error) {
 	if !sw.dropped.CompareAndSwap(false, true) {
 		return
 	}
+	close(sw.droppedC)
 	sw.err = fmt.Errorf("slot %d on node %s: %w", sw.slot, sw.node.ID(), err)
 	w.s.space.forget() // the node may be full or down
 	w.s.opts.Events.nodeError(sw.node.ID(), "write", err)
@@ -596,7 +700,7 @@ func (w *Writer) Close() error {
 		<-w.inflight
 	}
 	close(w.order)
-	w.wg.Wait()
+	w.wait()
 	if err := w.stickyErr(); err != nil {
 		w.abortAll()
 		return err
@@ -780,9 +884,20 @@ func (w *Writer) Abort() error {
 		<-w.inflight
 	}
 	close(w.order)
-	w.wg.Wait()
+	w.wait()
 	w.abortAll()
 	return nil
+}
+
+// wait waits for the pipeline to end: the dispatcher, and the writers of
+// the slots not dropped (watch may drop one meanwhile). Then it stops
+// watch.
+func (w *Writer) wait() {
+	w.wg.Wait()
+	for _, sw := range w.slots {
+		sw.wait()
+	}
+	close(w.stopWatch)
 }
 
 func (w *Writer) abortAll() {
@@ -796,6 +911,7 @@ func (w *Writer) abortAll() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			<-sw.exited // not while its writer may still write
 			_ = sw.up.Abort(ctx)
 		}()
 	}
