@@ -119,6 +119,10 @@ func Repair(ctx context.Context, s *object.Store, opts RepairOptions) (*RepairRe
 		}
 		return nil
 	}
+	var debris *debrisRemover
+	if opts.RemoveDebris && !opts.DryRun {
+		debris = &debrisRemover{ctx: ctx, s: s, rep: rep, event: opts.Event, age: check.debrisAge, done: map[string]bool{}}
+	}
 	for i, in := range todo {
 		if err := ctx.Err(); err != nil {
 			return rep, err
@@ -132,6 +136,9 @@ func Repair(ctx context.Context, s *object.Store, opts RepairOptions) (*RepairRe
 		case opts.DryRun:
 			ev.Action, ev.Detail = "would rebuild", fmt.Sprintf("slots %v", o.Slots)
 		default:
+			if debris != nil {
+				debris.object(in)
+			}
 			res, err := s.Rebuild(ctx, in.Path, o.Slots, object.RebuildOptions{Throttle: throttle})
 			if res != nil {
 				o.Rebuilt, o.Bytes = res.Rebuilt, res.Bytes
@@ -167,8 +174,8 @@ func Repair(ctx context.Context, s *object.Store, opts RepairOptions) (*RepairRe
 				Err: fmt.Errorf("unrecoverable: fewer than K good chunks of some block remain")})
 		}
 	}
-	if opts.RemoveDebris && !opts.DryRun {
-		removeDebris(ctx, s, check, rep, opts.Event)
+	if debris != nil {
+		removeDebris(debris, check)
 		collectTombstones(ctx, s, rep, opts.Event)
 	}
 	rep.Elapsed = time.Since(start)
@@ -239,71 +246,97 @@ func brokenSlots(in *object.Inspection) []int {
 
 // removeDebris deletes dead temporary files and archives of versions other
 // than the one readers use (older ones, and newer ones that never reached
-// K archives and are older than DebrisAge).
-func removeDebris(ctx context.Context, s *object.Store, check *Report, rep *RepairReport, event func(RepairEvent)) {
-	remove := func(nodeID, path, what string) {
-		n, ok := s.Node(nodeID)
-		if !ok {
-			return
-		}
-		if err := n.Remove(ctx, path); err != nil && !errors.Is(err, node.ErrNotExist) {
-			rep.DebrisFailed = append(rep.DebrisFailed, fmt.Errorf("node %s: remove %s: %w", nodeID, path, err))
-			return
-		}
-		rep.DebrisRemoved++
-		if event != nil {
-			event(RepairEvent{Path: path, Action: "removed " + what, Detail: "node " + nodeID})
+// K archives and are older than DebrisAge), except those of objects whose
+// stale archives d already removed.
+func removeDebris(d *debrisRemover, check *Report) {
+	for _, t := range check.Debris {
+		if !t.InProgress {
+			d.remove(t.Node, t.Path, "temporary file")
 		}
 	}
-	for _, d := range check.Debris {
-		if !d.InProgress {
-			remove(d.Node, d.Path, "temporary file")
-		}
-	}
-	removeMalformed := func(nodeID, path string) {
-		done, err := s.RemoveMalformed(ctx, nodeID, path)
-		switch {
-		case err != nil:
-			rep.DebrisFailed = append(rep.DebrisFailed, err)
-		case done:
-			rep.DebrisRemoved++
-			if event != nil {
-				event(RepairEvent{Path: path, Action: "removed damaged archive", Detail: "node " + nodeID})
-			}
-		}
-	}
-	age := check.debrisAge
 	for _, in := range check.Objects {
-		if in.Health == object.Removed {
-			for _, st := range in.Stale {
-				if st.Malformed {
-					removeMalformed(st.Node, in.Path)
-				} else if st.Err == nil {
-					remove(st.Node, in.Path, "remnant of a removed object")
-				}
-			}
-			continue
+		d.object(in)
+	}
+}
+
+// debrisRemover removes debris for Repair, counting it in rep.
+type debrisRemover struct {
+	ctx   context.Context
+	s     *object.Store
+	rep   *RepairReport
+	event func(RepairEvent)
+	age   time.Duration
+	done  map[string]bool // objects whose stale archives were handled
+}
+
+func (d *debrisRemover) remove(nodeID, path, what string) {
+	n, ok := d.s.Node(nodeID)
+	if !ok {
+		return
+	}
+	if err := n.Remove(d.ctx, path); err != nil && !errors.Is(err, node.ErrNotExist) {
+		d.rep.DebrisFailed = append(d.rep.DebrisFailed, fmt.Errorf("node %s: remove %s: %w", nodeID, path, err))
+		return
+	}
+	d.rep.DebrisRemoved++
+	if d.event != nil {
+		d.event(RepairEvent{Path: path, Action: "removed " + what, Detail: "node " + nodeID})
+	}
+}
+
+func (d *debrisRemover) removeMalformed(nodeID, path string) {
+	done, err := d.s.RemoveMalformed(d.ctx, nodeID, path)
+	switch {
+	case err != nil:
+		d.rep.DebrisFailed = append(d.rep.DebrisFailed, err)
+	case done:
+		d.rep.DebrisRemoved++
+		if d.event != nil {
+			d.event(RepairEvent{Path: path, Action: "removed damaged archive", Detail: "node " + nodeID})
 		}
-		if in.Info == nil || in.Health == object.Unrecoverable {
-			continue // keep everything of objects we cannot read: evidence
-		}
+	}
+}
+
+// object removes the stale archives of one inspected object, once. Repair
+// calls it before rebuilding the object too: with no spare node, the only
+// node a missing slot can be rebuilt on may hold an archive of a newer
+// version that never reached K (an overwrite cut between its renames),
+// which the rebuild must not replace while it may be a commit in progress
+// and which, once older than DebrisAge, is debris.
+func (d *debrisRemover) object(in *object.Inspection) {
+	if d.done[in.Path] {
+		return
+	}
+	d.done[in.Path] = true
+	if in.Health == object.Removed {
 		for _, st := range in.Stale {
 			if st.Malformed {
-				// Readable without it: a damaged file helps no reader.
-				removeMalformed(st.Node, in.Path)
-				continue
+				d.removeMalformed(st.Node, in.Path)
+			} else if st.Err == nil {
+				d.remove(st.Node, in.Path, "remnant of a removed object")
 			}
-			if st.Err != nil || st.Version == "" {
-				continue // unreadable node or archive: not ours to judge
-			}
-			if st.Version > in.Info.Version && time.Since(st.Version.Time()) < age {
-				continue // maybe a write committing right now
-			}
-			if st.Version == in.Info.Version && !duplicateSlot(in, st.Node) {
-				continue
-			}
-			remove(st.Node, in.Path, "stale archive")
 		}
+		return
+	}
+	if in.Info == nil || in.Health == object.Unrecoverable {
+		return // keep everything of objects we cannot read: evidence
+	}
+	for _, st := range in.Stale {
+		if st.Malformed {
+			// Readable without it: a damaged file helps no reader.
+			d.removeMalformed(st.Node, in.Path)
+			continue
+		}
+		if st.Err != nil || st.Version == "" {
+			continue // unreadable node or archive: not ours to judge
+		}
+		if st.Version > in.Info.Version && time.Since(st.Version.Time()) < d.age {
+			continue // maybe a write committing right now
+		}
+		if st.Version == in.Info.Version && !duplicateSlot(in, st.Node) {
+			continue
+		}
+		d.remove(st.Node, in.Path, "stale archive")
 	}
 }
 

@@ -3,6 +3,7 @@ package repair
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -252,6 +253,61 @@ func TestRepairCompletesInterruptedCommit(t *testing.T) {
 	}
 	if got, err := c.Get("/ic/o"); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("read after repair: %d bytes, %v", len(got), err)
+	}
+	mustCheckClean(t, c.Store, true)
+}
+
+// An overwrite cut after M of its renames leaves the old version readable
+// without those M slots, and the new version's archives at their place.
+// With as many nodes as slots, the only nodes the old slots can be
+// rebuilt on hold those newer archives, which the rebuild must not
+// replace while they may be a commit in progress. Once they are older
+// than DebrisAge, one repair removes them and then rebuilds (before, the
+// rebuild failed and only a second run succeeded).
+func TestRepairRemovesNewerDebrisBeforeRebuilding(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 256}
+	c := testcluster.New(t, 6, g, func(o *object.Options) { o.Spares = -1 })
+	r := rand.New(rand.NewPCG(9, 9))
+	old := testcluster.Rand(r, 2*g.BlockSize()+5)
+	c.Put(t, "/cut", old)
+	info, err := c.Store.Stat(ctx, "/cut")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, fs := c.Faulty(t, g)
+	nodes := make([]node.Node, len(fs))
+	for i := range fs {
+		nodes[i] = fs[i]
+	}
+	// The overwrite's renames fail on the old version's slots 0-3.
+	for sl := range 4 {
+		i := c.NodeIndex(info.Placement[sl])
+		nodes[i] = node.Wrap(fs[i], node.Inject(node.OpCommit|node.OpAbort, node.Fail(errors.New("gateway gone"))))
+	}
+	s, err := object.New(nodes, object.Options{Geometry: g, MinFree: -1, Spares: -1, WriteQuorum: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Create(ctx, "/cut", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(testcluster.Rand(r, 3*g.BlockSize())); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); !errors.Is(err, object.ErrQuorum) {
+		t.Fatalf("close with 4 renames failing: %v; want a quorum error", err)
+	}
+	rep, err := Repair(ctx, c.Store, RepairOptions{CheckOptions: CheckOptions{DebrisAge: -1}, RemoveDebris: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := rep.Failed(); len(f) != 0 {
+		t.Fatalf("repair failed: %+v", f)
+	}
+	if got, err := c.Get("/cut"); err != nil || !bytes.Equal(got, old) {
+		t.Fatalf("read after repair: %d bytes, %v; want the old version", len(got), err)
 	}
 	mustCheckClean(t, c.Store, true)
 }
