@@ -7,7 +7,8 @@ import (
 
 // latencyEstimate follows how long chunk reads take, as TCP follows round
 // trips to set its retransmission timeout (RFC 6298): a smoothed mean and
-// a smoothed mean deviation of the samples. Reads hedge only when a chunk
+// a smoothed mean deviation of the samples, one a block (the median time
+// of its chunk reads, so that one slow node does not move it). Reads hedge only when a chunk
 // is late compared with that, so that when every node is slow at once —
 // the machine or the network is saturated — reads do not add parity
 // fetches to the load that made them slow.

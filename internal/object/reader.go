@@ -389,6 +389,7 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 		inflight int
 		hedged   bool // every stripe has been started
 		hedges   int  // times the hedge timer fired
+		took     []time.Duration
 	)
 	defer func() {
 		// Reads still in flight (hedges that lost the race) hand their
@@ -526,7 +527,7 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 			good++
 			if res.answered {
 				r.s.clearSlow(r.nodeOf(b, res.stripe))
-				r.s.chunkLatency.add(time.Since(startedAt[res.stripe]))
+				took = append(took, time.Since(startedAt[res.stripe]))
 			}
 		case <-hedge.C:
 			// Nodes that have kept a read waiting this long while others
@@ -580,6 +581,13 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 				f(r.path, b, slots)
 			}
 		}
+	}
+	if len(took) > 0 {
+		// The block's median chunk time: one node that is slow but
+		// answers must not raise the hedge delay above its own time,
+		// or it would never be hedged around.
+		slices.Sort(took)
+		r.s.chunkLatency.add(took[len(took)/2])
 	}
 	return chunks[:k], backing[:k], nil
 }
@@ -644,7 +652,7 @@ func (r *Reader) missing(slot int) error {
 		return fmt.Errorf("slot %d (node %s): %w", slot, id, errMissing)
 	}
 	if !r.s.isSuspect(id) && r.reopening[slot].CompareAndSwap(false, true) {
-		workers.Go(func() { r.reopen(slot, id) })
+		r.s.inBackground(func() { r.reopen(slot, id) }) // Drain waits for it
 	}
 	return fmt.Errorf("slot %d (node %s): %w", slot, id, errUnanswered)
 }

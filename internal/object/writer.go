@@ -41,6 +41,7 @@ type Writer struct {
 	order     chan *blockJob
 	wg        sync.WaitGroup // the dispatcher (slot writers: slotWriter.exited)
 	stopWatch chan struct{}  // closed to stop watch
+	watchDone chan struct{}  // closed when watch has returned
 	failed    atomic.Int32   // slots that failed
 	err       atomic.Pointer[error]
 
@@ -205,8 +206,11 @@ func (s *Store) Create(ctx context.Context, path string, opt *CreateOptions) (*W
 	for _, sw := range w.slots {
 		go w.writeSlot(sw)
 	}
-	w.stopWatch = make(chan struct{})
-	go w.watch(w.stopWatch)
+	w.stopWatch, w.watchDone = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(w.watchDone)
+		w.watch(w.stopWatch)
+	}()
 	s.transfer(1)
 	return w, nil
 }
@@ -312,11 +316,9 @@ func (w *Writer) open(primary, spare []string, down map[string]bool) error {
 	if width-failed < w.quorum || w.ctx.Err() != nil {
 		for _, sw := range w.slots {
 			if sw != nil {
-				up, ctx, exited := sw.up, context.WithoutCancel(w.ctx), sw.exited
-				w.s.inBackground(func() {
-					<-exited // not while its writer may still write
-					_ = up.Abort(ctx)
-				}) // as for dropped slots in commit
+				// No writer goroutine runs yet: abort at once.
+				up, ctx := sw.up, context.WithoutCancel(w.ctx)
+				w.s.inBackground(func() { _ = up.Abort(ctx) }) // as for dropped slots in commit
 			}
 		}
 		return fmt.Errorf("%w: %d of %d archives could be opened: %w", ErrQuorum, width-failed, width, first)
@@ -507,9 +509,9 @@ func (w *Writer) send(sw *slotWriter, job *blockJob) {
 	if !sw.dropped.Load() {
 		t := time.NewTimer(w.s.opts.WriteTimeout)
 		defer t.Stop()
+		sw.sent.Add(1) // before the send: a queued job never looks idle
 		select {
 		case sw.ch <- job:
-			sw.sent.Add(1)
 			if sw.dropped.Load() {
 				w.drain(sw) // dropped meanwhile: the job may sit there
 			}
@@ -520,6 +522,7 @@ func (w *Writer) send(sw *slotWriter, job *blockJob) {
 		case <-sw.droppedC:
 		case <-w.ctx.Done():
 		}
+		sw.sent.Add(-1)
 	}
 	w.unref(job)
 }
@@ -784,8 +787,11 @@ func (w *Writer) commit() error {
 				// hangs, and its abort waits for it up to the node's
 				// cleanup timeout; the client need not (what an abort
 				// does not remove, repair does).
-				up, ctx := sw.up, context.WithoutCancel(w.ctx)
-				w.s.inBackground(func() { _ = up.Abort(ctx) })
+				up, ctx, exited := sw.up, context.WithoutCancel(w.ctx), sw.exited
+				w.s.inBackground(func() {
+					<-exited // not while its writer may still write to it
+					_ = up.Abort(ctx)
+				})
 			}
 		}
 	}
@@ -898,6 +904,7 @@ func (w *Writer) wait() {
 		sw.wait()
 	}
 	close(w.stopWatch)
+	<-w.watchDone // no slot is dropped from here on (commit handles failures)
 }
 
 func (w *Writer) abortAll() {
@@ -911,7 +918,11 @@ func (w *Writer) abortAll() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			<-sw.exited // not while its writer may still write
+			select {
+			case <-sw.exited: // not while its writer may still write to it
+			case <-ctx.Done():
+				return // stuck in a write to its node: repair removes what is left
+			}
 			_ = sw.up.Abort(ctx)
 		}()
 	}
