@@ -1412,23 +1412,32 @@ func TestLocateWindowStopsWaitingForASlowNode(t *testing.T) {
 	}
 }
 
+// laggyWriteStore returns a store over 6 nodes (4+2) whose node 2 writes
+// under rule, with a write lag of lag (WriteTimeout 5 s), and a function
+// returning the slots of the last degraded write.
+func laggyWriteStore(t *testing.T, g layout.Geometry, lag time.Duration, rule *node.Rule) (*Store, func() []int) {
+	t.Helper()
+	var mu sync.Mutex
+	var degraded []int
+	c, fs := faultyCluster(t, 6, g, func(o *Options) {
+		o.WriteTimeout, o.WriteLag = 5*time.Second, lag
+		o.Events.DegradedWrite = func(_ string, slots []int) { mu.Lock(); degraded = slots; mu.Unlock() }
+	})
+	nodes := slices.Clone(c.nodes)
+	nodes[2] = node.Wrap(fs[2], rule)
+	s, err := New(nodes, c.store.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, func() []int { mu.Lock(); defer mu.Unlock(); return slices.Clone(degraded) }
+}
+
 // A node that hangs in the middle of a write, while the others keep up,
 // is dropped after WriteLag, not WriteTimeout: the write stalls briefly
 // and commits degraded (N7 of the bench suite stalled the full 3 s).
 func TestLaggingNodeDuringWriteIsDroppedEarly(t *testing.T) {
 	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
-	var mu sync.Mutex
-	var degraded []int
-	c, fs := faultyCluster(t, 6, g, func(o *Options) {
-		o.WriteTimeout, o.WriteLag = 5*time.Second, 200*time.Millisecond
-		o.Events.DegradedWrite = func(_ string, slots []int) { mu.Lock(); degraded = slots; mu.Unlock() }
-	})
-	nodes := slices.Clone(c.nodes)
-	nodes[2] = node.Wrap(fs[2], node.Inject(node.OpWrite, node.Hang()).FromIndex(3))
-	s, err := New(nodes, c.store.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, degraded := laggyWriteStore(t, g, 200*time.Millisecond, node.Inject(node.OpWrite, node.Hang()).FromIndex(3))
 	data := randBytes(rand.New(rand.NewPCG(seed(t), 47)), 20*g.BlockSize())
 	start := time.Now()
 	put(t, s, "/lag", data)
@@ -1439,10 +1448,8 @@ func TestLaggingNodeDuringWriteIsDroppedEarly(t *testing.T) {
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("read back: %d bytes, %v", len(got), err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(degraded) != 1 {
-		t.Fatalf("degraded write event: %v, want the hung node's slot", degraded)
+	if d := degraded(); len(d) != 1 {
+		t.Fatalf("degraded write event: %v, want the hung node's slot", d)
 	}
 }
 
@@ -1450,24 +1457,11 @@ func TestLaggingNodeDuringWriteIsDroppedEarly(t *testing.T) {
 // within WriteLag, is not dropped.
 func TestSlowNodeDuringWriteIsKept(t *testing.T) {
 	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
-	var mu sync.Mutex
-	var degraded []int
-	c, fs := faultyCluster(t, 6, g, func(o *Options) {
-		o.WriteTimeout, o.WriteLag = 5*time.Second, 300*time.Millisecond
-		o.Events.DegradedWrite = func(_ string, slots []int) { mu.Lock(); degraded = slots; mu.Unlock() }
-	})
-	nodes := slices.Clone(c.nodes)
-	nodes[2] = node.Wrap(fs[2], node.Inject(node.OpWrite, node.Delay(20*time.Millisecond)))
-	s, err := New(nodes, c.store.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, degraded := laggyWriteStore(t, g, 300*time.Millisecond, node.Inject(node.OpWrite, node.Delay(20*time.Millisecond)))
 	data := randBytes(rand.New(rand.NewPCG(seed(t), 53)), 10*g.BlockSize())
 	put(t, s, "/slow", data)
-	mu.Lock()
-	defer mu.Unlock()
-	if len(degraded) != 0 {
-		t.Fatalf("a slow node was dropped from the write: degraded slots %v", degraded)
+	if d := degraded(); len(d) != 0 {
+		t.Fatalf("a slow node was dropped from the write: degraded slots %v", d)
 	}
 }
 

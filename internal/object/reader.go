@@ -48,10 +48,9 @@ type Reader struct {
 
 	// late holds, by slot, archives found after the reader opened, on
 	// nodes that had not answered its lookup in time (reopen); reopening
-	// marks the slots looked for. Read through slotRef.
+	// marks the slots looked for. Read through slotRef; Close closes them.
 	late      []atomic.Pointer[archiveRef]
 	reopening []atomic.Bool
-	lateRefs  []*archiveRef // to close; under mu
 }
 
 // blockFetch is a (possibly in-flight) fetch of a block's data chunks.
@@ -134,8 +133,13 @@ func (r *Reader) Close() error {
 		f.unref()
 	}
 	r.cache, r.fifo = nil, nil
-	late := r.lateRefs
-	r.lateRefs = nil
+	// reopen stores under mu unless closed: no late archive follows.
+	var late []*archiveRef
+	for i := range r.late {
+		if ref := r.late[i].Load(); ref != nil {
+			late = append(late, ref)
+		}
+	}
 	r.mu.Unlock()
 	r.cancel()
 	// The archives are only read: nothing depends on their closes, which
@@ -389,8 +393,8 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 		inflight int
 		hedged   bool // every stripe has been started
 		hedges   int  // times the hedge timer fired
-		took     []time.Duration
 	)
+	took := make([]time.Duration, 0, width) // answered chunks' read times
 	defer func() {
 		// Reads still in flight (hedges that lost the race) hand their
 		// buffers back to the pool when they end; one that succeeds,
@@ -682,7 +686,6 @@ func (r *Reader) reopen(slot int, id string) {
 		res.ref.file.Close()
 		return
 	}
-	r.lateRefs = append(r.lateRefs, res.ref)
 	r.late[slot].Store(res.ref)
 }
 
