@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,7 +121,11 @@ func cmdCp(ctx context.Context, e *env, args []string) error {
 // and mtime), or the file is opened again. The checksum is "" when the
 // server cannot tell it.
 func openWithChecksum(ctx context.Context, c *xrootd.Client, src rootURL, withSum bool) (*xrootd.ClientFile, string, error) {
-	const attempts = 5
+	// An object overwritten every few tens of milliseconds while the
+	// machine is loaded (CI: -race, packages in parallel) beat 5 tries
+	// spaced 20-80 ms apart; the jitter keeps the tries from falling in
+	// step with a writer that overwrites at a steady pace.
+	const attempts = 10
 	for attempt := 1; ; attempt++ {
 		f, err := c.Open(ctx, src.path, xrootd.OpenRead, 0)
 		if err != nil {
@@ -142,7 +147,7 @@ func openWithChecksum(ctx context.Context, c *xrootd.Client, src rootURL, withSu
 			return nil, "", fmt.Errorf("cp: %s keeps changing while it is opened; try again, or copy with -no-cksum", src)
 		}
 		select {
-		case <-time.After(time.Duration(attempt) * 20 * time.Millisecond):
+		case <-time.After(time.Duration(attempt) * time.Duration(10+rand.IntN(20)) * time.Millisecond):
 		case <-ctx.Done():
 			return nil, "", ctx.Err()
 		}
