@@ -1412,6 +1412,43 @@ func TestLocateWindowStopsWaitingForASlowNode(t *testing.T) {
 	}
 }
 
+// A node that stops answering (not known to be slow yet) holds a lookup
+// window up for about as long as probes take, not for HedgeDelay: with
+// one of 10 nodes SIGSTOPped, opens took 307 ms from the client's login
+// to the first block before (N4 of the bench suite), 129 ms after.
+func TestLocateWindowWaitsAsLongAsProbesTake(t *testing.T) {
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 64 << 10} // above the small-object size
+	hedge := 2 * time.Second
+	c, fs := faultyCluster(t, 8, g, func(o *Options) { o.Spares = -1 })
+	data := randBytes(rand.New(rand.NewPCG(seed(t), 53)), 2*g.BlockSize())
+	put(t, c.store, "/w", data)
+	put(t, c.store, "/other", data[:g.BlockSize()])
+	first := c.store.rank("/w")[0].ID()
+	stopped := slices.IndexFunc(c.nodes, func(n node.Node) bool { return n.ID() == first })
+	opts := c.store.opts
+	opts.HedgeDelay, opts.ProbeTimeout = hedge, 20*time.Second
+	opts.Spares = -1 // as the cluster's: New reads 0 as the default
+	nodes := slices.Clone(c.nodes)
+	nodes[stopped] = node.Wrap(fs[stopped], node.Inject(node.OpOpen, node.Delay(5*time.Second)).Path(func(p string) bool { return p == "/w" }))
+	s, err := New(nodes, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 { // lookups of an object the node answers for
+		if got, err := get(s, "/other"); err != nil || !bytes.Equal(got, data[:g.BlockSize()]) {
+			t.Fatalf("read /other: %d bytes, %v", len(got), err)
+		}
+	}
+	start := time.Now()
+	got, err := get(s, "/w")
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read with node %s stopped: %d bytes, %v", first, len(got), err)
+	}
+	if d := time.Since(start); d >= hedge/2 {
+		t.Errorf("read took %v: the lookup waited for the stopped node as if probes took HedgeDelay (%v)", d, hedge)
+	}
+}
+
 // laggyWriteStore returns a store over 6 nodes (4+2) whose node 2 writes
 // under rule, with a write lag of lag (WriteTimeout 5 s), and a function
 // returning the slots of the last degraded write.

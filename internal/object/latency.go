@@ -1,6 +1,7 @@
 package object
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -36,11 +37,20 @@ func (e *latencyEstimate) add(d time.Duration) {
 }
 
 // late is how long a chunk read may take before it counts as late: the
-// mean plus four deviations.
-func (e *latencyEstimate) late() time.Duration {
+// mean plus four deviations; false before the first sample.
+func (e *latencyEstimate) late() (time.Duration, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.srtt + 4*e.rttvar
+	return e.srtt + 4*e.rttvar, e.seen
+}
+
+// addMedian records the median of samples, if any. samples is reordered.
+func (e *latencyEstimate) addMedian(samples []time.Duration) {
+	if len(samples) == 0 {
+		return
+	}
+	slices.Sort(samples)
+	e.add(samples[len(samples)/2])
 }
 
 // hedgeDelay is how long a read waits for a chunk before it hedges (reads
@@ -49,8 +59,28 @@ func (e *latencyEstimate) late() time.Duration {
 // up to half the chunk timeout.
 func (s *Store) hedgeDelay() time.Duration {
 	d := s.opts.HedgeDelay
-	if l := s.chunkLatency.late(); l > d {
+	if l, _ := s.chunkLatency.late(); l > d {
 		d = min(l, max(s.opts.ChunkTimeout/2, d))
+	}
+	return d
+}
+
+// windowPatience is how long a lookup window waits for its last nodes
+// before it moves on to the next window (which asks them again, so that
+// what the lookup decides does not depend on it): as long as a probe may
+// take before it counts as late (probeLatency, the median answer time of
+// each window's probes), between a quarter of HedgeDelay and HedgeDelay.
+// Probes of a healthy node answer in a few milliseconds; a node that has
+// just stopped then holds an open up for a quarter of HedgeDelay, not all
+// of it (N4 of the bench suite, one of 10 nodes SIGSTOPped: 307 ms from
+// the client's login to the first block before, 129 ms after). A node
+// left behind is marked slow (probeNodes): with a tenth of HedgeDelay as
+// the floor, small-object loads at concurrency 64 marked nodes slow some
+// 290 times in 10 s, with a quarter once.
+func (s *Store) windowPatience() time.Duration {
+	d := s.opts.HedgeDelay
+	if l, ok := s.probeLatency.late(); ok {
+		d = min(d, max(d/4, l))
 	}
 	return d
 }

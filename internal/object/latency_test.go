@@ -38,3 +38,32 @@ func TestHedgeDelayFollowsChunkLatency(t *testing.T) {
 		t.Errorf("hedge delay once reads are fast again: %v, want HedgeDelay", d)
 	}
 }
+
+// A lookup window waits HedgeDelay for its last nodes until probe times
+// are known, then a little longer than probes take, never less than a
+// quarter of HedgeDelay nor more than HedgeDelay.
+func TestWindowPatienceFollowsProbeLatency(t *testing.T) {
+	hedge := 250 * time.Millisecond
+	s := &Store{opts: Options{HedgeDelay: hedge}}
+	if d := s.windowPatience(); d != hedge {
+		t.Fatalf("patience with no probes yet: %v, want HedgeDelay", d)
+	}
+	for range 50 {
+		s.probeLatency.addMedian([]time.Duration{time.Millisecond, 2 * time.Millisecond, 3 * time.Second})
+	}
+	if d := s.windowPatience(); d != hedge/4 {
+		t.Errorf("patience after probes of 2 ms (one node hung): %v, want HedgeDelay/4", d)
+	}
+	for i := range 50 {
+		s.probeLatency.add(time.Duration(80+20*(i%2)) * time.Millisecond)
+	}
+	if d := s.windowPatience(); d <= 100*time.Millisecond || d >= hedge {
+		t.Errorf("patience after probes of 80-100 ms: %v, want more than the slowest, less than HedgeDelay", d)
+	}
+	for range 50 {
+		s.probeLatency.add(time.Second)
+	}
+	if d := s.windowPatience(); d != hedge {
+		t.Errorf("patience after probes of 1 s: %v, want HedgeDelay", d)
+	}
+}

@@ -165,8 +165,9 @@ func (s *Store) probeFor(ctx context.Context, path string, nodes []node.Node, pr
 func (s *Store) probeNodes(ctx context.Context, path string, nodes []node.Node, prior []probeResult, o probeOpts) []probeResult {
 	patience, askedAt, askHung := o.patience, o.askedAt, o.askHung
 	type indexed struct {
-		i int
-		r probeResult
+		i    int
+		r    probeResult
+		took time.Duration // from asking to the answer; 0 if not asked
 	}
 	ch := make(chan indexed, len(nodes))
 	var mu sync.Mutex
@@ -176,7 +177,7 @@ func (s *Store) probeNodes(ctx context.Context, path string, nodes []node.Node, 
 			// Known to hang: its answer would be a timeout after
 			// HedgeDelay, which it gets at once. (The node is asked again
 			// once its suspicion expires.)
-			ch <- indexed{i, probeResult{node: n, err: fmt.Errorf("node %s: %w", n.ID(), errHung)}}
+			ch <- indexed{i, probeResult{node: n, err: fmt.Errorf("node %s: %w", n.ID(), errHung)}, 0}
 			continue
 		}
 		since := time.Now()
@@ -187,7 +188,9 @@ func (s *Store) probeNodes(ctx context.Context, path string, nodes []node.Node, 
 		workers.Go(func() {
 			pctx, cancel := context.WithDeadline(ctx, deadline)
 			defer cancel()
+			asked := time.Now()
 			r := probeOne(pctx, path, n)
+			took := time.Since(asked)
 			if askHung && r.err == nil {
 				s.clearHung(n.ID()) // it answered: its stall is over
 			}
@@ -210,11 +213,19 @@ func (s *Store) probeNodes(ctx context.Context, path string, nodes []node.Node, 
 				}
 				return
 			}
-			ch <- indexed{i, r} // never blocks: capacity len(nodes)
+			ch <- indexed{i, r, took} // never blocks: capacity len(nodes)
 		})
 	}
 	out := make([]probeResult, 0, len(nodes))
 	answered := make([]bool, len(nodes))
+	var took []time.Duration // of the probes answered, for probeLatency
+	add := func(got indexed) {
+		out = append(out, got.r)
+		answered[got.i] = true
+		if got.r.err == nil && got.took > 0 {
+			took = append(took, got.took)
+		}
+	}
 	var grace <-chan time.Time
 	lateOnes := false  // gave up on unanswered nodes after a grace
 	shortened := false // the grace is the one for slow nodes
@@ -223,8 +234,7 @@ collect:
 	for len(out) < len(nodes) {
 		select {
 		case got := <-ch:
-			out = append(out, got.r)
-			answered[got.i] = true
+			add(got)
 			if grace == nil && !o.waitAll {
 				// More results never make a readable version unreadable:
 				// once one is, choose need not run again.
@@ -271,13 +281,13 @@ collect:
 	for {
 		select {
 		case got := <-ch:
-			out = append(out, got.r)
-			answered[got.i] = true
+			add(got)
 			continue
 		default:
 		}
 		break
 	}
+	s.probeLatency.addMedian(took)
 	if lateOnes && answeredHere {
 		// A node that let the others' HedgeDelay pass unanswered is
 		// suspect of being slow until it answers (its probe may still
@@ -393,13 +403,12 @@ func (s *Store) locateOnce(ctx context.Context, path string) (*located, []probeR
 		var patience <-chan time.Time
 		if i < len(windows)-1 {
 			// A hung node must not hold up the next window: after
-			// HedgeDelay the window's stragglers are left for the last
-			// one, which asks them again and waits for them until their
-			// first probe's timeout, so that what locate decides is
-			// unchanged. (Nodes known to hang are not asked again: their
-			// probes time out after HedgeDelay anyway, which the window
-			// waited.)
-			t := time.NewTimer(s.opts.HedgeDelay)
+			// windowPatience (at most HedgeDelay) the window's stragglers
+			// are left for the last one, which asks them again and waits
+			// for them until their first probe's timeout, so that what
+			// locate decides is unchanged. (Nodes known to hang are not
+			// asked again: they count as down, as in probeNodes' grace.)
+			t := time.NewTimer(s.windowPatience())
 			patience = t.C
 			defer t.Stop()
 		} else {

@@ -265,6 +265,8 @@ type Store struct {
 	open    atomic.Int64   // readers and writers open
 	// chunkLatency follows chunk read times, for hedgeDelay.
 	chunkLatency latencyEstimate
+	// probeLatency follows lookup probe times, for windowPatience.
+	probeLatency latencyEstimate
 }
 
 // transfer counts a reader or writer opening (+1) or closing (-1).
