@@ -3,7 +3,8 @@
 # machine it measures
 #   1. the machine's limits: loopback TCP (1 and 8 streams), sequential
 #      write (with and without fsync) and cold read of the file system that
-#      holds the node directories, memcpy (bench/limits);
+#      holds the node directories (one file, and 8 files at once for the
+#      8-stream rows), memcpy (bench/limits);
 #   2. the baseline: one plain real xrootd server, xrdcp put/get and
 #      `ecstore bench --mode small` against it;
 #   3. ecstore 8+2 / 1 MiB on 10 `ecstore node` processes and on 10 local
@@ -213,6 +214,8 @@ sync
 best_of limit.write=write_mbps disk --dir "$work" --bytes "$limit_h"
 sync
 best_of limit.write_fsync=write_mbps,limit.read=read_mbps disk --dir "$work" --bytes "$limit_h" --fsync
+sync
+best_of limit.write_fsync8=write_mbps,limit.read8=read_mbps disk --dir "$work" --bytes "$limit_h" --fsync --files "$nstreams"
 best_of limit.memcpy=memcpy_mbps memcpy --bytes 4GiB
 
 # test files, in the page cache for the puts

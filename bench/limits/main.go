@@ -8,7 +8,7 @@
 // Usage:
 //
 //	limits tcp [--bytes SIZE] [--streams N]     loopback sender → receiver
-//	limits disk --dir DIR [--bytes SIZE] [--fsync]
+//	limits disk --dir DIR [--bytes SIZE] [--fsync] [--files N]
 //	limits memcpy [--bytes SIZE]
 //	limits port                                  print a free loopback TCP port
 //	limits evict PATH...                         read, fsync and drop files from the page cache
@@ -209,52 +209,84 @@ func cmdDisk(args []string) error {
 	fl := flag.NewFlagSet("disk", flag.ExitOnError)
 	dir := fl.String("dir", "", "`DIR` on the file system to measure")
 	size := sizeValue(1 << 30)
-	fl.Var(&size, "bytes", "file `SIZE` (default 1GiB)")
-	fsync := fl.Bool("fsync", false, "fsync the file before the write counts as done")
+	fl.Var(&size, "bytes", "`SIZE` to write and read in all (default 1GiB)")
+	fsync := fl.Bool("fsync", false, "fsync each file before its write counts as done")
+	files := fl.Int("files", 1, "write, then read, `N` files of SIZE/N at once, as N streams do")
 	fl.Parse(args)
 	if *dir == "" {
 		return errors.New("--dir is required")
 	}
-	f, err := os.CreateTemp(*dir, "limits-disk-*")
-	if err != nil {
-		return err
+	if *files < 1 || int64(*files) > int64(size) {
+		return fmt.Errorf("--files %d: want 1 to SIZE", *files)
 	}
-	name := f.Name()
-	defer os.Remove(name)
-	defer f.Close()
-	buf := randomBuffer(ioSize)
-	start := time.Now()
-	for left := int64(size); left > 0; {
-		n, err := f.Write(buf[:min(left, ioSize)])
+	tmp := make([]*os.File, *files)
+	for i := range tmp {
+		f, err := os.CreateTemp(*dir, "limits-disk-*")
 		if err != nil {
 			return err
 		}
-		left -= int64(n)
+		defer os.Remove(f.Name())
+		defer f.Close()
+		tmp[i] = f
 	}
-	if *fsync {
-		if err := f.Sync(); err != nil {
+	per := int64(size) / int64(*files)
+	total := per * int64(*files)
+	buf := randomBuffer(ioSize) // only read: shared by the writers
+	start := time.Now()
+	err := parallel(tmp, func(f *os.File) error {
+		for left := per; left > 0; {
+			n, err := f.Write(buf[:min(left, ioSize)])
+			if err != nil {
+				return err
+			}
+			left -= int64(n)
+		}
+		if *fsync {
+			return f.Sync()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	wd := time.Since(start)
+	for _, f := range tmp {
+		if err := evictFile(f); err != nil {
 			return err
 		}
 	}
-	wd := time.Since(start)
-	if err := evictFile(f); err != nil {
-		return err
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
 	start = time.Now()
-	n, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{f}, make([]byte, ioSize))
+	err = parallel(tmp, func(f *os.File) error {
+		n, err := io.CopyBuffer(io.Discard, io.NewSectionReader(f, 0, per+1), make([]byte, ioSize))
+		if err == nil && n != per {
+			err = fmt.Errorf("read back %d bytes of %d", n, per)
+		}
+		return err
+	})
 	if err != nil {
 		return err
 	}
 	rd := time.Since(start)
-	if n != int64(size) {
-		return fmt.Errorf("read back %d bytes of %d", n, int64(size))
-	}
-	fmt.Printf("write_mbps=%.1f read_mbps=%.1f bytes=%d fsync=%v write_seconds=%.3f read_seconds=%.3f\n",
-		mbps(n, wd), mbps(n, rd), n, *fsync, wd.Seconds(), rd.Seconds())
+	fmt.Printf("write_mbps=%.1f read_mbps=%.1f bytes=%d files=%d fsync=%v write_seconds=%.3f read_seconds=%.3f\n",
+		mbps(total, wd), mbps(total, rd), total, *files, *fsync, wd.Seconds(), rd.Seconds())
 	return nil
+}
+
+// parallel runs fn on every file at once and returns the first error.
+func parallel(files []*os.File, fn func(*os.File) error) error {
+	errs := make([]error, len(files))
+	var wg sync.WaitGroup
+	for i, f := range files {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(f); err != nil {
+				errs[i] = fmt.Errorf("%s: %w", f.Name(), err)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // cmdMemcpy copies a 64 MiB buffer into another until --bytes are copied.
