@@ -1379,24 +1379,10 @@ func TestReaderReopensSlotOfNodeSlowAtOpen(t *testing.T) {
 // patience (found by hand: with one of 10 nodes SIGSTOPped, every stat
 // took 320 ms instead of 100 ms).
 func TestLocateWindowStopsWaitingForASlowNode(t *testing.T) {
-	g := layout.Geometry{K: 4, M: 2, ChunkSize: 64 << 10} // above the small-object size
 	hedge := time.Second
-	c, fs := faultyCluster(t, 8, g, func(o *Options) { o.Spares = -1 })
-	data := randBytes(rand.New(rand.NewPCG(seed(t), 43)), 2*g.BlockSize())
-	put(t, c.store, "/w", data)
-	if w := c.store.probeWindows(len(c.nodes)); len(w) < 2 {
+	s, data, first := slowFirstNodeStore(t, hedge, node.Inject(node.OpOpen, node.Delay(3*time.Second)))
+	if w := s.probeWindows(len(s.nodes)); len(w) < 2 {
 		t.Fatalf("probe windows %v: the test needs more than one", w)
-	}
-	first := c.store.rank("/w")[0].ID()
-	slow := slices.IndexFunc(c.nodes, func(n node.Node) bool { return n.ID() == first })
-	opts := c.store.opts
-	opts.HedgeDelay, opts.ProbeTimeout = hedge, 20*time.Second
-	opts.Spares = -1 // as the cluster's: New reads 0 as the default
-	nodes := slices.Clone(c.nodes)
-	nodes[slow] = node.Wrap(fs[slow], node.Inject(node.OpOpen, node.Delay(3*time.Second)))
-	s, err := New(nodes, opts)
-	if err != nil {
-		t.Fatal(err)
 	}
 	for i := range 3 {
 		start := time.Now()
@@ -1417,25 +1403,13 @@ func TestLocateWindowStopsWaitingForASlowNode(t *testing.T) {
 // one of 10 nodes SIGSTOPped, opens took 307 ms from the client's login
 // to the first block before (N4 of the bench suite), 129 ms after.
 func TestLocateWindowWaitsAsLongAsProbesTake(t *testing.T) {
-	g := layout.Geometry{K: 4, M: 2, ChunkSize: 64 << 10} // above the small-object size
 	hedge := 2 * time.Second
-	c, fs := faultyCluster(t, 8, g, func(o *Options) { o.Spares = -1 })
-	data := randBytes(rand.New(rand.NewPCG(seed(t), 53)), 2*g.BlockSize())
-	put(t, c.store, "/w", data)
-	put(t, c.store, "/other", data[:g.BlockSize()])
-	first := c.store.rank("/w")[0].ID()
-	stopped := slices.IndexFunc(c.nodes, func(n node.Node) bool { return n.ID() == first })
-	opts := c.store.opts
-	opts.HedgeDelay, opts.ProbeTimeout = hedge, 20*time.Second
-	opts.Spares = -1 // as the cluster's: New reads 0 as the default
-	nodes := slices.Clone(c.nodes)
-	nodes[stopped] = node.Wrap(fs[stopped], node.Inject(node.OpOpen, node.Delay(5*time.Second)).Path(func(p string) bool { return p == "/w" }))
-	s, err := New(nodes, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	onlyW := func(p string) bool { return p == "/w" }
+	s, data, first := slowFirstNodeStore(t, hedge, node.Inject(node.OpOpen, node.Delay(5*time.Second)).Path(onlyW))
+	other := data[:len(data)/2]
+	put(t, s, "/other", other)
 	for range 5 { // lookups of an object the node answers for
-		if got, err := get(s, "/other"); err != nil || !bytes.Equal(got, data[:g.BlockSize()]) {
+		if got, err := get(s, "/other"); err != nil || !bytes.Equal(got, other) {
 			t.Fatalf("read /other: %d bytes, %v", len(got), err)
 		}
 	}
@@ -1447,6 +1421,30 @@ func TestLocateWindowWaitsAsLongAsProbesTake(t *testing.T) {
 	if d := time.Since(start); d >= hedge/2 {
 		t.Errorf("read took %v: the lookup waited for the stopped node as if probes took HedgeDelay (%v)", d, hedge)
 	}
+}
+
+// slowFirstNodeStore writes 2 blocks of random data as /w on 8 nodes (4+2,
+// no spares) and returns a store over them with the given HedgeDelay
+// whose node ranked first for /w acts under rule, the data and that
+// node's id.
+func slowFirstNodeStore(t *testing.T, hedge time.Duration, rule *node.Rule) (*Store, []byte, string) {
+	t.Helper()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 64 << 10} // above the small-object size
+	c, fs := faultyCluster(t, 8, g, func(o *Options) { o.Spares = -1 })
+	data := randBytes(rand.New(rand.NewPCG(seed(t), 43)), 2*g.BlockSize())
+	put(t, c.store, "/w", data)
+	first := c.store.rank("/w")[0].ID()
+	i := slices.IndexFunc(c.nodes, func(n node.Node) bool { return n.ID() == first })
+	opts := c.store.opts
+	opts.HedgeDelay, opts.ProbeTimeout = hedge, 20*time.Second
+	opts.Spares = -1 // as the cluster's: New reads 0 as the default
+	nodes := slices.Clone(c.nodes)
+	nodes[i] = node.Wrap(fs[i], rule)
+	s, err := New(nodes, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, data, first
 }
 
 // laggyWriteStore returns a store over 6 nodes (4+2) whose node 2 writes
