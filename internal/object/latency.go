@@ -36,8 +36,8 @@ func (e *latencyEstimate) add(d time.Duration) {
 	e.srtt += (d - e.srtt) / 8
 }
 
-// late is how long a chunk read may take before it counts as late: the
-// mean plus four deviations; false before the first sample.
+// late is how long a chunk read (or probe) may take before it counts as
+// late: the mean plus four deviations; false before the first sample.
 func (e *latencyEstimate) late() (time.Duration, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

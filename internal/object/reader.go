@@ -586,13 +586,10 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 			}
 		}
 	}
-	if len(took) > 0 {
-		// The block's median chunk time: one node that is slow but
-		// answers must not raise the hedge delay above its own time,
-		// or it would never be hedged around.
-		slices.Sort(took)
-		r.s.chunkLatency.add(took[len(took)/2])
-	}
+	// The block's median chunk time: one node that is slow but answers
+	// must not raise the hedge delay above its own time, or it would
+	// never be hedged around.
+	r.s.chunkLatency.addMedian(took)
 	return chunks[:k], backing[:k], nil
 }
 
