@@ -701,3 +701,36 @@ func readAll(t *testing.T, n node.Node, ctx context.Context, path string) []byte
 	}
 	return buf
 }
+
+// An upload's context is released when its writer is done, whether the
+// upload commits or aborts: a context left to the node's lifetime kept
+// every upload's context registered with the node's base context.
+func TestUploadContextReleased(t *testing.T) {
+	s := startOurs(t, "", "127.0.0.1:0")
+	n := newNode(t, "root://"+s.addr+"//d", Options{Fsync: true})
+	ctx := context.Background()
+	for i, commit := range []bool{true, false} {
+		nu, err := n.Create(ctx, fmt.Sprintf("/f%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := nu.(*upload)
+		if err := u.Write(ctx, []byte("some bytes")); err != nil {
+			t.Fatal(err)
+		}
+		if commit {
+			err = u.Commit(ctx)
+		} else {
+			err = u.Abort(ctx)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.ctx.Err() == nil {
+			t.Errorf("upload %d (commit %v): its context is still live after the upload ended", i, commit)
+		}
+		if n.base.Err() != nil {
+			t.Fatal("the node's base context was cancelled")
+		}
+	}
+}
