@@ -220,8 +220,7 @@ func (c *Client) setup(ctx context.Context) error {
 	if dl, ok := ctx.Deadline(); ok {
 		c.conn.SetDeadline(dl)
 	}
-	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Now()) })
-	defer stop()
+	defer deadlineOnDone(ctx, c.conn.SetDeadline)()
 	defer c.conn.SetDeadline(time.Time{})
 
 	b := AppendHandshake(nil)
@@ -445,6 +444,28 @@ func (c *Client) readFrame() (*ResponseFrame, error) {
 	return f, nil
 }
 
+// deadlineOnDone sets a connection deadline (set) to now once ctx is
+// done, so that a blocked read or write returns, until the function it
+// returns is called. That function clears the deadline again if it was
+// set, after it was: the setting runs in a goroutine of its own, and one
+// that had started but not yet set the deadline when the caller cleared
+// it used to set it afterwards, failing the next request on the
+// connection with an i/o timeout (CI: the bench's cleanup rm after a
+// cancelled run, "send rm request: writev ... i/o timeout").
+func deadlineOnDone(ctx context.Context, set func(time.Time) error) (release func()) {
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		set(time.Now())
+		close(fired)
+	})
+	return func() {
+		if !stop() {
+			<-fired
+			set(time.Time{})
+		}
+	}
+}
+
 // pending is a sent request whose answer has not been consumed.
 type pending struct {
 	c   *Client
@@ -493,11 +514,9 @@ func (c *Client) start(ctx context.Context, req Request, sink []byte) (*pending,
 		bufs = append(bufs, frame.Payload)
 	}
 	c.wmu.Lock()
-	stop := context.AfterFunc(ctx, func() { c.conn.SetWriteDeadline(time.Now()) })
+	release := deadlineOnDone(ctx, c.conn.SetWriteDeadline)
 	_, err := bufs.WriteTo(c.conn)
-	if !stop() {
-		c.conn.SetWriteDeadline(time.Time{})
-	}
+	release()
 	c.wmu.Unlock()
 	if err != nil {
 		// A partly written frame leaves the stream unusable.

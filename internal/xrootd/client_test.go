@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -324,5 +325,43 @@ func TestClientReadInPlace(t *testing.T) {
 	}
 	if err := c.Ping(ctx); !errors.Is(err, ErrClosed) {
 		t.Errorf("after a read abandoned mid-frame: %v, want ErrClosed (the stream cannot resync)", err)
+	}
+}
+
+// A deadline set because the context ended is cleared only after it was
+// set: when the context ends just as a request finishes sending, the
+// goroutine setting it may run after the caller cleared it, and the
+// connection's next request failed with an i/o timeout.
+func TestDeadlineOnDoneClearsAfterSetting(t *testing.T) {
+	var mu sync.Mutex
+	var last time.Time
+	entered, gate := make(chan struct{}), make(chan struct{})
+	set := func(d time.Time) error {
+		if !d.IsZero() {
+			close(entered)
+			<-gate // the setting goroutine is slow to get there
+		}
+		mu.Lock()
+		last = d
+		mu.Unlock()
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	release := deadlineOnDone(ctx, set)
+	cancel()
+	<-entered
+	released := make(chan struct{})
+	go func() { release(); close(released) }()
+	select {
+	case <-released:
+		t.Fatal("release returned before the deadline it must clear was set")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(gate)
+	<-released
+	mu.Lock()
+	defer mu.Unlock()
+	if !last.IsZero() {
+		t.Fatalf("deadline left at %v after release", last)
 	}
 }
