@@ -272,7 +272,7 @@ func cmdDisk(args []string) error {
 	return nil
 }
 
-// parallel runs fn on every file at once and returns the first error.
+// parallel runs fn on every file at once and returns their errors, joined.
 func parallel(files []*os.File, fn func(*os.File) error) error {
 	errs := make([]error, len(files))
 	var wg sync.WaitGroup
