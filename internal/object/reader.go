@@ -419,6 +419,7 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 	// deadline, up to chunkRetries times: slow is not failed.
 	timeout := r.s.opts.ChunkTimeout
 	retries := 0
+	reopened := false // unanswered slots were looked for again
 	start := func(s int) {
 		started[s], startedAt[s] = true, time.Now()
 		inflight++
@@ -507,6 +508,19 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 					start(st)
 				}
 				continue
+			}
+			// Chunks on nodes the lookup gave up on are needed after
+			// all: look for their archives now, whether or not the
+			// nodes are still suspect, rather than fail the block.
+			if un := failedWith(failed, causes, errUnanswered); len(un) > 0 && !reopened && ctx.Err() == nil {
+				reopened = true
+				if found := r.reopenNow(b, un); len(found) > 0 {
+					failed, causes = dropStripes(failed, causes, found)
+					for _, st := range found {
+						start(st)
+					}
+					continue
+				}
 			}
 			return nil, nil, &UnrecoverableError{Path: r.path, Block: b, Available: good, Need: k, Causes: causes}
 		}
@@ -601,13 +615,34 @@ const chunkRetries = 2
 // deadline (not by a definite error such as a checksum mismatch or a
 // missing archive).
 func timedOut(failed []int, causes []error) []int {
+	return failedWith(failed, causes, context.DeadlineExceeded)
+}
+
+// failedWith returns the stripes of failed whose cause is target.
+func failedWith(failed []int, causes []error, target error) []int {
 	var out []int
 	for i, st := range failed {
-		if i < len(causes) && errors.Is(causes[i], context.DeadlineExceeded) {
+		if i < len(causes) && errors.Is(causes[i], target) {
 			out = append(out, st)
 		}
 	}
 	return out
+}
+
+// reopenNow looks again, and waits, for the archives of block b's stripes
+// whose nodes had not answered the lookup, and returns those it found.
+func (r *Reader) reopenNow(b int64, stripes []int) []int {
+	var found []int
+	for _, st := range stripes {
+		slot := r.l.Slot(b, st)
+		if r.slotRef(slot) == nil {
+			r.reopen(slot, r.loc.meta.Placement[slot])
+		}
+		if r.slotRef(slot) != nil {
+			found = append(found, st)
+		}
+	}
+	return found
 }
 
 // dropStripes removes the given stripes (and their causes) from failed.
@@ -683,7 +718,9 @@ func (r *Reader) reopen(slot int, id string) {
 		res.ref.file.Close()
 		return
 	}
-	r.late[slot].Store(res.ref)
+	if !r.late[slot].CompareAndSwap(nil, res.ref) {
+		res.ref.file.Close() // found meanwhile by another reopen
+	}
 }
 
 func haveAll(chunks [][]byte, need []bool) bool {
