@@ -183,7 +183,8 @@ func (s *Store) Rebuild(ctx context.Context, path string, slots []int, opts Rebu
 
 // rebuildTargets picks the node for each rebuilt slot: the placement's
 // node when it answers and holds no other slot's archive of this version,
-// else the best-ranked node that holds no archive of it.
+// else a node that holds the slot's archive now, else the best-ranked node
+// that holds no archive of it.
 func (s *Store) rebuildTargets(ctx context.Context, loc *located, slots []int, avoid []string) ([]node.Node, error) {
 	busy := map[string]bool{}
 	for _, id := range avoid {
@@ -205,23 +206,36 @@ func (s *Store) rebuildTargets(ctx context.Context, loc *located, slots []int, a
 			busy[ref.node.ID()] = true
 		}
 	}
+	fit := map[string]bool{} // asked once per node
 	fits := func(n node.Node) bool {
+		if ok, asked := fit[n.ID()]; asked {
+			return ok
+		}
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		if _, err := n.Space(cctx); err != nil {
-			return false
-		}
+		_, err := n.Space(cctx)
 		// The reader's probe may not have asked this node.
-		return !s.holdsNewer(cctx, n, loc.meta.Path, loc.meta.Version)
+		ok := err == nil && !s.holdsNewer(cctx, n, loc.meta.Path, loc.meta.Version)
+		fit[n.ID()] = ok
+		return ok
 	}
 	out := make([]node.Node, len(slots))
 	for i, sl := range slots {
-		if n, ok := s.byID[loc.meta.Placement[sl]]; ok && !busy[n.ID()] && fits(n) {
-			out[i] = n
-			busy[n.ID()] = true
-			continue
+		var first []node.Node
+		if n, ok := s.byID[loc.meta.Placement[sl]]; ok {
+			first = append(first, n)
 		}
-		for _, n := range s.rank(loc.meta.Path) {
+		// Then the nodes that hold the slot's archive now, away from its
+		// placement node (an earlier rebuild put it there): rebuilt in
+		// place, it leaves no second copy of the slot beside it, which a
+		// lookup (taking whichever copy answers first) could prefer.
+		if ref := loc.slots[sl]; ref != nil {
+			first = append(first, ref.node)
+		}
+		for _, ref := range loc.alts[sl] {
+			first = append(first, ref.node)
+		}
+		for _, n := range append(first, s.rank(loc.meta.Path)...) {
 			if !busy[n.ID()] && fits(n) {
 				out[i] = n
 				busy[n.ID()] = true

@@ -8,11 +8,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/node"
 	"github.com/ecstore/ecstore/internal/object"
+	"github.com/ecstore/ecstore/internal/placement"
 	"github.com/ecstore/ecstore/internal/testcluster"
 )
 
@@ -310,4 +312,89 @@ func TestRepairRemovesNewerDebrisBeforeRebuilding(t *testing.T) {
 		t.Fatalf("read after repair: %d bytes, %v; want the old version", len(got), err)
 	}
 	mustCheckClean(t, c.Store, true)
+}
+
+// A slot whose archive sits away from its placement node (an earlier
+// rebuild put it elsewhere) and holds a corrupt chunk, while its
+// placement node holds another slot, is rebuilt where it sits. Rebuilt
+// on yet another node, the corrupt copy stayed beside it; a lookup takes
+// whichever copy answers first, so the re-inspection often found the
+// corrupt one and every repair failed "still degraded" (fault schedule,
+// local config: "final repair --deep ... did not succeed").
+func TestRepairReplacesCorruptArchiveAwayFromItsNode(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 512}
+	c := testcluster.New(t, 9, g)
+	data := testcluster.Rand(rand.New(rand.NewPCG(11, 11)), 3*g.BlockSize()+17)
+	const p = "/away/o"
+	c.Put(t, p, data)
+	info, err := c.Store.Stat(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := func(sl int) int { return c.NodeIndex(info.Placement[sl]) }
+	// The nodes a rebuild of slot 1 may use, in the order it would try
+	// them: slot 2's placement node and the three the object does not use.
+	free := map[string]bool{info.Placement[2]: true}
+	for _, n := range c.Nodes {
+		if !slices.Contains(info.Placement, n.ID()) {
+			free[n.ID()] = true
+		}
+	}
+	var ps []placement.Node
+	for _, n := range c.Nodes {
+		ps = append(ps, placement.Node{ID: n.ID()})
+	}
+	var order []string
+	for _, n := range placement.Rank(p, ps) {
+		if free[n.ID] {
+			order = append(order, n.ID)
+		}
+	}
+	// Slot 1's archive goes to a free node that is not the first choice,
+	// slot 2's to slot 1's placement node; then slot 1's is damaged.
+	away := c.NodeIndex(order[1])
+	move := func(from, to int) {
+		dst := c.Archive(to, p)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(c.Archive(from, p), dst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	move(home(1), away)
+	move(home(2), home(1))
+	af := c.Archive(away, p)
+	b, err := os.ReadFile(af)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[100] ^= 0x5a // inside the first chunk
+	if err := os.WriteFile(af, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	rep, err := Repair(ctx, c.Store, RepairOptions{CheckOptions: CheckOptions{Deep: true, DebrisAge: -1}, RemoveDebris: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := rep.Failed(); len(f) > 0 || len(rep.Outcomes) != 1 {
+		t.Fatalf("outcomes %+v", rep.Outcomes)
+	}
+	if got, want := rep.Outcomes[0].Rebuilt[1], order[1]; got != want {
+		t.Errorf("slot 1 rebuilt on node %s; want %s, where its damaged archive was", got, want)
+	}
+	for i := range c.Nodes {
+		if i == away || slices.Contains(info.Placement, c.Nodes[i].ID()) {
+			continue
+		}
+		if _, err := os.Stat(c.Archive(i, p)); err == nil {
+			t.Errorf("node %s holds a second archive of slot 1", c.Nodes[i].ID())
+		}
+	}
+	mustCheckClean(t, c.Store, true)
+	if got, err := c.Get(p); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read after repair: %d bytes, %v", len(got), err)
+	}
 }
