@@ -82,6 +82,9 @@ type FS struct {
 	root    *os.Root
 	beneath *fsutil.Beneath // one-call opens under dir; nil: root only
 	fsync   bool
+	// synced, if set (by tests), is told of every fsync of an open
+	// file ("file") and of a directory ("dir").
+	synced func(what string)
 
 	mu    sync.Mutex
 	users map[uint32]string
@@ -202,14 +205,16 @@ func (s *FS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (xr
 	if err == nil && !fi.Mode().IsRegular() {
 		err = xrootd.Errorf(xrootd.ErrNotFile, "%s is not a regular file", name)
 	}
-	if err == nil && create {
-		err = s.syncDir(path.Dir(name))
-	}
 	if err != nil {
 		f.Close()
 		return nil, osErr(err)
 	}
-	return &file{fs: s, name: name, f: f, writable: true, empty: fi.Size() == 0}, nil
+	// The new directory entry is made durable with the file, at its
+	// first sync or close: fsynced right after the file, the directory
+	// usually has nothing left to write (on ext4 the file's fsync
+	// commits the entry too), where at the open it cost a journal
+	// commit of its own on every create.
+	return &file{fs: s, name: name, f: f, writable: true, empty: fi.Size() == 0, entryPending: create, writes: 1}, nil
 }
 
 // Stat implements xrootd.FileSystem. Symbolic links inside the directory
@@ -422,6 +427,9 @@ func (s *FS) syncDir(dir string) error {
 	if !s.fsync {
 		return nil
 	}
+	if s.synced != nil {
+		s.synced("dir")
+	}
 	return s.beneath.SyncDir(s.root, fsutil.Rel(dir))
 }
 
@@ -520,6 +528,13 @@ type file struct {
 	app      *directio.Appender // nil unless writing sequentially
 	appErr   error              // what flushing the appender failed with
 	appTried bool               // an appender was started (only once)
+	// writes counts the changes to the file (its creation or
+	// truncation at the open is the first), synced the count of them
+	// the last successful fsync covers: close fsyncs only if they differ.
+	writes, synced uint64
+	// entryPending: the open created the file, and its directory entry
+	// is not yet known durable.
+	entryPending bool
 }
 
 // directBuffer is the staging buffer of a sequentially written file.
@@ -630,6 +645,7 @@ func (f *file) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.writes++
 	app, err := f.appenderAt(off)
 	if err != nil {
 		return 0, osErr(err)
@@ -652,6 +668,7 @@ func (f *file) WriteFrom(ctx context.Context, r io.Reader, off, n int64) (int64,
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.writes++
 	app, err := f.appenderAt(off)
 	if err != nil {
 		return 0, osErr(err)
@@ -673,25 +690,58 @@ func (f *file) WriteFrom(ctx context.Context, r io.Reader, off, n int64) (int64,
 // copyBuffer is the buffer of a streamed write.
 const copyBuffer = 256 << 10
 
-// Sync fsyncs the file (kXR_sync), whatever Options.Fsync says.
+// Sync fsyncs the file (kXR_sync), whatever Options.Fsync says, and,
+// when the server is durable, the directory entry the open created.
 func (f *file) Sync(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := f.flush(); err != nil {
-		return osErr(err)
-	}
-	return osErr(f.f.Sync())
+	return osErr(f.sync(false))
 }
 
-// Close closes the file, fsyncing it first if it was written and the
-// server is durable: a nil error is the durability point.
-func (f *file) Close(ctx context.Context) error {
+// sync flushes the appender and fsyncs the file and then, when the
+// server is durable, its new directory entry. With stop (at the close),
+// it releases the appender and fsyncs the file only if it changed since
+// its last fsync: a kXR_sync before the close needs no second one.
+func (f *file) sync(stop bool) error {
 	f.mu.Lock()
-	err := f.flushLocked(true)
+	err := f.flushLocked(stop)
+	writes, synced, entry := f.writes, f.synced, f.entryPending
 	f.mu.Unlock()
-	if err == nil && f.writable && f.fs.fsync {
-		err = f.f.Sync()
+	if err != nil {
+		return err
+	}
+	if writes != synced || !stop {
+		if f.fs.synced != nil {
+			f.fs.synced("file")
+		}
+		if err := f.f.Sync(); err != nil {
+			return err
+		}
+	}
+	if entry && f.fs.fsync {
+		if err := f.fs.syncDir(path.Dir(f.name)); err != nil {
+			return err
+		}
+	}
+	f.mu.Lock()
+	f.synced = max(f.synced, writes)
+	f.entryPending = f.entryPending && !entry
+	f.mu.Unlock()
+	return nil
+}
+
+// Close closes the file, fsyncing it first if it was written since its
+// last fsync and the server is durable: a nil error is the durability
+// point.
+func (f *file) Close(ctx context.Context) error {
+	var err error
+	if f.writable && f.fs.fsync {
+		err = f.sync(true)
+	} else {
+		f.mu.Lock()
+		err = f.flushLocked(true)
+		f.mu.Unlock()
 	}
 	if cerr := f.f.Close(); err == nil {
 		err = cerr

@@ -655,3 +655,88 @@ func TestSequentialWritesBypassPageCache(t *testing.T) {
 		t.Fatalf("file holds %d bytes (%v), not the %d written", len(b), err, len(data))
 	}
 }
+
+// A durable server makes a created file's directory entry durable at the
+// file's first sync or close, right after the file (where the directory
+// then usually has nothing left to write), not at the open; and a close
+// right after a kXR_sync does not fsync the unchanged file again.
+func TestCreateSyncsEntryWithTheFile(t *testing.T) {
+	ctx := testCtx(t)
+	s, err := New(t.TempDir(), Options{Fsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var syncs []string
+	s.synced = func(what string) { syncs = append(syncs, what) }
+	want := func(step string, w ...string) {
+		t.Helper()
+		if !slices.Equal(syncs, w) {
+			t.Errorf("%s: fsyncs %q; want %q", step, syncs, w)
+		}
+		syncs = nil
+	}
+	create := xrootd.OpenOptions{Flags: xrootd.OpenNew | xrootd.OpenMkpath}
+	f, err := s.Open(ctx, "/d/a", create)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("open creating /d", "dir") // the new directory /d, in /
+	w := f.(xrootd.FileWriter)
+	if _, err := w.WriteAt(ctx, []byte("data"), 0); err != nil {
+		t.Fatal(err)
+	}
+	want("write")
+	if err := f.(xrootd.FileSyncer).Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want("sync", "file", "dir")
+	if err := f.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want("close after sync")
+
+	// Written after its sync: the close fsyncs the file again, not the
+	// entry.
+	f, err = s.Open(ctx, "/d/b", create)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("open in an existing directory")
+	w = f.(xrootd.FileWriter)
+	if err := f.(xrootd.FileSyncer).Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want("sync", "file", "dir")
+	if _, err := w.WriteAt(ctx, []byte("more"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want("close after a write", "file")
+
+	// Created and closed unwritten: both at the close.
+	f, err = s.Open(ctx, "/d/c", create)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want("close of an empty new file", "file", "dir")
+
+	// Rewritten in place: no entry to sync.
+	f, err = s.Open(ctx, "/d/c", xrootd.OpenOptions{Flags: xrootd.OpenUpdate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want("close of an updated file", "file")
+	for _, name := range []string{"a", "b", "c"} {
+		if _, err := os.Stat(filepath.Join(s.dir, "d", name)); err != nil {
+			t.Error(err)
+		}
+	}
+}
