@@ -286,8 +286,9 @@ func (n *Node) remote(p string) string {
 }
 
 // Create implements node.Node. The temporary file is created with
-// kXR_new after the parent directory (kXR_mkdir with parents) and the
-// target (kXR_stat) are checked, both in one round trip.
+// kXR_new|kXR_mkpath while the target is looked at (kXR_stat), in one
+// round trip; a directory at path fails the create with node.ErrIsDir,
+// and a file in the way of path's directory with node.ErrNotDir.
 func (n *Node) Create(ctx context.Context, path string) (node.Upload, error) {
 	if err := n.check(ctx, "create", path); err != nil {
 		return nil, err
@@ -300,39 +301,50 @@ func (n *Node) Create(ctx context.Context, path string) (node.Upload, error) {
 	_, _ = rand.Read(sfx[:]) // never fails (crypto/rand docs)
 	tmp := node.Join(dir, node.TempName(base, hex.EncodeToString(sfx[:])))
 
-	err := n.pool.call(ctx, true, func(c *xrootd.Client) error {
-		mkdir := make(chan error, 1)
-		go func() { mkdir <- c.Mkdir(ctx, n.remote(dir), 0o755, true) }()
-		fi, serr := c.Stat(ctx, n.remote(path))
-		merr := <-mkdir
-		switch {
-		case serr == nil && fi.IsDir():
-			return node.ErrIsDir
-		case serr != nil && !errors.Is(serr, fs.ErrNotExist):
-			return serr
-		case merr != nil && errors.Is(merr, fs.ErrExist):
-			// A file is in the way of the parent directory.
-			return fmt.Errorf("%w: %w", node.ErrNotDir, merr)
-		}
-		return merr
-	})
-	if err != nil {
-		return nil, n.fail("create", path, err)
-	}
+	// The temporary file is opened (with its missing parents) while path
+	// is looked at, in one round trip: a directory at path fails the
+	// create before any byte is written.
 	var (
-		f  *xrootd.ClientFile
-		cn *conn
+		f     *xrootd.ClientFile
+		cn    *conn
+		isDir bool
 	)
-	err = n.pool.callConn(ctx, false, func(c *conn) error {
+	err := n.pool.callConn(ctx, false, func(c *conn) error {
+		stat := make(chan struct{})
+		go func() {
+			defer close(stat)
+			fi, err := c.c.Stat(ctx, n.remote(path))
+			isDir = err == nil && fi.IsDir()
+		}()
 		var err error
 		f, err = c.c.Open(ctx, n.remote(tmp), xrootd.OpenNew|xrootd.OpenMkpath, 0o644)
 		cn = c
+		<-stat
+		switch {
+		case err == nil:
+			// A directory at path is handled below. A stat that failed
+			// otherwise is no reason to fail: committing onto a
+			// directory fails anyway.
+			return nil
+		case isDir:
+			return node.ErrIsDir
+		case ctx.Err() == nil && !errors.Is(err, fs.ErrExist):
+			// Say why: a file in the way of a parent directory?
+			if merr := c.c.Mkdir(ctx, n.remote(dir), 0o755, true); errors.Is(merr, fs.ErrExist) {
+				return fmt.Errorf("%w: %w", node.ErrNotDir, merr)
+			}
+		}
 		return err
 	})
 	if err != nil {
 		return nil, n.fail("create", path, err)
 	}
-	return newUpload(n, cn, f, path, tmp), nil
+	u := newUpload(n, cn, f, path, tmp)
+	if isDir {
+		_ = u.Abort(ctx)
+		return nil, n.wrap("create", path, node.ErrIsDir)
+	}
+	return u, nil
 }
 
 // Open implements node.Node. Size is the size the server reported with
