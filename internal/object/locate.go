@@ -341,17 +341,21 @@ func probeOne(ctx context.Context, path string, n node.Node) probeResult {
 // died between renames: locate completes it (rollForward) when the
 // missing archives sit finished under temporary names, and otherwise
 // calls the object unrecoverable.
-func (s *Store) locate(ctx context.Context, path string) (*located, error) {
+//
+// With expectAbsent (an exclusive create), every node is asked at once:
+// an absent path needs every node's answer, which windows would gather in
+// as many round trips as there are windows.
+func (s *Store) locate(ctx context.Context, path string, expectAbsent bool) (*located, error) {
 	delay := commitRetryDelay
 	for attempt := 0; ; attempt++ {
-		loc, results, err := s.locateOnce(ctx, path)
+		loc, results, err := s.locateOnce(ctx, path, expectAbsent)
 		var unrecoverable *UnrecoverableError
 		if !errors.As(err, &unrecoverable) || !maybeCommitting(results) {
 			return loc, err
 		}
 		if attempt == commitRetries {
 			if done, _ := s.rollForward(ctx, path, results); len(done) > 0 {
-				loc, _, err = s.locateOnce(ctx, path)
+				loc, _, err = s.locateOnce(ctx, path, expectAbsent)
 			}
 			return loc, err
 		}
@@ -389,7 +393,7 @@ func maybeCommitting(results []probeResult) bool {
 	return len(versions) > 1 || len(versions) == 1 && !failed
 }
 
-func (s *Store) locateOnce(ctx context.Context, path string) (*located, []probeResult, error) {
+func (s *Store) locateOnce(ctx context.Context, path string, expectAbsent bool) (*located, []probeResult, error) {
 	ranked := s.rank(path)
 	var (
 		results []probeResult
@@ -398,6 +402,9 @@ func (s *Store) locateOnce(ctx context.Context, path string) (*located, []probeR
 	)
 	asked := 0
 	windows := s.probeWindows(len(ranked))
+	if expectAbsent {
+		windows = windows[len(windows)-1:]
+	}
 	for i, upTo := range windows {
 		nodes := slices.Clip(ranked[asked:upTo]) // the last window appends to it
 		var patience <-chan time.Time

@@ -111,7 +111,7 @@ func (s *Store) Stat(ctx context.Context, path string) (*Info, error) {
 	if path == "/" {
 		return &Info{Path: "/", Name: "/", IsDir: true}, nil
 	}
-	loc, err := s.locate(ctx, path)
+	loc, err := s.locate(ctx, path, false)
 	if err == nil {
 		defer loc.close()
 		return infoFromMeta(path, loc.meta, loc.found), nil

@@ -93,7 +93,7 @@ func (s *Store) Open(ctx context.Context, path string) (*Reader, error) {
 	if err := checkPath(path); err != nil {
 		return nil, err
 	}
-	loc, err := s.locate(ctx, path)
+	loc, err := s.locate(ctx, path, false)
 	if err != nil {
 		return nil, err
 	}

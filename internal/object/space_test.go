@@ -147,3 +147,65 @@ func TestExclusiveCreate(t *testing.T) {
 		t.Errorf("after the overwrite: %q, %v", got, err)
 	}
 }
+
+// gatedNode holds every Open of path until open is closed, counting them.
+type gatedNode struct {
+	node.Node
+	path    string
+	open    chan struct{}
+	arrived *atomic.Int32
+}
+
+func (n *gatedNode) Open(ctx context.Context, path string) (node.File, error) {
+	if path == n.path {
+		n.arrived.Add(1)
+		select {
+		case <-n.open:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return n.Node.Open(ctx, path)
+}
+
+// An exclusive create, which expects the path to be absent and so needs
+// every node's answer, asks every node at once rather than in windows
+// (one round trip instead of one per window).
+func TestExclusiveCreateAsksEveryNodeAtOnce(t *testing.T) {
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	c := newCluster(t, 8, g)
+	var arrived atomic.Int32
+	gate := make(chan struct{})
+	nodes := make([]node.Node, len(c.nodes))
+	for i, nd := range c.nodes {
+		nodes[i] = &gatedNode{Node: nd, path: "/new", open: gate, arrived: &arrived}
+	}
+	// Windows would wait (almost) forever for the first one's answers.
+	s, err := New(nodes, Options{Geometry: g, MinFree: -1, Spares: -1, HedgeDelay: time.Hour, ProbeTimeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := s.probeWindows(len(nodes)); len(w) < 2 {
+		t.Fatalf("probe windows %v: the test needs more than one", w)
+	}
+	created := make(chan error, 1)
+	go func() {
+		w, err := s.Create(context.Background(), "/new", &CreateOptions{Exclusive: true})
+		if err == nil {
+			err = w.Abort()
+		}
+		created <- err
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for arrived.Load() < int32(len(nodes)) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	got := arrived.Load()
+	close(gate)
+	if err := <-created; err != nil {
+		t.Fatal(err)
+	}
+	if got != int32(len(nodes)) {
+		t.Errorf("%d of %d nodes asked before any answered; want all", got, len(nodes))
+	}
+}
