@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -146,6 +148,17 @@ func TestExclusiveCreate(t *testing.T) {
 	if got, err := get(c.store, "/d/obj"); err != nil || string(got) != "replaced" {
 		t.Errorf("after the overwrite: %q, %v", got, err)
 	}
+	// The archives a refused create opened while it checked the path are
+	// gone.
+	c.store.Drain()
+	for _, dir := range c.dirs {
+		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && node.IsTemp(d.Name()) {
+				t.Errorf("temporary file %s left by a refused create", p)
+			}
+			return nil
+		})
+	}
 }
 
 // gatedNode holds every Open of path until open is closed, counting them.
@@ -207,5 +220,55 @@ func TestExclusiveCreateAsksEveryNodeAtOnce(t *testing.T) {
 	}
 	if got != int32(len(nodes)) {
 		t.Errorf("%d of %d nodes asked before any answered; want all", got, len(nodes))
+	}
+}
+
+// An exclusive create opens the new archives while it looks for the
+// object; when it finds one, the archives it opened are removed again.
+func TestRefusedCreateRemovesItsArchives(t *testing.T) {
+	g := layout.Geometry{K: 2, M: 1, ChunkSize: 4096}
+	c := newCluster(t, 4, g)
+	put(t, c.store, "/obj", []byte("data"))
+	temps := func() (n int) {
+		for _, dir := range c.dirs {
+			filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+				if err == nil && node.IsTemp(d.Name()) {
+					n++
+				}
+				return nil
+			})
+		}
+		return n
+	}
+	var arrived atomic.Int32
+	gate := make(chan struct{})
+	nodes := make([]node.Node, len(c.nodes))
+	for i, nd := range c.nodes {
+		nodes[i] = &gatedNode{Node: nd, path: "/obj", open: gate, arrived: &arrived}
+	}
+	s, err := New(nodes, Options{Geometry: g, MinFree: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := make(chan error, 1)
+	go func() {
+		_, err := s.Create(context.Background(), "/obj", &CreateOptions{Exclusive: true})
+		created <- err
+	}()
+	// The lookup waits at the gate until the archives are open.
+	deadline := time.Now().Add(5 * time.Second)
+	for temps() < g.Width() && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if n := temps(); n != g.Width() {
+		t.Fatalf("%d archives open while the lookup waits; want %d", n, g.Width())
+	}
+	close(gate)
+	if err := <-created; !errors.Is(err, ErrExist) {
+		t.Fatalf("exclusive create of an object: %v, want ErrExist", err)
+	}
+	s.Drain()
+	if n := temps(); n != 0 {
+		t.Errorf("%d temporary files left by the refused create", n)
 	}
 }

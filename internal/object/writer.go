@@ -162,20 +162,11 @@ func (s *Store) Create(ctx context.Context, path string, opt *CreateOptions) (*W
 	if err != nil {
 		return nil, err
 	}
-	// Ask for the nodes' free space while checking what path holds.
-	var (
-		spaces []placement.Node
-		asked  = make(chan struct{})
-	)
-	go func() {
-		defer close(asked)
-		spaces = s.spaces(ctx)
-	}()
-	err = s.checkCreate(ctx, path, opt != nil && opt.Exclusive)
-	<-asked
-	if err != nil {
-		return nil, fmt.Errorf("object: create %s: %w", path, err)
-	}
+	// Place the object (from the nodes' free space, usually cached), then
+	// open its archives while checking what path holds: the temporary
+	// files are invisible at path, and a new object's open waits for one
+	// round trip to the nodes, not two.
+	spaces := s.spaces(ctx)
 	down := make(map[string]bool)
 	for _, sp := range spaces {
 		down[sp.ID] = sp.Down
@@ -191,13 +182,32 @@ func (s *Store) Create(ctx context.Context, path string, opt *CreateOptions) (*W
 		primary, spare, err = placement.Choose(path, spaces, geo.Width(), 0, s.opts.MinFree)
 	}
 	if err != nil {
+		if cerr := s.checkCreate(ctx, path, opt != nil && opt.Exclusive); cerr != nil {
+			err = cerr // the path's own error first
+		}
 		return nil, fmt.Errorf("object: create %s: %w", path, err)
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	w := &Writer{s: s, path: path, geo: geo, quorum: s.quorum(geo), codec: codec, user: user, ctx: wctx, cancel: cancel,
 		inflight: make(chan struct{}, s.opts.InFlight), order: make(chan *blockJob, s.opts.InFlight),
 		sums: erasure.NewObjectSums()}
-	if err := w.open(primary, spare, down); err != nil {
+	checked := make(chan error, 1)
+	go func() {
+		err := s.checkCreate(ctx, path, opt != nil && opt.Exclusive)
+		if err != nil {
+			cancel() // the opens still under way give up
+		}
+		checked <- err
+	}()
+	err = w.open(primary, spare, down)
+	if cerr := <-checked; cerr != nil {
+		if err == nil {
+			w.abortOpened()
+		}
+		cancel()
+		return nil, fmt.Errorf("object: create %s: %w", path, cerr)
+	}
+	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("object: create %s: %w", path, err)
 	}
@@ -314,13 +324,7 @@ func (w *Writer) open(primary, spare []string, down map[string]bool) error {
 		}
 	}
 	if width-failed < w.quorum || w.ctx.Err() != nil {
-		for _, sw := range w.slots {
-			if sw != nil {
-				// No writer goroutine runs yet: abort at once.
-				up, ctx := sw.up, context.WithoutCancel(w.ctx)
-				w.s.inBackground(func() { _ = up.Abort(ctx) }) // as for dropped slots in commit
-			}
-		}
+		w.abortOpened()
 		return fmt.Errorf("%w: %d of %d archives could be opened: %w", ErrQuorum, width-failed, width, first)
 	}
 	// Slots that could not be opened anywhere stay in the placement with
@@ -339,6 +343,17 @@ func (w *Writer) open(primary, spare []string, down map[string]bool) error {
 		w.nodeIDs[i] = sw.node.ID()
 	}
 	return nil
+}
+
+// abortOpened aborts, in the background, the uploads open opened, before
+// any writer goroutine runs (as for dropped slots in commit).
+func (w *Writer) abortOpened() {
+	for _, sw := range w.slots {
+		if sw != nil && sw.up != nil {
+			up, ctx := sw.up, context.WithoutCancel(w.ctx)
+			w.s.inBackground(func() { _ = up.Abort(ctx) })
+		}
+	}
 }
 
 func upCount(nodes []placement.Node) int {
