@@ -342,20 +342,22 @@ func probeOne(ctx context.Context, path string, n node.Node) probeResult {
 // missing archives sit finished under temporary names, and otherwise
 // calls the object unrecoverable.
 //
-// With expectAbsent (an exclusive create), every node is asked at once:
-// an absent path needs every node's answer, which windows would gather in
-// as many round trips as there are windows.
-func (s *Store) locate(ctx context.Context, path string, expectAbsent bool) (*located, error) {
+// With everyNode, every node is asked at once, as Inspect does, rather
+// than in windows: an exclusive create expects the path to be absent,
+// which needs every node's answer (windows would gather it in as many
+// round trips as there are windows); a rebuild must see the version the
+// check saw.
+func (s *Store) locate(ctx context.Context, path string, everyNode bool) (*located, error) {
 	delay := commitRetryDelay
 	for attempt := 0; ; attempt++ {
-		loc, results, err := s.locateOnce(ctx, path, expectAbsent)
+		loc, results, err := s.locateOnce(ctx, path, everyNode)
 		var unrecoverable *UnrecoverableError
 		if !errors.As(err, &unrecoverable) || !maybeCommitting(results) {
 			return loc, err
 		}
 		if attempt == commitRetries {
 			if done, _ := s.rollForward(ctx, path, results); len(done) > 0 {
-				loc, _, err = s.locateOnce(ctx, path, expectAbsent)
+				loc, _, err = s.locateOnce(ctx, path, everyNode)
 			}
 			return loc, err
 		}
@@ -393,7 +395,7 @@ func maybeCommitting(results []probeResult) bool {
 	return len(versions) > 1 || len(versions) == 1 && !failed
 }
 
-func (s *Store) locateOnce(ctx context.Context, path string, expectAbsent bool) (*located, []probeResult, error) {
+func (s *Store) locateOnce(ctx context.Context, path string, everyNode bool) (*located, []probeResult, error) {
 	ranked := s.rank(path)
 	var (
 		results []probeResult
@@ -402,7 +404,7 @@ func (s *Store) locateOnce(ctx context.Context, path string, expectAbsent bool) 
 	)
 	asked := 0
 	windows := s.probeWindows(len(ranked))
-	if expectAbsent {
+	if everyNode {
 		windows = windows[len(windows)-1:]
 	}
 	for i, upTo := range windows {

@@ -90,10 +90,16 @@ func (f *blockFetch) covers(need []bool) bool {
 
 // Open opens the newest readable version of the object at path.
 func (s *Store) Open(ctx context.Context, path string) (*Reader, error) {
+	return s.openReader(ctx, path, false)
+}
+
+// openReader is Open; with everyNode the lookup asks every node at once (see
+// locate).
+func (s *Store) openReader(ctx context.Context, path string, everyNode bool) (*Reader, error) {
 	if err := checkPath(path); err != nil {
 		return nil, err
 	}
-	loc, err := s.locate(ctx, path, false)
+	loc, err := s.locate(ctx, path, everyNode)
 	if err != nil {
 		return nil, err
 	}

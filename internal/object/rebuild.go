@@ -21,7 +21,14 @@ type RebuildOptions struct {
 	// Avoid lists node ids that must not receive rebuilt archives (a node
 	// being drained).
 	Avoid []string
+	// Version, if set, is the version the caller found degraded (by
+	// Inspect): Rebuild fails with ErrChanged rather than rebuild another.
+	Version archive.Version
 }
+
+// ErrChanged reports that an object's current version is no longer the
+// one an operation was asked about.
+var ErrChanged = errors.New("object: changed since it was inspected")
 
 // RebuildResult reports what Rebuild did.
 type RebuildResult struct {
@@ -41,14 +48,24 @@ type RebuildResult struct {
 // no other archive of the object, else to another node. Each rebuilt
 // archive replaces what was at its path only if that is not a newer
 // version.
+//
+// Rebuild asks every node for the object, as Inspect does: a read's
+// lookup stops at the first group of nodes holding a whole readable
+// version, which can be an older one while the newer one sits elsewhere
+// (after an mv, say), and rebuilding that older one's slots healed
+// nothing (fault schedule: repairs of an mv target failed "still
+// degraded" again and again).
 func (s *Store) Rebuild(ctx context.Context, path string, slots []int, opts RebuildOptions) (*RebuildResult, error) {
 	throttle := opts.Throttle
-	r, err := s.Open(ctx, path)
+	r, err := s.openReader(ctx, path, true)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
 	meta := r.loc.meta
+	if opts.Version != "" && meta.Version != opts.Version {
+		return nil, fmt.Errorf("object %s: rebuild: %w: version %s, inspected %s", path, ErrChanged, meta.Version, opts.Version)
+	}
 	res := &RebuildResult{Path: path, Version: meta.Version, Rebuilt: map[int]string{}}
 	slots = slices.Compact(slices.Sorted(slices.Values(slots)))
 	if len(slots) == 0 {

@@ -91,7 +91,7 @@ func Drain(ctx context.Context, s *object.Store, id string, opts DrainOptions) (
 			}
 			continue
 		}
-		res, err := s.Rebuild(ctx, p, slots, object.RebuildOptions{Throttle: limiter.wait, Avoid: []string{id}})
+		res, err := s.Rebuild(ctx, p, slots, object.RebuildOptions{Throttle: limiter.wait, Avoid: []string{id}, Version: in.Info.Version})
 		if res != nil {
 			rep.Bytes += res.Bytes
 		}

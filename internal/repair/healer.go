@@ -150,7 +150,7 @@ func (h *Healer) heal(ctx context.Context, path string) {
 	if len(slots) == 0 {
 		return
 	}
-	res, err := h.store.Rebuild(ctx, path, slots, object.RebuildOptions{Throttle: h.limiter.wait})
+	res, err := h.store.Rebuild(ctx, path, slots, object.RebuildOptions{Throttle: h.limiter.wait, Version: in.Info.Version})
 	var n int64
 	if res != nil {
 		n = res.Bytes

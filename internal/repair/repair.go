@@ -139,7 +139,7 @@ func Repair(ctx context.Context, s *object.Store, opts RepairOptions) (*RepairRe
 			if debris != nil {
 				debris.object(in)
 			}
-			res, err := s.Rebuild(ctx, in.Path, o.Slots, object.RebuildOptions{Throttle: throttle})
+			res, err := s.Rebuild(ctx, in.Path, o.Slots, object.RebuildOptions{Throttle: throttle, Version: in.Info.Version})
 			if res != nil {
 				o.Rebuilt, o.Bytes = res.Rebuilt, res.Bytes
 				rep.Bytes += res.Bytes

@@ -398,3 +398,96 @@ func TestRepairReplacesCorruptArchiveAwayFromItsNode(t *testing.T) {
 		t.Fatalf("read after repair: %d bytes, %v", len(got), err)
 	}
 }
+
+// An object moved onto a path whose older version was left, whole, on the
+// nodes a read asks first (what a removal missed): a read's lookup can
+// stop at that older version, but Inspect asks every node and finds the
+// moved one, with a damaged chunk. The rebuild looks the same way as the
+// inspection and rebuilds the moved version, not the older one's slot.
+func TestRepairRebuildsTheVersionItInspected(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 512}
+	c := testcluster.New(t, 10, g, func(o *object.Options) { o.Spares = -1 })
+	r := rand.New(rand.NewPCG(12, 12))
+	var ps []placement.Node
+	for _, n := range c.Nodes {
+		ps = append(ps, placement.Node{ID: n.ID()})
+	}
+	top := func(p string, n int) []string {
+		var ids []string
+		for _, pn := range placement.Rank(p, ps)[:n] {
+			ids = append(ids, pn.ID)
+		}
+		return ids
+	}
+	// /p's first three nodes hold none of the moved object's archives.
+	const p = "/mv/p"
+	var q string
+	for i := 0; q == ""; i++ {
+		cand := fmt.Sprintf("/mv/q%d", i)
+		if !slices.ContainsFunc(top(cand, g.Width()), func(id string) bool { return slices.Contains(top(p, 3), id) }) {
+			q = cand
+		}
+	}
+	// The older version: a small object, 1+M archives on /p's first nodes.
+	old := testcluster.Rand(r, 300)
+	w, err := c.Store.Create(ctx, p, &object.CreateOptions{SizeHint: int64(len(old))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(old)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	saved := map[int][]byte{}
+	for _, id := range top(p, 3) {
+		i := c.NodeIndex(id)
+		b, err := os.ReadFile(c.Archive(i, p))
+		if err != nil {
+			t.Fatalf("the small object is not on node %s: %v", id, err)
+		}
+		saved[i] = b
+	}
+	moved := testcluster.Rand(r, 3*g.BlockSize()+7)
+	c.Put(t, q, moved)
+	if err := c.Store.Rename(ctx, q, p); err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range saved { // what the removal missed
+		if err := os.WriteFile(c.Archive(i, p), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in, err := c.Store.Inspect(ctx, p, true)
+	if err != nil || in.Info.Size != int64(len(moved)) {
+		t.Fatalf("inspection: %+v, %v; want the moved object", in, err)
+	}
+	af := c.Archive(c.NodeIndex(in.Slots[0].FoundOn), p)
+	b, err := os.ReadFile(af)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[100] ^= 0x5a // inside slot 0's first chunk
+	if err := os.WriteFile(af, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// Before removing any debris (Repair removes stale archives first,
+	// which hides the older version; a stale archive that cannot be
+	// removed, or one written meanwhile, would not be).
+	if _, err := c.Store.Rebuild(ctx, p, []int{0}, object.RebuildOptions{Version: in.Info.Version}); err != nil {
+		t.Fatalf("rebuild of slot 0: %v", err)
+	}
+	after, err := c.Store.Inspect(ctx, p, true)
+	if err != nil || after.Health != object.Healthy || after.Info.Version != in.Info.Version {
+		t.Fatalf("after the rebuild: %v %v, %v", after.Health, after.Problems(), err)
+	}
+	rep, err := Repair(ctx, c.Store, RepairOptions{CheckOptions: CheckOptions{Deep: true, DebrisAge: -1}, RemoveDebris: true})
+	if err != nil || len(rep.Failed()) > 0 {
+		t.Fatalf("repair: %+v, %v", rep.Outcomes, err)
+	}
+	mustCheckClean(t, c.Store, true)
+	if got, err := c.Get(p); err != nil || !bytes.Equal(got, moved) {
+		t.Fatalf("read after repair: %d bytes, %v; want the moved object", len(got), err)
+	}
+}

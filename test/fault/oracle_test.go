@@ -144,8 +144,8 @@ func (c *cluster) diskView(path string) []string {
 			out = append(out, fmt.Sprintf("node %s (%s): %d bytes, does not parse: %v", n.id, state, a.size, a.err))
 		default:
 			m := a.idx.Meta
-			out = append(out, fmt.Sprintf("node %s (%s): version %s slot %d size %d crc32c %s, bad blocks %v",
-				n.id, state, m.Version, m.Slot, m.Size, m.CRC32C, a.bad))
+			out = append(out, fmt.Sprintf("node %s (%s): version %s slot %d (placed on %s) size %d crc32c %s, bad blocks %v",
+				n.id, state, m.Version, m.Slot, m.Placement[m.Slot], m.Size, m.CRC32C, a.bad))
 		}
 	}
 	return out

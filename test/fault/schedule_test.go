@@ -894,7 +894,15 @@ func (s *schedule) finish() {
 	}
 	rep, fr := fsck(t, s.c, "--deep", "--debris-age", debrisAgeNow)
 	if !rep.Clean || fr.code != 0 {
-		t.Errorf("final fsck --deep --json is not clean (exit %d):\n  %s", fr.code, strings.Join(rep.unhealthy(), "\n  "))
+		var disk []string
+		for _, o := range rep.Objects {
+			if o.Health != "healthy" || len(o.Problems) > 0 {
+				disk = append(disk, fmt.Sprintf("%s:\n    %s\n  history:\n    %s", o.Path,
+					strings.Join(s.c.diskView(o.Path), "\n    "), strings.Join(s.hist[o.Path], "\n    ")))
+			}
+		}
+		t.Errorf("final fsck --deep --json is not clean (exit %d):\n  %s\narchives on disk:\n  %s", fr.code,
+			strings.Join(rep.unhealthy(), "\n  "), strings.Join(disk, "\n  "))
 	}
 	// fsck's objects must be exactly the model's.
 	listed := map[string]int64{}
