@@ -76,7 +76,7 @@ func (s *Store) Rebuild(ctx context.Context, path string, slots []int, opts Rebu
 			return nil, fmt.Errorf("object %s: rebuild: no slot %d", path, sl)
 		}
 	}
-	dests, err := s.rebuildTargets(ctx, r.loc, slots, opts.Avoid)
+	dests, err := s.rebuildTargets(ctx, path, r.loc, slots, opts.Avoid)
 	if err != nil {
 		return nil, fmt.Errorf("object %s: rebuild: %w", path, err)
 	}
@@ -202,7 +202,9 @@ func (s *Store) Rebuild(ctx context.Context, path string, slots []int, opts Rebu
 // node when it answers and holds no other slot's archive of this version,
 // else a node that holds the slot's archive now, else the best-ranked node
 // that holds no archive of it.
-func (s *Store) rebuildTargets(ctx context.Context, loc *located, slots []int, avoid []string) ([]node.Node, error) {
+//
+// path is the object's path, which is not the metadata's after an mv.
+func (s *Store) rebuildTargets(ctx context.Context, path string, loc *located, slots []int, avoid []string) ([]node.Node, error) {
 	busy := map[string]bool{}
 	for _, id := range avoid {
 		busy[id] = true
@@ -232,7 +234,7 @@ func (s *Store) rebuildTargets(ctx context.Context, loc *located, slots []int, a
 		defer cancel()
 		_, err := n.Space(cctx)
 		// The reader's probe may not have asked this node.
-		ok := err == nil && !s.holdsNewer(cctx, n, loc.meta.Path, loc.meta.Version)
+		ok := err == nil && !s.holdsNewer(cctx, n, path, loc.meta.Version)
 		fit[n.ID()] = ok
 		return ok
 	}
@@ -252,7 +254,7 @@ func (s *Store) rebuildTargets(ctx context.Context, loc *located, slots []int, a
 		for _, ref := range loc.alts[sl] {
 			first = append(first, ref.node)
 		}
-		for _, n := range append(first, s.rank(loc.meta.Path)...) {
+		for _, n := range append(first, s.rank(path)...) {
 			if !busy[n.ID()] && fits(n) {
 				out[i] = n
 				busy[n.ID()] = true

@@ -491,3 +491,54 @@ func TestRepairRebuildsTheVersionItInspected(t *testing.T) {
 		t.Fatalf("read after repair: %d bytes, %v; want the moved object", len(got), err)
 	}
 }
+
+// An object's archives keep the path they were written at in their
+// metadata; after an mv the object lives elsewhere. Rebuilding a damaged
+// slot of a moved object once asked the nodes about the old path, where a
+// newer object now sits on every node: each node seemed to hold a newer
+// version of the moved object, so the slot found no node ("no node left
+// to hold slot 3"), or went to a node beside the damaged archive, which
+// stayed (fault schedule, local config: mv /d0/o00 -> /d0/o03, then a
+// put of /d0/o00).
+func TestRepairOfAMovedObject(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 512}
+	c := testcluster.New(t, 6, g, func(o *object.Options) { o.Spares = -1 })
+	r := rand.New(rand.NewPCG(13, 13))
+	moved := testcluster.Rand(r, 3*g.BlockSize()+9)
+	c.Put(t, "/a/old", moved)
+	if err := c.Store.Rename(ctx, "/a/old", "/a/new"); err != nil {
+		t.Fatal(err)
+	}
+	newer := testcluster.Rand(r, 2*g.BlockSize())
+	c.Put(t, "/a/old", newer) // on every node: there are only 6
+	in, err := c.Store.Inspect(ctx, "/a/new", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	af := c.Archive(c.NodeIndex(in.Slots[3].FoundOn), "/a/new")
+	b, err := os.ReadFile(af)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[100] ^= 0x5a // inside slot 3's first chunk
+	if err := os.WriteFile(af, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Repair(ctx, c.Store, RepairOptions{CheckOptions: CheckOptions{Deep: true, DebrisAge: -1}, RemoveDebris: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := rep.Failed(); len(f) > 0 || len(rep.Outcomes) != 1 {
+		t.Fatalf("outcomes %+v", rep.Outcomes)
+	}
+	if got, want := rep.Outcomes[0].Rebuilt[3], in.Slots[3].FoundOn; got != want {
+		t.Errorf("slot 3 rebuilt on node %s; want %s, where it was", got, want)
+	}
+	mustCheckClean(t, c.Store, true)
+	for p, want := range map[string][]byte{"/a/new": moved, "/a/old": newer} {
+		if got, err := c.Get(p); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s after repair: %d bytes, %v", p, len(got), err)
+		}
+	}
+}
