@@ -34,6 +34,19 @@ func mustCheckClean(t *testing.T, s *object.Store, deep bool) {
 	}
 }
 
+// flipByte flips the bits of the byte at off in file f.
+func flipByte(t *testing.T, f string, off int) {
+	t.Helper()
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[off] ^= 0x5a
+	if err := os.WriteFile(f, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestRepairRebuildsMissingAndCorrupt(t *testing.T) {
 	ctx := context.Background()
 	g := layout.Geometry{K: 4, M: 2, ChunkSize: 512}
@@ -58,9 +71,7 @@ func TestRepairRebuildsMissingAndCorrupt(t *testing.T) {
 	}
 	os.Remove(c.Archive(c.NodeIndex(stat("/r/o2").Placement[3]), "/r/o2"))
 	af := c.Archive(c.NodeIndex(stat("/r/o3").Placement[2]), "/r/o3")
-	b, _ := os.ReadFile(af)
-	b[100] ^= 0x5a // inside the first chunk
-	os.WriteFile(af, b, 0o644)
+	flipByte(t, af, 100) // inside the first chunk
 
 	var events []RepairEvent
 	rep, err := Repair(ctx, c.Store, RepairOptions{CheckOptions: CheckOptions{Deep: true, DebrisAge: -1}, RemoveDebris: true,
@@ -366,14 +377,7 @@ func TestRepairReplacesCorruptArchiveAwayFromItsNode(t *testing.T) {
 	move(home(1), away)
 	move(home(2), home(1))
 	af := c.Archive(away, p)
-	b, err := os.ReadFile(af)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[100] ^= 0x5a // inside the first chunk
-	if err := os.WriteFile(af, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	flipByte(t, af, 100) // inside the first chunk
 
 	rep, err := Repair(ctx, c.Store, RepairOptions{CheckOptions: CheckOptions{Deep: true, DebrisAge: -1}, RemoveDebris: true})
 	if err != nil {
@@ -463,14 +467,7 @@ func TestRepairRebuildsTheVersionItInspected(t *testing.T) {
 		t.Fatalf("inspection: %+v, %v; want the moved object", in, err)
 	}
 	af := c.Archive(c.NodeIndex(in.Slots[0].FoundOn), p)
-	b, err := os.ReadFile(af)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[100] ^= 0x5a // inside slot 0's first chunk
-	if err := os.WriteFile(af, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	flipByte(t, af, 100) // inside slot 0's first chunk
 
 	// Before removing any debris (Repair removes stale archives first,
 	// which hides the older version; a stale archive that cannot be
@@ -517,14 +514,7 @@ func TestRepairOfAMovedObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	af := c.Archive(c.NodeIndex(in.Slots[3].FoundOn), "/a/new")
-	b, err := os.ReadFile(af)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[100] ^= 0x5a // inside slot 3's first chunk
-	if err := os.WriteFile(af, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	flipByte(t, af, 100) // inside slot 3's first chunk
 	rep, err := Repair(ctx, c.Store, RepairOptions{CheckOptions: CheckOptions{Deep: true, DebrisAge: -1}, RemoveDebris: true})
 	if err != nil {
 		t.Fatal(err)
