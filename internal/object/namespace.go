@@ -113,7 +113,9 @@ func (s *Store) Stat(ctx context.Context, path string) (*Info, error) {
 	}
 	loc, err := s.locate(ctx, path, false)
 	if err == nil {
-		defer loc.close()
+		// Nothing depends on the closes of the archives read: the answer
+		// need not wait for their round trips.
+		s.inBackground(loc.close)
 		return infoFromMeta(path, loc.meta, loc.found), nil
 	}
 	if errors.Is(err, ErrIsDir) {
