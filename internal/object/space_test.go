@@ -272,3 +272,44 @@ func TestRefusedCreateRemovesItsArchives(t *testing.T) {
 		t.Errorf("%d temporary files left by the refused create", n)
 	}
 }
+
+// slowCreateNode holds every Create until ctx ends or release is closed.
+type slowCreateNode struct {
+	node.Node
+	release chan struct{}
+}
+
+func (n *slowCreateNode) Create(ctx context.Context, path string) (node.Upload, error) {
+	select {
+	case <-n.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return n.Node.Create(ctx, path)
+}
+
+// An exclusive create refused while its archives are still being opened
+// gives those opens up at once, and does not count them as node errors.
+func TestRefusedCreateGivesUpItsOpens(t *testing.T) {
+	g := layout.Geometry{K: 2, M: 1, ChunkSize: 4096}
+	c := newCluster(t, 4, g)
+	put(t, c.store, "/obj", []byte("data"))
+	release := make(chan struct{})
+	defer close(release)
+	nodes := make([]node.Node, len(c.nodes))
+	for i, nd := range c.nodes {
+		nodes[i] = &slowCreateNode{Node: nd, release: release}
+	}
+	var nodeErrors atomic.Int32
+	s, err := New(nodes, Options{Geometry: g, MinFree: -1, MetadataTimeout: time.Minute,
+		Events: Events{NodeError: func(string, string, error) { nodeErrors.Add(1) }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create(context.Background(), "/obj", &CreateOptions{Exclusive: true}); !errors.Is(err, ErrExist) {
+		t.Fatalf("exclusive create of an object: %v, want ErrExist", err)
+	}
+	if n := nodeErrors.Load(); n != 0 {
+		t.Errorf("%d node errors for opens the refused create gave up", n)
+	}
+}

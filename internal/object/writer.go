@@ -300,6 +300,12 @@ func (w *Writer) open(primary, spare []string, down map[string]bool) error {
 					w.slots[i] = sw
 					return
 				}
+				if w.ctx.Err() != nil {
+					// The create was given up (the path's check refused
+					// it, or the client went away): not the node's fault.
+					errs[i] = err
+					return
+				}
 				w.s.space.forget() // the node may be full or down
 				w.s.opts.Logger.Warn("archive open failed", "obj", w.path, "node", id, "err", err)
 				w.s.opts.Events.nodeError(id, "open", err)
