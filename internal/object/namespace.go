@@ -307,7 +307,7 @@ func (s *Store) Remove(ctx context.Context, path string) error {
 	var unrecoverable *UnrecoverableError
 	switch {
 	case err == nil:
-		loc.close()
+		s.inBackground(loc.close) // only read: the removal need not wait
 	case errors.As(err, &unrecoverable):
 		// Unreadable, but there: removing it is how an admin gets rid of it.
 	case errors.Is(err, ErrNotExist):
