@@ -297,19 +297,23 @@ func (n *Node) Create(ctx context.Context, path string) (node.Upload, error) {
 		return nil, n.wrap("create", path, node.ErrIsDir)
 	}
 	dir, base := node.Split(path)
-	var sfx [8]byte
-	_, _ = rand.Read(sfx[:]) // never fails (crypto/rand docs)
-	tmp := node.Join(dir, node.TempName(base, hex.EncodeToString(sfx[:])))
 
 	// The temporary file is opened (with its missing parents) while path
 	// is looked at, in one round trip: a directory at path fails the
-	// create before any byte is written.
+	// create before any byte is written. Each attempt opens a name of
+	// its own, so that the call may be retried on a new connection when
+	// a pooled one died with a restarted server (what an attempt cut
+	// short may have created is debris, which repair removes).
 	var (
 		f     *xrootd.ClientFile
 		cn    *conn
+		tmp   string
 		isDir bool
 	)
-	err := n.pool.callConn(ctx, false, func(c *conn) error {
+	err := n.pool.callConn(ctx, true, func(c *conn) error {
+		var sfx [8]byte
+		_, _ = rand.Read(sfx[:]) // never fails (crypto/rand docs)
+		tmp = node.Join(dir, node.TempName(base, hex.EncodeToString(sfx[:])))
 		stat := make(chan struct{})
 		go func() {
 			defer close(stat)

@@ -734,3 +734,35 @@ func TestUploadContextReleased(t *testing.T) {
 		}
 	}
 }
+
+// TestCreateAfterRestart: the first creates after a server restart, on
+// pooled connections that died with the old server, succeed on new ones
+// (each attempt under a temporary name of its own).
+func TestCreateAfterRestart(t *testing.T) {
+	s := startOurs(t, "", "127.0.0.1:0")
+	n := newNode(t, "root://"+s.addr+"//p", Options{Conns: 2})
+	ctx := context.Background()
+	for range 4 { // open both connections
+		if _, err := n.Stat(ctx, "/"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.stop()
+	startOurs(t, s.dir, s.addr)
+	for i := range 3 {
+		p := fmt.Sprintf("/o%d", i)
+		u, err := n.Create(ctx, p)
+		if err != nil {
+			t.Fatalf("create #%d after the restart: %v", i, err)
+		}
+		if err := u.Write(ctx, []byte("data")); err != nil {
+			t.Fatal(err)
+		}
+		if err := u.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ents, err := n.List(ctx, "/"); err != nil || len(ents) != 3 {
+		t.Errorf("List = %+v, %v; want the 3 objects", ents, err)
+	}
+}
