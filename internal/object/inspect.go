@@ -144,9 +144,18 @@ func (s *Store) Inspect(ctx context.Context, path string, deep bool) (*Inspectio
 		return in, nil
 	}
 	var debris []StaleArchive
-	if ok && loc.mayBeRemnants() && s.removedExactly(ctx, path, loc.meta.Version) {
-		// Remnants of a removed version: debris, reported stale; an older
-		// version (one moved onto the path) may still be the object.
+	var tomb *tombstone // read once, if needed
+	for ok && loc.mayBeRemnants() {
+		if tomb == nil {
+			t := s.tombstoneOf(ctx, path)
+			tomb = &t
+		}
+		if !tomb.hides(loc.meta.Version) {
+			break
+		}
+		// Remnants of a removed or replaced version: debris, reported
+		// stale; an older version moved onto the path may still be the
+		// object.
 		for _, r := range results {
 			if r.ref != nil && r.ref.idx.Meta.Version == loc.meta.Version {
 				debris = append(debris, StaleArchive{Node: r.node.ID(), Version: loc.meta.Version})
@@ -161,9 +170,7 @@ func (s *Store) Inspect(ctx context.Context, path string, deep bool) (*Inspectio
 	}
 	defer loc.close()
 	if !ok {
-		d := s.deletedUpTo(ctx, path)
-		hidden := d != "" && d >= newestVersion(results)
-		if hidden {
+		if s.tombstoneOf(ctx, path).hides(newestVersion(results)) {
 			// Remnants of a removed object: every archive found is debris.
 			in.Health = Removed
 			in.Stale = append(in.Stale, debris...)

@@ -517,9 +517,17 @@ func (s *Store) probeWindows(n int) []int {
 // they are closed.
 func (s *Store) resolve(ctx context.Context, path string, results []probeResult) (*located, error) {
 	loc, ok := choose(results)
-	if ok && loc.mayBeRemnants() && s.removedExactly(ctx, path, loc.meta.Version) {
-		// Remnants of a removed version: debris. An older version (say,
-		// one moved onto the path) may still be the object.
+	var tomb *tombstone // read once, if needed
+	for ok && loc.mayBeRemnants() {
+		if tomb == nil {
+			t := s.tombstoneOf(ctx, path)
+			tomb = &t
+		}
+		if !tomb.hides(loc.meta.Version) {
+			break
+		}
+		// Remnants of a removed or replaced version: debris. An older
+		// version moved onto the path may still be the object.
 		results = dropVersion(results, loc.meta.Version)
 		loc, ok = choose(results)
 	}
@@ -541,7 +549,7 @@ func (s *Store) resolve(ctx context.Context, path string, results []probeResult)
 	case isDir:
 		return nil, fmt.Errorf("object %s: %w", path, ErrIsDir)
 	case loc != nil && loc.meta != nil:
-		if d := s.deletedUpTo(ctx, path); d != "" && d >= newestVersion(results) {
+		if s.tombstoneOf(ctx, path).hides(newestVersion(results)) {
 			return nil, fmt.Errorf("object %s: %w (removed; stale archives remain for repair)", path, ErrNotExist)
 		}
 		return nil, &UnrecoverableError{Path: path, Block: -1, Available: loc.found, Need: loc.meta.K, Causes: errs}
@@ -624,21 +632,12 @@ func buildLocated(refs []*archiveRef) *located {
 }
 
 // mayBeRemnants reports whether the archives found could be what a
-// removal left on nodes it could not reach: at most M of them (a removal
-// needs M+1 nodes to record it), and not all. With K ≤ M, as for small
+// removal (or an overwrite) left on nodes it could not reach: at most M of
+// them (a removal needs M+1 nodes to record it), and not all. With K ≤ M, as for small
 // objects stored 1+M, such remnants are readable, so the tombstones must
 // be asked before they are served.
 func (l *located) mayBeRemnants() bool {
 	return l.found <= l.meta.M && l.found < len(l.slots)
-}
-
-// removedExactly reports whether the newest tombstone of path was written
-// for version v itself: a readable version is hidden only then. (A
-// tombstone "up to" a newer version does not hide it: mv keeps versions,
-// so an older object can be moved onto a path whose previous, newer
-// object was removed.)
-func (s *Store) removedExactly(ctx context.Context, path string, v archive.Version) bool {
-	return s.deletedUpTo(ctx, path) == v
 }
 
 // dropVersion closes the archives of version v among results and leaves

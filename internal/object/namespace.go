@@ -416,6 +416,12 @@ func (s *Store) Rename(ctx context.Context, oldPath, newPath string) error {
 			return err
 		}
 	}
+	// Tombstones at newPath hide older versions than the removed ones
+	// (remnants of overwrites): the moved object, which keeps its
+	// version, must be excepted before any of its archives is there.
+	if !src.IsDir && !s.noteMoved(ctx, newPath, src.Version) {
+		return fmt.Errorf("object: rename %s to %s: %w: fewer than %d nodes could record the move at the destination's tombstones", oldPath, newPath, ErrQuorum, s.opts.Geometry.M+1)
+	}
 	var moved atomic.Int32
 	var refused atomic.Pointer[error] // a node that answered but would not rename
 	errs := s.forEach(ctx, func(ctx context.Context, n node.Node) error {

@@ -7,7 +7,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"testing"
+	"time"
 
+	"github.com/ecstore/ecstore/internal/archive"
 	"github.com/ecstore/ecstore/internal/layout"
 )
 
@@ -247,4 +249,93 @@ func TestLargeObjectMovedOntoSmallOne(t *testing.T) {
 	if len(in.Stale) == 0 {
 		t.Errorf("inspect reports no stale archive: the returned node's copy of the replaced object is debris")
 	}
+}
+
+// A small object overwritten while one of its nodes is down keeps its
+// archive there; when the newer object is then removed (that node still
+// down), the tombstone hides that older archive too once the node
+// returns: it must not bring the overwritten object back. Regression
+// test for fault-suite seed 1795623710602695647 ("xrdfs ls lists /d0/o07
+// (size 2902), which the model says is absent").
+func TestOverwrittenSmallObjectStaysRemoved(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	c, faulty := faultyCluster(t, 8, g, func(o *Options) { o.SmallObjectSize = 20000 })
+	r := rand.New(rand.NewPCG(seed(t), 5))
+	small, large := randBytes(r, 2902), randBytes(r, 50000)
+	putHint(t, c.store, "/d/p", small, int64(len(small)))
+	down := c.slotNode(t, "/d/p", 0)
+	faulty[down].SetDown(true)
+	putHint(t, c.store, "/d/p", large, int64(len(large)))
+	if err := c.store.Remove(ctx, "/d/p"); err != nil {
+		t.Fatalf("remove with a node down: %v", err)
+	}
+	faulty[down].SetDown(false)
+	if n := len(c.archivesOf("/d/p")); n == 0 {
+		t.Fatal("no remnant on the returned node: the test tests nothing")
+	}
+	if got, err := get(c.store, "/d/p"); !errors.Is(err, ErrNotExist) {
+		t.Errorf("open of the removed object: %d bytes, %v; want ErrNotExist", len(got), err)
+	}
+	if _, err := c.store.Stat(ctx, "/d/p"); !errors.Is(err, ErrNotExist) {
+		t.Errorf("stat of the removed object: %v, want ErrNotExist", err)
+	}
+	if infos, err := c.store.List(ctx, "/d"); err != nil || len(infos) != 0 {
+		t.Errorf("list /d: %v, %v; want nothing", infos, err)
+	}
+	if in, err := c.store.Inspect(ctx, "/d/p", false); err != nil || in.Health != Removed {
+		t.Errorf("inspect: %+v, %v; want removed", in, err)
+	}
+}
+
+// A tombstone records the newest removed version and, after an mv onto the
+// path, the moved version, which it does not hide; removing again drops
+// the exception but never lowers the removed version.
+func TestTombstoneRecordsTheMovedVersion(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t, 4, layout.Geometry{K: 2, M: 1, ChunkSize: 4096})
+	now := time.Now()
+	older, moved, removed, newer := archive.NewVersion(now), archive.NewVersion(now.Add(time.Second)),
+		archive.NewVersion(now.Add(2*time.Second)), archive.NewVersion(now.Add(3*time.Second))
+	if n := c.store.writeTombstones(ctx, "/x", removed); n != 4 {
+		t.Fatalf("%d nodes recorded the removal", n)
+	}
+	if !c.store.noteMoved(ctx, "/x", moved) {
+		t.Fatal("the move was not recorded")
+	}
+	for _, n := range c.nodes {
+		if got, err := readTombstone(ctx, n, "/x"); err != nil || got != (tombstone{upTo: removed, moved: moved}) {
+			t.Fatalf("node %s: tombstone %+v, %v", n.ID(), got, err)
+		}
+	}
+	tomb := c.store.tombstoneOf(ctx, "/x")
+	for v, want := range map[archive.Version]bool{older: true, moved: false, removed: true, newer: false} {
+		if got := tomb.hides(v); got != want {
+			t.Errorf("hides(%s) = %v, want %v", v, got, want)
+		}
+	}
+	// Removing the moved object: no exception, the removed version kept.
+	c.store.writeTombstones(ctx, "/x", moved)
+	if got := c.store.tombstoneOf(ctx, "/x"); got != (tombstone{upTo: removed}) {
+		t.Errorf("after removing the moved version: %+v, want up to %s only", got, removed)
+	}
+}
+
+// FuzzParseTombstone: any bytes a node serves as a tombstone either parse
+// into what encodes back to them (trimmed) or are refused; never a panic.
+func FuzzParseTombstone(f *testing.F) {
+	v1, v2 := archive.NewVersion(time.Unix(1, 0)), archive.NewVersion(time.Unix(2, 0))
+	for _, seed := range []string{string(v1) + "\n", string(v2) + "\nmoved " + string(v1) + "\n", "", "\n\n", "moved " + string(v1), string(v1) + "\nmoved x\n", "x"} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tomb, ok := parseTombstone(b)
+		if !ok {
+			return
+		}
+		again, ok := parseTombstone(tomb.encode())
+		if !ok || again != tomb {
+			t.Fatalf("%q parsed as %+v, which encodes to %q, parsed as %+v", b, tomb, tomb.encode(), again)
+		}
+	})
 }

@@ -35,24 +35,70 @@ func reservedRoot(name string) bool { return strings.HasPrefix(name, ".ecstore-"
 
 func tombstonePath(p string) string { return TombstoneRoot + p }
 
+// tombstone is what a node's tombstone of a path records: versions up to
+// upTo were removed, except moved, a version an mv brought onto the path
+// afterwards (it keeps the version it was written with, older than a
+// removed one maybe). The file holds upTo on its first line and, when
+// set, "moved <version>" on the second.
+type tombstone struct {
+	upTo, moved archive.Version
+}
+
+// hides reports whether the tombstone hides archives of version v: those
+// of a removed version, and those of any older one (what an overwrite
+// left on a node that was down, say), but not the moved one.
+func (t tombstone) hides(v archive.Version) bool {
+	return t.upTo != "" && v <= t.upTo && v != t.moved
+}
+
+func (t tombstone) encode() []byte {
+	out := string(t.upTo) + "\n"
+	if t.moved != "" {
+		out += "moved " + string(t.moved) + "\n"
+	}
+	return []byte(out)
+}
+
 // writeTombstones records on every reachable node that versions up to v of
 // path are deleted. It returns how many nodes recorded it.
 func (s *Store) writeTombstones(ctx context.Context, path string, v archive.Version) int {
+	return s.recordTombstones(ctx, path, func(old tombstone) tombstone {
+		// Never lower a tombstone: mv keeps versions, so removing an
+		// object moved onto this path may remove an older version than
+		// one removed here before, whose remnants must stay hidden. The
+		// moved version, if any, is removed now: no exception remains.
+		return tombstone{upTo: max(old.upTo, v)}
+	})
+}
+
+// noteMoved records, where path has tombstones hiding version v, that v
+// is the version an mv brings onto path, so that its archives are not
+// taken for remnants. It returns false when the path has such
+// tombstones and fewer than M+1 nodes recorded the exception.
+func (s *Store) noteMoved(ctx context.Context, path string, v archive.Version) bool {
+	t := s.tombstoneOf(ctx, path)
+	if !t.hides(v) {
+		return true
+	}
+	n := s.recordTombstones(ctx, path, func(old tombstone) tombstone {
+		return tombstone{upTo: max(old.upTo, t.upTo), moved: v}
+	})
+	return n >= s.opts.Geometry.M+1
+}
+
+// recordTombstones replaces path's tombstone on every reachable node with
+// update of what the node holds (the zero tombstone if nothing), and
+// returns how many nodes recorded it.
+func (s *Store) recordTombstones(ctx context.Context, path string, update func(old tombstone) tombstone) int {
 	var mu sync.Mutex
 	ok := 0
 	s.forEach(ctx, func(ctx context.Context, n node.Node) error {
-		// Never lower a tombstone: mv keeps versions, so removing an
-		// object moved onto this path may remove an older version than
-		// one removed here before, whose remnants must stay hidden.
-		v := v
-		if old, err := readTombstone(ctx, n, path); err == nil && old > v {
-			v = old
-		}
+		old, _ := readTombstone(ctx, n, path) // none, or unreadable: replaced
 		up, err := n.Create(ctx, tombstonePath(path))
 		if err != nil {
 			return err
 		}
-		if err := up.Write(ctx, []byte(string(v)+"\n")); err != nil {
+		if err := up.Write(ctx, update(old).encode()); err != nil {
 			_ = up.Abort(ctx)
 			return err
 		}
@@ -72,40 +118,69 @@ func (s *Store) writeTombstones(ctx context.Context, path string, v archive.Vers
 	return ok
 }
 
-// readTombstone returns the version recorded in n's tombstone for path.
-func readTombstone(ctx context.Context, n node.Node, path string) (archive.Version, error) {
+// readTombstone returns what n's tombstone for path records.
+func readTombstone(ctx context.Context, n node.Node, path string) (tombstone, error) {
 	f, err := n.Open(ctx, tombstonePath(path))
 	if err != nil {
-		return "", err
+		return tombstone{}, err
 	}
 	defer f.Close()
-	buf := make([]byte, 64)
+	buf := make([]byte, 256)
 	k, err := f.ReadAt(ctx, buf, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return "", err
+		return tombstone{}, err
 	}
-	v := archive.Version(strings.TrimSpace(string(buf[:k])))
-	if !v.Valid() {
-		return "", fmt.Errorf("node %s: tombstone of %s: malformed", n.ID(), path)
+	t, ok := parseTombstone(buf[:k])
+	if !ok {
+		return tombstone{}, fmt.Errorf("node %s: tombstone of %s: malformed", n.ID(), path)
 	}
-	return v, nil
+	return t, nil
 }
 
-// deletedUpTo returns the newest deleted version of path recorded on any
-// node ("" if none).
-func (s *Store) deletedUpTo(ctx context.Context, path string) archive.Version {
+// parseTombstone decodes a tombstone file (see tombstone).
+func parseTombstone(b []byte) (tombstone, bool) {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	t := tombstone{upTo: archive.Version(strings.TrimSpace(lines[0]))}
+	if !t.upTo.Valid() || len(lines) > 2 {
+		return tombstone{}, false
+	}
+	if len(lines) == 2 {
+		v, ok := strings.CutPrefix(strings.TrimSpace(lines[1]), "moved ")
+		t.moved = archive.Version(v)
+		if !ok || !t.moved.Valid() {
+			return tombstone{}, false
+		}
+	}
+	return t, true
+}
+
+// tombstoneOf returns the newest tombstone of path on any node (the zero
+// tombstone if none): the newest removed version, and the version moved
+// onto the path after it, if any node recorded one with it.
+func (s *Store) tombstoneOf(ctx context.Context, path string) tombstone {
 	var mu sync.Mutex
-	var newest archive.Version
+	var newest tombstone
 	s.forEach(ctx, func(ctx context.Context, n node.Node) error {
-		v, err := readTombstone(ctx, n, path)
+		t, err := readTombstone(ctx, n, path)
 		if err == nil {
 			mu.Lock()
-			newest = max(newest, v)
+			switch {
+			case t.upTo > newest.upTo:
+				newest = t
+			case t.upTo == newest.upTo:
+				newest.moved = max(newest.moved, t.moved)
+			}
 			mu.Unlock()
 		}
 		return err
 	})
 	return newest
+}
+
+// deletedUpTo returns the newest deleted version of path recorded on any
+// node ("" if none).
+func (s *Store) deletedUpTo(ctx context.Context, path string) archive.Version {
+	return s.tombstoneOf(ctx, path).upTo
 }
 
 // removeTombstones deletes path's tombstones from every node; it reports
@@ -125,8 +200,8 @@ func (s *Store) removeTombstones(ctx context.Context, path string) bool {
 // needed: every node answered, and no node holds an archive of a deleted
 // version. It reports whether they were removed.
 func (s *Store) CollectTombstone(ctx context.Context, path string) (bool, error) {
-	deleted := s.deletedUpTo(ctx, path)
-	if deleted == "" {
+	t := s.tombstoneOf(ctx, path)
+	if t.upTo == "" {
 		return false, nil
 	}
 	results := s.probe(ctx, path, s.nodes)
@@ -144,7 +219,7 @@ func (s *Store) CollectTombstone(ctx context.Context, path string) (bool, error)
 		case r.err != nil:
 			collect = false // a node did not answer: it may hold a remnant
 		case r.ref != nil:
-			if r.ref.idx.Meta.Version <= deleted {
+			if t.hides(r.ref.idx.Meta.Version) {
 				collect = false // a remnant remains
 			}
 			r.ref.file.Close()
