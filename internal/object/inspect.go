@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/ecstore/ecstore/internal/archive"
 	"github.com/ecstore/ecstore/internal/erasure"
@@ -143,30 +144,19 @@ func (s *Store) Inspect(ctx context.Context, path string, deep bool) (*Inspectio
 		}
 		return in, nil
 	}
+	// Remnants of removed or replaced versions are debris, reported stale.
+	kept, loc, ok := s.dropHidden(ctx, path, results, loc, ok)
 	var debris []StaleArchive
-	var tomb *tombstone // read once, if needed
-	for ok && loc.mayBeRemnants() {
-		if tomb == nil {
-			t := s.tombstoneOf(ctx, path)
-			tomb = &t
+	for _, r := range results {
+		if r.ref != nil && !slices.ContainsFunc(kept, func(k probeResult) bool { return k.ref == r.ref }) {
+			debris = append(debris, StaleArchive{Node: r.node.ID(), Version: r.ref.idx.Meta.Version})
 		}
-		if !tomb.hides(loc.meta.Version) {
-			break
-		}
-		// Remnants of a removed or replaced version: debris, reported
-		// stale; an older version moved onto the path may still be the
-		// object.
-		for _, r := range results {
-			if r.ref != nil && r.ref.idx.Meta.Version == loc.meta.Version {
-				debris = append(debris, StaleArchive{Node: r.node.ID(), Version: loc.meta.Version})
-			}
-		}
-		results = dropVersion(results, loc.meta.Version)
-		if loc, ok = choose(results); loc == nil {
-			in.Health = Removed
-			in.Stale = debris
-			return in, nil
-		}
+	}
+	results = kept
+	if loc == nil {
+		in.Health = Removed
+		in.Stale = debris
+		return in, nil
 	}
 	defer loc.close()
 	if !ok {

@@ -517,20 +517,7 @@ func (s *Store) probeWindows(n int) []int {
 // they are closed.
 func (s *Store) resolve(ctx context.Context, path string, results []probeResult) (*located, error) {
 	loc, ok := choose(results)
-	var tomb *tombstone // read once, if needed
-	for ok && loc.mayBeRemnants() {
-		if tomb == nil {
-			t := s.tombstoneOf(ctx, path)
-			tomb = &t
-		}
-		if !tomb.hides(loc.meta.Version) {
-			break
-		}
-		// Remnants of a removed or replaced version: debris. An older
-		// version moved onto the path may still be the object.
-		results = dropVersion(results, loc.meta.Version)
-		loc, ok = choose(results)
-	}
+	results, loc, ok = s.dropHidden(ctx, path, results, loc, ok)
 	if ok {
 		return loc, nil
 	}
@@ -557,6 +544,28 @@ func (s *Store) resolve(ctx context.Context, path string, results []probeResult)
 		return nil, fmt.Errorf("object %s: %w (and %d nodes failed: %w)", path, ErrNotExist, len(errs), errors.Join(errs...))
 	}
 	return nil, fmt.Errorf("object %s: %w", path, ErrNotExist)
+}
+
+// dropHidden leaves out of results, newest first, every readable version
+// choose picks that may be remnants (mayBeRemnants) and that path's
+// tombstones hide: debris of a removed or replaced version. An older
+// version moved onto the path may still be the object. It returns the
+// results left and choose's answer for them (loc nil when no archive is
+// left); the archives left out are closed.
+func (s *Store) dropHidden(ctx context.Context, path string, results []probeResult, loc *located, ok bool) ([]probeResult, *located, bool) {
+	var tomb *tombstone // read once, if needed
+	for ok && loc.mayBeRemnants() {
+		if tomb == nil {
+			t := s.tombstoneOf(ctx, path)
+			tomb = &t
+		}
+		if !tomb.hides(loc.meta.Version) {
+			break
+		}
+		results = dropVersion(results, loc.meta.Version)
+		loc, ok = choose(results)
+	}
+	return results, loc, ok
 }
 
 // choose groups the archives found by version and picks the newest version
