@@ -217,14 +217,12 @@ func (s *Store) rebuildTargets(ctx context.Context, path string, loc *located, s
 	for _, id := range s.opts.Retired {
 		busy[id] = true // retired nodes take no rebuilt archives
 	}
-	// A node holding an archive of a newer version (a write in progress,
-	// or what an overwrite cut short after at most M renames left) would
-	// refuse the rebuilt archive at the fence below: it goes elsewhere.
-	for _, ref := range loc.stale {
-		if ref.idx.Meta.Version > loc.meta.Version {
-			busy[ref.node.ID()] = true
-		}
-	}
+	// A node that is out of space, or holds an archive of a newer version
+	// (a write in progress, or what an overwrite cut short after at most
+	// M renames left), which the fence in Rebuild would refuse to replace,
+	// does not fit: the slot goes elsewhere. (The reader's own stale
+	// archives are closed and dropped when it opens, so each node is
+	// asked here.)
 	fit := map[string]bool{} // asked once per node
 	fits := func(n node.Node) bool {
 		if ok, asked := fit[n.ID()]; asked {
@@ -233,7 +231,6 @@ func (s *Store) rebuildTargets(ctx context.Context, path string, loc *located, s
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		_, err := n.Space(cctx)
-		// The reader's probe may not have asked this node.
 		ok := err == nil && !s.holdsNewer(cctx, n, path, loc.meta.Version)
 		fit[n.ID()] = ok
 		return ok
