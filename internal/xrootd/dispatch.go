@@ -409,6 +409,19 @@ func (s *session) doRead(ctx context.Context, sid StreamID, r *ReadRequest) erro
 		return sent(s.sendOK(sid, nil))
 	}
 	if sl, ok := of.f.(FileSlicer); ok {
+		// The file's buffers stay lent until a frame is written, and a
+		// client that pipelines long reads (xrdcp keeps four of 8 MiB in
+		// flight) would have them all lent at once, their frames
+		// interleaved. Taking turns bounds that memory; short reads, one
+		// frame each, lend little and do not wait.
+		if remaining > s.limits.ResponseChunk {
+			select {
+			case of.slicing <- struct{}{}:
+			case <-ctx.Done():
+				return fmt.Errorf("read %s at %d: %w", of.name, off, ctx.Err())
+			}
+			defer func() { <-of.slicing }()
+		}
 		return s.readSlices(ctx, sid, of.name, sl, remaining, off)
 	}
 	if fs, ok := of.f.(FileSender); ok {

@@ -38,6 +38,12 @@ type Limits struct {
 	// longer reads are sent as kXR_oksofar (or partial kXR_status)
 	// frames. Rounded down to whole pages. Default 1 MiB.
 	ResponseChunk int
+	// SliceReadsPerFile bounds the reads longer than ResponseChunk of one
+	// open file that are answered from the file's own buffers
+	// (FileSlicer) at once; the others wait their turn. Two keep one
+	// read's frames going out while the next one's data is fetched.
+	// Default 2.
+	SliceReadsPerFile int
 	// MaxOpenFiles bounds the files one connection has open. Default 1024.
 	MaxOpenFiles int
 	// HandshakeTimeout bounds the time from accept to a complete
@@ -67,6 +73,9 @@ func (l Limits) withDefaults() Limits {
 		l.ResponseChunk = 1 << 20
 	}
 	l.ResponseChunk = max(l.ResponseChunk/PageSize, 1) * PageSize
+	if l.SliceReadsPerFile <= 0 {
+		l.SliceReadsPerFile = 2
+	}
 	if l.MaxOpenFiles <= 0 {
 		l.MaxOpenFiles = 1024
 	}

@@ -804,6 +804,8 @@ type slicingFS struct {
 	*memFS
 	loans atomic.Int64 // outstanding
 	lent  atomic.Int64 // in all
+	// inside, if set, runs in every ReadSlices call before it returns.
+	inside func(n int)
 }
 
 type slicingFile struct {
@@ -833,7 +835,105 @@ func (f *slicingFile) ReadSlices(ctx context.Context, off int64, n int) ([][]byt
 	}
 	f.fs.loans.Add(1)
 	f.fs.lent.Add(1)
+	if f.fs.inside != nil {
+		f.fs.inside(n)
+	}
 	return bufs, func() { f.fs.loans.Add(-1) }, err
+}
+
+// writeTestFile creates name on c with data.
+func writeTestFile(t *testing.T, c *Client, name string, data []byte) {
+	t.Helper()
+	ctx := testCtx(t)
+	f, err := c.Open(ctx, name, OpenNew, 0o640)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(ctx, data, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Reads longer than one frame of a file that lends its bytes take turns,
+// SliceReadsPerFile at a time: a client pipelining long reads must not
+// hold all their buffers lent at once.
+func TestLongSliceReadsTakeTurns(t *testing.T) {
+	sfs := &slicingFS{memFS: newMemFS()}
+	var most atomic.Int64
+	sfs.inside = func(int) {
+		most.Store(max(most.Load(), sfs.loans.Load()))
+		time.Sleep(2 * time.Millisecond) // let other reads overlap this one
+	}
+	addr, _ := startServer(t, sfs, Limits{ResponseChunk: 16 << 10, SliceReadsPerFile: 2})
+	c := dial(t, addr, &DialOptions{ReadChunk: 1 << 20})
+	ctx := testCtx(t)
+	data := randomBytes(rand.New(rand.NewPCG(testSeed(t), 32)), 8*64<<10)
+	writeTestFile(t, c, "/s", data)
+	f, err := c.Open(ctx, "/s", OpenRead, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close(ctx)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			off := i * 64 << 10
+			buf := make([]byte, 64<<10) // four frames
+			if n, err := f.ReadAt(ctx, buf, int64(off)); n != len(buf) || !bytes.Equal(buf, data[off:off+n]) {
+				t.Errorf("read at %d: %d bytes, %v", off, n, err)
+			}
+		})
+	}
+	wg.Wait()
+	if m := most.Load(); m > 2 {
+		t.Errorf("%d frames of long reads were lent at once; want at most 2 (one per read admitted)", m)
+	}
+}
+
+// Reads of one frame or less do not wait for each other: three of them
+// are answered at once (each waits, inside the file, until all three are
+// there).
+func TestShortSliceReadsDoNotWait(t *testing.T) {
+	sfs := &slicingFS{memFS: newMemFS()}
+	var arrived sync.WaitGroup
+	arrived.Add(3)
+	all := make(chan struct{})
+	go func() { arrived.Wait(); close(all) }()
+	sfs.inside = func(int) {
+		arrived.Done()
+		select {
+		case <-all:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	addr, _ := startServer(t, sfs, Limits{ResponseChunk: 16 << 10, SliceReadsPerFile: 1})
+	c := dial(t, addr, nil)
+	ctx := testCtx(t)
+	data := randomBytes(rand.New(rand.NewPCG(testSeed(t), 33)), 3*16<<10)
+	writeTestFile(t, c, "/s", data)
+	f, err := c.Open(ctx, "/s", OpenRead, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close(ctx)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Go(func() {
+			off := i * 16 << 10
+			buf := make([]byte, 16<<10)
+			if n, err := f.ReadAt(ctx, buf, int64(off)); n != len(buf) || !bytes.Equal(buf, data[off:off+n]) {
+				t.Errorf("read at %d: %d bytes, %v", off, n, err)
+			}
+		})
+	}
+	wg.Wait()
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("three one-frame reads took %v: they were answered one at a time", d)
+	}
 }
 
 // A file that lends its bytes (FileSlicer) is read like any other, in

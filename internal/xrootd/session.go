@@ -62,6 +62,9 @@ type openFile struct {
 	queue chan func()
 	// closed is set by the worker once kXR_close has run.
 	closed bool
+	// slicing admits the reads answered from the file's own buffers
+	// (FileSlicer), SliceReadsPerFile at a time.
+	slicing chan struct{}
 }
 
 // budget is a byte semaphore with a single acquirer (the reading
@@ -383,7 +386,7 @@ func (s *session) registerFile(f File, name string, writable bool) (FileHandle, 
 			break
 		}
 	}
-	of := &openFile{fh: fh, f: f, name: name, writable: writable, queue: make(chan func(), s.limits.MaxInflight+1)}
+	of := &openFile{fh: fh, f: f, name: name, writable: writable, queue: make(chan func(), s.limits.MaxInflight+1), slicing: make(chan struct{}, s.limits.SliceReadsPerFile)}
 	s.files[fh] = of
 	s.workers.Add(1)
 	workers.Go(func() {
