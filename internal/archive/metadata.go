@@ -5,8 +5,11 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ecstore/ecstore/internal/layout"
@@ -143,7 +146,18 @@ func (m *Metadata) encode() ([]byte, error) {
 	return json.MarshalIndent(m, "", " ")
 }
 
+// clone returns a copy of m that shares nothing with it.
+func (m *Metadata) clone() *Metadata {
+	c := *m
+	c.Placement = slices.Clone(m.Placement)
+	c.User = maps.Clone(m.User)
+	return &c
+}
+
 func decodeMetadata(p []byte) (*Metadata, error) {
+	if m, ok := decoded.get(p); ok {
+		return m, nil
+	}
 	var m Metadata
 	if err := json.Unmarshal(p, &m); err != nil {
 		return nil, fmt.Errorf("%w: metadata: %v", ErrFormat, err)
@@ -151,5 +165,56 @@ func decodeMetadata(p []byte) (*Metadata, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
+	decoded.put(p, &m)
 	return &m, nil
+}
+
+// decoded holds recently decoded metadata, by its bytes. Reading a small
+// object opens all of its 1+M replicas and decodes each one's metadata,
+// and a stat does it again; encoding/json takes 10-20 µs for each, about
+// 7% of a gateway's CPU serving small gets. Decoding is a function of the
+// bytes alone, so a hit is exact. Only valid metadata is kept.
+var decoded = metadataCache{size: 1024}
+
+// metadataCache keeps up to twice size entries in two generations: when
+// the current one is full it becomes the old one, and the old one is
+// dropped; a hit in the old generation moves the entry to the current.
+type metadataCache struct {
+	size     int
+	mu       sync.Mutex
+	cur, old map[string]*Metadata
+}
+
+// get returns a copy of the metadata decoded from p, if it is kept.
+func (c *metadataCache) get(p []byte) (*Metadata, bool) {
+	c.mu.Lock()
+	m, ok := c.cur[string(p)]
+	if !ok {
+		if m, ok = c.old[string(p)]; ok {
+			c.addLocked(string(p), m)
+		}
+	}
+	c.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	return m.clone(), true
+}
+
+// put keeps a copy of m, decoded from p.
+func (c *metadataCache) put(p []byte, m *Metadata) {
+	m = m.clone()
+	c.mu.Lock()
+	c.addLocked(string(p), m)
+	c.mu.Unlock()
+}
+
+func (c *metadataCache) addLocked(key string, m *Metadata) {
+	if len(c.cur) >= c.size {
+		c.old, c.cur = c.cur, nil
+	}
+	if c.cur == nil {
+		c.cur = make(map[string]*Metadata, c.size)
+	}
+	c.cur[key] = m
 }
