@@ -365,3 +365,71 @@ func TestDeadlineOnDoneClearsAfterSetting(t *testing.T) {
 		t.Fatalf("deadline left at %v after release", last)
 	}
 }
+
+// FinishWrite sends the write, kXR_sync and kXR_close without waiting
+// for answers in between: this server answers none of them before it
+// has received all three.
+func TestFinishWriteSendsAllBeforeAnAnswer(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		held  []*RequestFrame
+		wrote []byte
+	)
+	fs := &fakeServer{t: t, serve: func(w net.Conn, f *RequestFrame) {
+		switch f.ID {
+		case ReqOpen:
+			w.Write(respond(f.StreamID, StatusOK, []byte{0, 0, 0, 7}))
+			return
+		case ReqWrite:
+			mu.Lock()
+			wrote = append(wrote, f.Payload...)
+			mu.Unlock()
+		}
+		held = append(held, f)
+		if f.ID != ReqClose {
+			return
+		}
+		for _, h := range held {
+			w.Write(respond(h.StreamID, StatusOK, nil))
+		}
+		held = nil
+	}}
+	c := dial(t, fs.start(), &DialOptions{WriteChunk: 4})
+	ctx, cancel := context.WithTimeout(testCtx(t), 5*time.Second)
+	defer cancel()
+	f, err := c.Open(ctx, "/f", OpenNew, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.FinishWrite(ctx, []byte("0123456789"), 0, false, true); err != nil {
+		t.Fatalf("finish: %v", err)
+	}
+	if string(wrote) != "0123456789" {
+		t.Errorf("the server received %q", wrote)
+	}
+}
+
+// An error answer to the write or the sync is FinishWrite's error, even
+// when the close succeeds.
+func TestFinishWriteReportsAFailedSync(t *testing.T) {
+	fs := &fakeServer{t: t, serve: func(w net.Conn, f *RequestFrame) {
+		switch f.ID {
+		case ReqOpen:
+			w.Write(respond(f.StreamID, StatusOK, []byte{0, 0, 0, 7}))
+		case ReqSync:
+			w.Write(respond(f.StreamID, StatusError, AppendErrorBody(nil, ErrIOError, "disk gone")))
+		default:
+			w.Write(respond(f.StreamID, StatusOK, nil))
+		}
+	}}
+	c := dial(t, fs.start(), nil)
+	ctx := testCtx(t)
+	f, err := c.Open(ctx, "/f", OpenNew, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var xe *Error
+	if err := f.FinishWrite(ctx, []byte("data"), 0, false, true); !errors.As(err, &xe) || xe.Code != ErrIOError {
+		t.Fatalf("finish with a failed sync: %v", err)
+	}
+}

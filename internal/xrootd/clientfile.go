@@ -281,6 +281,64 @@ func checkPgWriteStatus(fr *ResponseFrame) error {
 	return nil
 }
 
+// FinishWrite ends the writing of a file in one round trip: it sends p at
+// off (kXR_write, or kXR_pgwrite with pages; nothing when p is empty), a
+// kXR_sync when sync is set, and kXR_close, each without waiting for the
+// answer to the one before, and then waits for every answer. It returns
+// the first error; whatever the outcome, the handle is not to be used
+// again.
+//
+// Only a server that runs each file's write-side requests in the order
+// they arrive may be sent this, as this package's Server does (it
+// answers kXR_query config "version" with ServerVersion): another could
+// close the file before the write or the sync has run, or ask for one of
+// them to be sent again (kXR_wait) once the file is closed, which is
+// reported as an error.
+func (f *ClientFile) FinishWrite(ctx context.Context, p []byte, off int64, pages, sync bool) error {
+	if off < 0 {
+		return fmt.Errorf("xrootd: finish %s: negative offset %d", f.name, off)
+	}
+	var reqs []Request
+	for pos := 0; pos < len(p); {
+		n := min(len(p)-pos, f.c.opts.WriteChunk)
+		at := off + int64(pos)
+		if pages {
+			reqs = append(reqs, &PgWriteRequest{Handle: f.fh, Offset: at, Pages: AppendPages(make([]byte, 0, PagesLen(at, n)), at, p[pos:pos+n])})
+		} else {
+			reqs = append(reqs, &WriteRequest{Handle: f.fh, Offset: at, Data: p[pos : pos+n]})
+		}
+		pos += n
+	}
+	if sync {
+		reqs = append(reqs, &SyncRequest{Handle: f.fh})
+	}
+	reqs = append(reqs, &CloseRequest{Handle: f.fh})
+	sent := make([]*pending, 0, len(reqs))
+	var first error
+	for _, req := range reqs {
+		pd, err := f.c.start(ctx, req, nil)
+		if err != nil {
+			first = fmt.Errorf("xrootd: finish %s: %v: %w", f.name, req.RequestID(), err)
+			break
+		}
+		sent = append(sent, pd)
+	}
+	for i, pd := range sent {
+		fr, err := pd.wait(ctx, func(*ResponseFrame) error { return nil })
+		if err == nil {
+			// kXR_wait is not followed: the requests after it were sent.
+			err = statusError(fr)
+			if _, pg := reqs[i].(*PgWriteRequest); pg && err == nil {
+				err = checkPgWriteStatus(fr)
+			}
+		}
+		if err != nil && first == nil {
+			first = fmt.Errorf("xrootd: finish %s: %v: %w", f.name, reqs[i].RequestID(), err)
+		}
+	}
+	return first
+}
+
 // Sync asks the server to make the written data durable.
 func (f *ClientFile) Sync(ctx context.Context) error {
 	if err := f.c.roundTrip(ctx, &SyncRequest{Handle: f.fh}, nil); err != nil {

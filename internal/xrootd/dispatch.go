@@ -844,7 +844,7 @@ func (s *session) configValue(key string) string {
 	case "role":
 		return "server"
 	case "version":
-		return "ecstore"
+		return ServerVersion
 	case "pio_max":
 		return "0"
 	case "bind_max":

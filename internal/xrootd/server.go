@@ -56,6 +56,13 @@ type Limits struct {
 	WriteTimeout time.Duration
 }
 
+// ServerVersion is the Server's answer to kXR_query config "version".
+// It also tells clients that the server runs each file's write-side
+// requests (kXR_write, kXR_pgwrite, kXR_sync, kXR_truncate, kXR_close)
+// in the order they arrive, so that they may be sent without waiting for
+// each other's answers (ClientFile.FinishWrite).
+const ServerVersion = "ecstore"
+
 func (l Limits) withDefaults() Limits {
 	if l.MaxPayload <= 0 {
 		l.MaxPayload = DefaultMaxPayload

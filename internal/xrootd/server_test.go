@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -978,5 +979,84 @@ func TestReadSlices(t *testing.T) {
 	// 300 KiB in 16 KiB frames, and the other reads: one loan per frame.
 	if l := sfs.lent.Load(); l < 20 {
 		t.Errorf("%d loans for the reads; the server did not read through ReadSlices", l)
+	}
+}
+
+// orderFS records the write-side calls on its files, slowing writes so
+// that a sync or close that overtook one would show.
+type orderFS struct {
+	*memFS
+	mu  sync.Mutex
+	ops []string
+}
+
+type orderFile struct {
+	*memFile
+	fs *orderFS
+}
+
+func (o *orderFS) Open(ctx context.Context, name string, opts OpenOptions) (File, error) {
+	f, err := o.memFS.Open(ctx, name, opts)
+	if mf, ok := f.(*memFile); ok && err == nil {
+		return &orderFile{memFile: mf, fs: o}, nil
+	}
+	return f, err
+}
+
+func (o *orderFS) note(op string) {
+	o.mu.Lock()
+	o.ops = append(o.ops, op)
+	o.mu.Unlock()
+}
+
+func (f *orderFile) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
+	time.Sleep(10 * time.Millisecond)
+	f.fs.note(fmt.Sprintf("write %d", off))
+	return f.memFile.WriteAt(ctx, p, off)
+}
+
+func (f *orderFile) Sync(ctx context.Context) error {
+	f.fs.note("sync")
+	return f.memFile.Sync(ctx)
+}
+
+func (f *orderFile) Close(ctx context.Context) error {
+	f.fs.note("close")
+	return f.memFile.Close(ctx)
+}
+
+// The server says it runs a file's write-side requests in order
+// (ServerVersion), and does: FinishWrite's writes, sync and close, sent
+// without waiting, run one after the other, and the file is whole.
+func TestServerRunsFinishWriteInOrder(t *testing.T) {
+	ofs := &orderFS{memFS: newMemFS()}
+	addr, _ := startServer(t, ofs, Limits{})
+	c := dial(t, addr, &DialOptions{WriteChunk: 1000})
+	ctx := testCtx(t)
+	if v, err := c.QueryConfig(ctx, "version"); err != nil || len(v) != 1 || v[0] != ServerVersion {
+		t.Fatalf("config version: %q, %v", v, err)
+	}
+	data := randomBytes(rand.New(rand.NewPCG(testSeed(t), 34)), 3000)
+	f, err := c.Open(ctx, "/f", OpenNew, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.FinishWrite(ctx, data, 0, false, true); err != nil {
+		t.Fatal(err)
+	}
+	ofs.mu.Lock()
+	got := strings.Join(ofs.ops, ", ")
+	ofs.mu.Unlock()
+	if want := "write 0, write 1000, write 2000, sync, close"; got != want {
+		t.Errorf("the server ran %s; want %s", got, want)
+	}
+	f, err = c.Open(ctx, "/f", OpenRead, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close(ctx)
+	buf := make([]byte, len(data)+1)
+	if n, _ := f.ReadAt(ctx, buf, 0); !bytes.Equal(buf[:n], data) {
+		t.Errorf("read back %d bytes, not what was written", n)
 	}
 }

@@ -222,3 +222,14 @@ func init() {
 		return "root://" + startReal(b).addr + "//bench", nil
 	}})
 }
+
+// A real xrootd is not taken to run a file's writes in order: uploads
+// wait for each answer before the next request.
+func TestInteropWritesWaitForAnswers(t *testing.T) {
+	s := startReal(t)
+	n := newNode(t, "root://"+s.addr+"//ordered", Options{Fsync: true})
+	putSmall(t, n, "/f", []byte("small archive"))
+	if ordered, live := orderedConns(n); live == 0 || ordered != 0 {
+		t.Errorf("%d of %d connections to xrootd are taken to run writes in order", ordered, live)
+	}
+}

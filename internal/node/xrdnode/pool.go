@@ -37,6 +37,11 @@ type conn struct {
 	err     error
 	dead    atomic.Bool
 	probing atomic.Bool
+	// ordered is set when the server is ecstore's own (it answers
+	// kXR_query config "version" with xrootd.ServerVersion), which runs a
+	// file's write-side requests in the order they arrive: an upload then
+	// sends its last write, kXR_sync and kXR_close at once.
+	ordered bool
 }
 
 // failed reports whether the connection should be replaced: its dial
@@ -113,9 +118,17 @@ func (p *pool) dial() *conn {
 			return
 		}
 		cn.c = c
-		n.log.Debug("xrdnode connected", "node", n.id)
+		cn.ordered = runsWritesInOrder(ctx, c)
+		n.log.Debug("xrdnode connected", "node", n.id, "ordered_writes", cn.ordered)
 	}()
 	return cn
+}
+
+// runsWritesInOrder asks the server whether it is ecstore's own. Any
+// failure means no: the upload then waits for each answer.
+func runsWritesInOrder(ctx context.Context, c *xrootd.Client) bool {
+	vals, err := c.QueryConfig(ctx, "version")
+	return err == nil && len(vals) == 1 && vals[0] == xrootd.ServerVersion
 }
 
 // observe looks at the error of a request sent on cn. A closed

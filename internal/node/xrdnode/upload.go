@@ -286,7 +286,10 @@ func (u *upload) stopWriter(ctx context.Context) error {
 
 // Finish implements node.Upload: it sends the buffered bytes, waits for
 // every write to be acknowledged, sends kXR_sync if the node is durable
-// (Options.Fsync) and closes the file.
+// (Options.Fsync) and closes the file. To a server that runs a file's
+// writes in order (conn.ordered) the last buffer, kXR_sync and kXR_close
+// go at once: one round trip for the three (a small object's archive is
+// one buffer).
 func (u *upload) Finish(ctx context.Context) error {
 	if u.state != upWriting {
 		if u.state == upFinished {
@@ -301,7 +304,7 @@ func (u *upload) Finish(ctx context.Context) error {
 		return u.n.wrap("finish", u.path, err)
 	}
 	u.state = upFinished
-	if len(u.buf) > 0 {
+	if len(u.buf) > 0 && !u.cn.ordered {
 		if err := u.send(ctx); err != nil {
 			return u.stick("finish", err)
 		}
@@ -309,10 +312,22 @@ func (u *upload) Finish(ctx context.Context) error {
 	if err := u.stopWriter(ctx); err != nil {
 		return u.stick("finish", err)
 	}
-	u.releaseBufs()
 	if err := u.writerErr(); err != nil {
+		u.releaseBufs()
 		return u.stick("finish", err)
 	}
+	if u.cn.ordered {
+		err := u.f.FinishWrite(ctx, u.buf, u.off, u.n.pages, u.n.opts.Fsync)
+		u.off += int64(len(u.buf))
+		u.releaseBufs()
+		u.n.pool.observe(u.cn, err)
+		if err != nil {
+			return u.stick("finish", err)
+		}
+		u.fileClosed = true
+		return nil
+	}
+	u.releaseBufs()
 	if u.n.opts.Fsync {
 		if err := u.f.Sync(ctx); err != nil {
 			u.n.pool.observe(u.cn, err)

@@ -766,3 +766,51 @@ func TestCreateAfterRestart(t *testing.T) {
 		t.Errorf("List = %+v, %v; want the 3 objects", ents, err)
 	}
 }
+
+// orderedConns counts the node's live connections and those to a server
+// that runs a file's writes in order.
+func orderedConns(n *Node) (ordered, live int) {
+	for i := range n.pool.slots {
+		s := &n.pool.slots[i]
+		s.mu.Lock()
+		if cn := s.cur; cn != nil && !cn.failed() {
+			live++
+			if cn.ordered {
+				ordered++
+			}
+		}
+		s.mu.Unlock()
+	}
+	return ordered, live
+}
+
+// putSmall writes and commits a small file through n.
+func putSmall(t *testing.T, n *Node, path string, data []byte) {
+	t.Helper()
+	ctx := context.Background()
+	u, err := n.Create(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Write(ctx, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ecstore's own server is recognised as one that runs writes in order,
+// so an upload's last write, sync and close go at once; the file is
+// durable and whole.
+func TestOurServerTakesFinishedWritesAtOnce(t *testing.T) {
+	s := startOurs(t, "", "127.0.0.1:0")
+	n := newNode(t, "root://"+s.addr+"//d", Options{Fsync: true})
+	putSmall(t, n, "/f", []byte("small archive"))
+	if ordered, live := orderedConns(n); live == 0 || ordered != live {
+		t.Errorf("%d of %d connections to ecstore node take writes in order", ordered, live)
+	}
+	if b, err := os.ReadFile(filepath.Join(s.dir, "d", "f")); err != nil || string(b) != "small archive" {
+		t.Errorf("committed file: %q, %v", b, err)
+	}
+}
