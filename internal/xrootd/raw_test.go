@@ -399,18 +399,8 @@ func TestStreamedWriteRemainder(t *testing.T) {
 	m := newMemFS()
 	addr, _ := startServer(t, m, Limits{})
 	c := dial(t, addr, &DialOptions{WriteChunk: 256 << 10})
-	ctx := testCtx(t)
 	data := bytes.Repeat([]byte("remainder"), (1<<20-4036)/9)
-	f, err := c.Open(ctx, "/r", OpenNew, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteAt(ctx, data, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	writeTestFile(t, c, "/r", data)
 	m.mu.Lock()
 	got, streamed := append([]byte(nil), m.nodes["/r"].data...), m.streamed
 	m.mu.Unlock()

@@ -82,16 +82,7 @@ func TestInteropReconnect(t *testing.T) {
 	n := newNode(t, "root://"+s.addr+"//r", Options{Conns: 3})
 	ctx := context.Background()
 	data := bytes.Repeat([]byte("0123456789abcdef"), 1<<16)
-	u, err := n.Create(ctx, "/f")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := u.Write(ctx, data); err != nil {
-		t.Fatal(err)
-	}
-	if err := u.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	putFile(t, n, "/f", data)
 	for range 6 {
 		if _, err := n.Stat(ctx, "/f"); err != nil {
 			t.Fatal(err)
@@ -228,7 +219,7 @@ func init() {
 func TestInteropWritesWaitForAnswers(t *testing.T) {
 	s := startReal(t)
 	n := newNode(t, "root://"+s.addr+"//ordered", Options{Fsync: true})
-	putSmall(t, n, "/f", []byte("small archive"))
+	putFile(t, n, "/f", []byte("small archive"))
 	if ordered, live := orderedConns(n); live == 0 || ordered != 0 {
 		t.Errorf("%d of %d connections to xrootd are taken to run writes in order", ordered, live)
 	}

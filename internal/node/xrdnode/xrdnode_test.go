@@ -784,8 +784,8 @@ func orderedConns(n *Node) (ordered, live int) {
 	return ordered, live
 }
 
-// putSmall writes and commits a small file through n.
-func putSmall(t *testing.T, n *Node, path string, data []byte) {
+// putFile writes and commits a file through n.
+func putFile(t *testing.T, n *Node, path string, data []byte) {
 	t.Helper()
 	ctx := context.Background()
 	u, err := n.Create(ctx, path)
@@ -806,7 +806,7 @@ func putSmall(t *testing.T, n *Node, path string, data []byte) {
 func TestOurServerTakesFinishedWritesAtOnce(t *testing.T) {
 	s := startOurs(t, "", "127.0.0.1:0")
 	n := newNode(t, "root://"+s.addr+"//d", Options{Fsync: true})
-	putSmall(t, n, "/f", []byte("small archive"))
+	putFile(t, n, "/f", []byte("small archive"))
 	if ordered, live := orderedConns(n); live == 0 || ordered != live {
 		t.Errorf("%d of %d connections to ecstore node take writes in order", ordered, live)
 	}
