@@ -173,16 +173,24 @@ func decodeMetadata(p []byte) (*Metadata, error) {
 // object opens all of its 1+M replicas and decodes each one's metadata,
 // and a stat does it again; encoding/json takes 10-20 µs for each, about
 // 7% of a gateway's CPU serving small gets. Decoding is a function of the
-// bytes alone, so a hit is exact. Only valid metadata is kept.
-var decoded = metadataCache{size: 1024}
+// bytes alone, so a hit is exact. Only valid metadata of at most
+// maxCachedMetadata bytes is kept (an archive's may be up to 1 MiB).
+var decoded = metadataCache{budget: 1 << 20}
 
-// metadataCache keeps up to twice size entries in two generations: when
-// the current one is full it becomes the old one, and the old one is
-// dropped; a hit in the old generation moves the entry to the current.
+// maxCachedMetadata bounds the metadata kept in decoded: ecstore's own
+// is a few hundred bytes, plus at most 2 KiB of S3 user metadata.
+const maxCachedMetadata = 4 << 10
+
+// metadataCache keeps two generations of entries, each of at most budget
+// bytes (counting each entry as twice its encoded size: the key and the
+// decoded copy). When the current one is full it becomes the old one and
+// the old one is dropped; a hit in the old generation moves the entry to
+// the current one.
 type metadataCache struct {
-	size     int
+	budget   int
 	mu       sync.Mutex
 	cur, old map[string]*Metadata
+	used     int // bytes in cur
 }
 
 // get returns a copy of the metadata decoded from p, if it is kept.
@@ -203,6 +211,9 @@ func (c *metadataCache) get(p []byte) (*Metadata, bool) {
 
 // put keeps a copy of m, decoded from p.
 func (c *metadataCache) put(p []byte, m *Metadata) {
+	if len(p) > maxCachedMetadata {
+		return
+	}
 	m = m.clone()
 	c.mu.Lock()
 	c.addLocked(string(p), m)
@@ -210,11 +221,13 @@ func (c *metadataCache) put(p []byte, m *Metadata) {
 }
 
 func (c *metadataCache) addLocked(key string, m *Metadata) {
-	if len(c.cur) >= c.size {
-		c.old, c.cur = c.cur, nil
+	cost := 2 * len(key)
+	if c.used+cost > c.budget {
+		c.old, c.cur, c.used = c.cur, nil, 0
 	}
 	if c.cur == nil {
-		c.cur = make(map[string]*Metadata, c.size)
+		c.cur = map[string]*Metadata{}
 	}
 	c.cur[key] = m
+	c.used += cost
 }

@@ -3,6 +3,7 @@ package archive
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -63,11 +64,12 @@ func TestInvalidMetadataIsNotKept(t *testing.T) {
 	}
 }
 
-// The cache holds at most two generations of size entries; the latest
-// are found, and a hit in the old generation survives the next turnover.
+// The cache holds at most two generations of its byte budget; the latest
+// entries are found, and a hit in the old generation survives the next
+// turnover.
 func TestMetadataCacheIsBounded(t *testing.T) {
-	c := metadataCache{size: 4}
-	key := func(i int) []byte { return fmt.Appendf(nil, "metadata %d", i) }
+	key := func(i int) []byte { return fmt.Appendf(nil, "metadata %02d", i) } // 11 bytes
+	c := metadataCache{budget: 4 * 2 * len(key(0))}                           // 4 entries a generation
 	for i := range 20 {
 		c.put(key(i), &Metadata{Size: int64(i)})
 		if n := len(c.cur) + len(c.old); n > 8 {
@@ -95,5 +97,22 @@ func TestMetadataCacheIsBounded(t *testing.T) {
 		if _, ok := c.get(key(i)); ok != want {
 			t.Errorf("entry %d kept: %v, want %v", i, ok, want)
 		}
+	}
+}
+
+// Metadata larger than maxCachedMetadata (user metadata can make it up
+// to 1 MiB) is decoded every time, not kept.
+func TestLargeMetadataIsNotKept(t *testing.T) {
+	m := testMetadata()
+	m.User = map[string]string{"big": strings.Repeat("x", maxCachedMetadata)}
+	p, err := m.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := decodeMetadata(p); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := decoded.get(p); ok {
+		t.Fatalf("metadata of %d bytes was kept", len(p))
 	}
 }
