@@ -62,8 +62,9 @@ type openFile struct {
 	queue chan func()
 	// closed is set by the worker once kXR_close has run.
 	closed bool
-	// slicing admits the reads answered from the file's own buffers
-	// (FileSlicer), SliceReadsPerFile at a time.
+	// slicing admits the reads longer than one frame that are answered
+	// from the file's own buffers (FileSlicer), SliceReadsPerFile at a
+	// time.
 	slicing chan struct{}
 }
 
