@@ -31,28 +31,65 @@ func isTerminal(w io.Writer) bool {
 	return err == nil
 }
 
+// stderrWriter is a command's standard error: log lines and progress
+// bars share it, from different goroutines. Writes are serialized, and a
+// write made while a bar is drawn clears the bar's line first, so that a
+// log line never lands after the bar on its line; the bar is redrawn on
+// its next tick.
+type stderrWriter struct {
+	mu    sync.Mutex
+	w     io.Writer
+	drawn bool // a bar is on the current line
+}
+
+// stderrOf returns e's standard error as a stderrWriter (run gives every
+// command one), wrapping it if need be.
+func stderrOf(e *env) *stderrWriter {
+	if sw, ok := e.stderr.(*stderrWriter); ok {
+		return sw
+	}
+	sw := &stderrWriter{w: e.stderr}
+	e.stderr = sw
+	return sw
+}
+
+func (sw *stderrWriter) Write(p []byte) (int, error) {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	sw.clearLocked()
+	return sw.w.Write(p)
+}
+
+// clearLocked clears the bar's line, if a bar is drawn. sw.mu is held.
+func (sw *stderrWriter) clearLocked() {
+	if sw.drawn {
+		io.WriteString(sw.w, "\r\033[K")
+		sw.drawn = false
+	}
+}
+
 // progress draws a one-line progress bar on a terminal. A nil *progress
 // draws nothing, so callers need not check whether one is shown.
 type progress struct {
-	w     io.Writer
+	out   *stderrWriter
 	label string
 	total int64 // -1 when unknown
 	n     atomic.Int64
 	start time.Time
 	stop  chan struct{}
 	done  sync.WaitGroup
-	mu    sync.Mutex // serializes drawing
-	drawn bool
+	shown bool // drawn at least once; under out.mu
 }
 
 // startProgress returns a progress bar for a transfer of total bytes (-1:
 // unknown) on e.stderr, or nil when stderr is not a terminal or the
 // transfer is small.
 func startProgress(e *env, label string, total int64) *progress {
-	if e.isTerminal == nil || !e.isTerminal(e.stderr) || total >= 0 && total < progressMin {
+	out := stderrOf(e)
+	if e.isTerminal == nil || !e.isTerminal(out.w) || total >= 0 && total < progressMin {
 		return nil
 	}
-	p := &progress{w: e.stderr, label: label, total: total, start: time.Now(), stop: make(chan struct{})}
+	p := &progress{out: out, label: label, total: total, start: time.Now(), stop: make(chan struct{})}
 	p.done.Add(1)
 	go func() {
 		defer p.done.Done()
@@ -77,7 +114,8 @@ func (p *progress) add(n int) {
 	}
 }
 
-// finish stops the bar; on success it draws the final state.
+// finish stops the bar; on success it draws the final state and leaves
+// it on its line.
 func (p *progress) finish(ok bool) {
 	if p == nil {
 		return
@@ -87,10 +125,11 @@ func (p *progress) finish(ok bool) {
 	if ok {
 		p.draw(true)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.drawn {
-		fmt.Fprintln(p.w)
+	p.out.mu.Lock()
+	defer p.out.mu.Unlock()
+	if p.out.drawn {
+		fmt.Fprintln(p.out.w)
+		p.out.drawn = false
 	}
 }
 
@@ -102,23 +141,24 @@ func (p *progress) println(w io.Writer, line string) {
 		fmt.Fprintln(w, line)
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.drawn {
-		fmt.Fprint(p.w, "\r\033[K")
+	p.out.mu.Lock()
+	defer p.out.mu.Unlock()
+	p.out.clearLocked()
+	if w == p.out {
+		w = p.out.w // its lock is held
 	}
 	fmt.Fprintln(w, line)
 }
 
 func (p *progress) draw(final bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.out.mu.Lock()
+	defer p.out.mu.Unlock()
 	n := p.n.Load()
-	if p.total < 0 && n < progressMin && !p.drawn {
+	if p.total < 0 && n < progressMin && !p.shown {
 		return
 	}
-	fmt.Fprint(p.w, "\r\033[K"+formatProgress(p.label, n, p.total, time.Since(p.start), final))
-	p.drawn = true
+	fmt.Fprint(p.out.w, "\r\033[K"+formatProgress(p.label, n, p.total, time.Since(p.start), final))
+	p.out.drawn, p.shown = true, true
 }
 
 // formatProgress renders one progress line: bytes, percent and bar (when
