@@ -153,9 +153,20 @@ func (s *Store) Inspect(ctx context.Context, path string, deep bool) (*Inspectio
 		}
 	}
 	results = kept
+	// unreadable lists the nodes that failed or hold a damaged file: of a
+	// removed object, damaged files are remnants like the others.
+	unreadable := func() []StaleArchive {
+		var out []StaleArchive
+		for _, r := range results {
+			if r.err != nil {
+				out = append(out, StaleArchive{Node: r.node.ID(), Err: r.err, Malformed: r.malformed})
+			}
+		}
+		return out
+	}
 	if loc == nil {
 		in.Health = Removed
-		in.Stale = debris
+		in.Stale = append(debris, unreadable()...)
 		return in, nil
 	}
 	defer loc.close()
@@ -169,6 +180,7 @@ func (s *Store) Inspect(ctx context.Context, path string, deep bool) (*Inspectio
 					in.Stale = append(in.Stale, StaleArchive{Node: r.node.ID(), Version: r.ref.idx.Meta.Version})
 				}
 			}
+			in.Stale = append(in.Stale, unreadable()...)
 			return in, nil
 		}
 	}

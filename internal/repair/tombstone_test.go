@@ -217,6 +217,42 @@ func TestRemoveLeavesDamagedRemnant(t *testing.T) {
 	}
 }
 
+// Regression (fault schedule, seed 354797225951167344): an object removed
+// while two nodes were down, one holding a damaged archive of it and the
+// other a whole one. Inspect listed only the whole remnant as debris, so
+// one repair left the damaged file and the next check was not clean.
+func TestRemoveLeavesDamagedAndWholeRemnants(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 256}
+	s, fs, c := faultyStore(t, 6, g)
+	put(t, s, "/r/x", bytes.Repeat([]byte("doomed "), 500))
+	truncate(t, c.Archive(2, "/r/x"))
+	fs[2].SetDown(true)
+	fs[4].SetDown(true)
+	if err := s.Remove(ctx, "/r/x"); err != nil {
+		t.Fatalf("remove with two nodes down: %v", err)
+	}
+	fs[2].SetDown(false)
+	fs[4].SetDown(false)
+	in, err := s.Inspect(ctx, "/r/x", false)
+	if err != nil || in.Health != object.Removed || len(in.Stale) != 2 {
+		t.Fatalf("inspect: %+v, %v; want removed with 2 remnants", in, err)
+	}
+	rr, err := Repair(ctx, s, RepairOptions{RemoveDebris: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rr.Failed()) != 0 || rr.DebrisRemoved != 2 || rr.TombstonesCollected != 1 {
+		t.Fatalf("repair: failed %v, removed %d debris, collected %d tombstones", rr.Failed(), rr.DebrisRemoved, rr.TombstonesCollected)
+	}
+	mustCheckClean(t, s, true)
+	for _, i := range []int{2, 4} {
+		if _, err := os.Stat(c.Archive(i, "/r/x")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("remnant on node %d still there: %v", i, err)
+		}
+	}
+}
+
 // Without a tombstone, a lone damaged file is kept as evidence and the
 // object reported unrecoverable.
 func TestLoneDamagedArchiveIsKept(t *testing.T) {
