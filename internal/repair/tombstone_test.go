@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 
@@ -182,74 +183,55 @@ func truncate(t *testing.T, path string) {
 // Regression: an object removed while the node holding a damaged
 // (unparseable) archive of it was down. Once the node is back, the damaged
 // file is a remnant of a removed object, not an unrecoverable object:
-// repair removes it and collects the tombstone.
+// repair removes it and collects the tombstone. With another node down
+// too, holding a whole archive (fault schedule, seed 354797225951167344),
+// Inspect listed only the whole remnant, so one repair left the damaged
+// file and the next check was not clean.
 func TestRemoveLeavesDamagedRemnant(t *testing.T) {
-	ctx := context.Background()
-	g := layout.Geometry{K: 4, M: 2, ChunkSize: 256}
-	s, fs, c := faultyStore(t, 6, g)
-	put(t, s, "/r/x", bytes.Repeat([]byte("doomed "), 500))
-	truncate(t, c.Archive(2, "/r/x"))
-	fs[2].SetDown(true)
-	if err := s.Remove(ctx, "/r/x"); err != nil {
-		t.Fatalf("remove with a node down: %v", err)
-	}
-	fs[2].SetDown(false)
-	if _, err := s.Open(ctx, "/r/x"); !errors.Is(err, object.ErrNotExist) {
-		t.Fatalf("open after the node returned: %v, want not exist", err)
-	}
-	rep, err := Check(ctx, s, CheckOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Clean() || rep.Count(object.Removed) != 1 || rep.Count(object.Unrecoverable) != 0 {
-		t.Fatalf("check: clean %v, removed %d, unrecoverable %d", rep.Clean(), rep.Count(object.Removed), rep.Count(object.Unrecoverable))
-	}
-	rr, err := Repair(ctx, s, RepairOptions{RemoveDebris: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rr.Failed()) != 0 || rr.DebrisRemoved != 1 || rr.TombstonesCollected != 1 {
-		t.Fatalf("repair: failed %v, removed %d debris, collected %d tombstones", rr.Failed(), rr.DebrisRemoved, rr.TombstonesCollected)
-	}
-	mustCheckClean(t, s, true)
-	if _, err := os.Stat(c.Archive(2, "/r/x")); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("damaged remnant still there: %v", err)
-	}
-}
-
-// Regression (fault schedule, seed 354797225951167344): an object removed
-// while two nodes were down, one holding a damaged archive of it and the
-// other a whole one. Inspect listed only the whole remnant as debris, so
-// one repair left the damaged file and the next check was not clean.
-func TestRemoveLeavesDamagedAndWholeRemnants(t *testing.T) {
-	ctx := context.Background()
-	g := layout.Geometry{K: 4, M: 2, ChunkSize: 256}
-	s, fs, c := faultyStore(t, 6, g)
-	put(t, s, "/r/x", bytes.Repeat([]byte("doomed "), 500))
-	truncate(t, c.Archive(2, "/r/x"))
-	fs[2].SetDown(true)
-	fs[4].SetDown(true)
-	if err := s.Remove(ctx, "/r/x"); err != nil {
-		t.Fatalf("remove with two nodes down: %v", err)
-	}
-	fs[2].SetDown(false)
-	fs[4].SetDown(false)
-	in, err := s.Inspect(ctx, "/r/x", false)
-	if err != nil || in.Health != object.Removed || len(in.Stale) != 2 {
-		t.Fatalf("inspect: %+v, %v; want removed with 2 remnants", in, err)
-	}
-	rr, err := Repair(ctx, s, RepairOptions{RemoveDebris: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rr.Failed()) != 0 || rr.DebrisRemoved != 2 || rr.TombstonesCollected != 1 {
-		t.Fatalf("repair: failed %v, removed %d debris, collected %d tombstones", rr.Failed(), rr.DebrisRemoved, rr.TombstonesCollected)
-	}
-	mustCheckClean(t, s, true)
-	for _, i := range []int{2, 4} {
-		if _, err := os.Stat(c.Archive(i, "/r/x")); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("remnant on node %d still there: %v", i, err)
-		}
+	for _, down := range [][]int{{2}, {2, 4}} {
+		t.Run(fmt.Sprintf("down=%v", down), func(t *testing.T) {
+			ctx := context.Background()
+			g := layout.Geometry{K: 4, M: 2, ChunkSize: 256}
+			s, fs, c := faultyStore(t, 6, g)
+			put(t, s, "/r/x", bytes.Repeat([]byte("doomed "), 500))
+			truncate(t, c.Archive(2, "/r/x"))
+			for _, i := range down {
+				fs[i].SetDown(true)
+			}
+			if err := s.Remove(ctx, "/r/x"); err != nil {
+				t.Fatalf("remove with nodes %v down: %v", down, err)
+			}
+			for _, i := range down {
+				fs[i].SetDown(false)
+			}
+			if _, err := s.Open(ctx, "/r/x"); !errors.Is(err, object.ErrNotExist) {
+				t.Fatalf("open after the nodes returned: %v, want not exist", err)
+			}
+			in, err := s.Inspect(ctx, "/r/x", false)
+			if err != nil || in.Health != object.Removed || len(in.Stale) != len(down) {
+				t.Fatalf("inspect: %+v, %v; want removed with %d remnants", in, err, len(down))
+			}
+			rep, err := Check(ctx, s, CheckOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Clean() || rep.Count(object.Removed) != 1 || rep.Count(object.Unrecoverable) != 0 {
+				t.Fatalf("check: clean %v, removed %d, unrecoverable %d", rep.Clean(), rep.Count(object.Removed), rep.Count(object.Unrecoverable))
+			}
+			rr, err := Repair(ctx, s, RepairOptions{RemoveDebris: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rr.Failed()) != 0 || rr.DebrisRemoved != len(down) || rr.TombstonesCollected != 1 {
+				t.Fatalf("repair: failed %v, removed %d debris, collected %d tombstones", rr.Failed(), rr.DebrisRemoved, rr.TombstonesCollected)
+			}
+			mustCheckClean(t, s, true)
+			for _, i := range down {
+				if _, err := os.Stat(c.Archive(i, "/r/x")); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("remnant on node %d still there: %v", i, err)
+				}
+			}
+		})
 	}
 }
 
