@@ -85,22 +85,11 @@ func TestGatewayXrootdNodes(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]string, n)
 	for i, s := range servers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				err := probeHandshake(s.addr)
-				if err == nil {
-					return
-				}
-				if !s.alive() || time.Now().After(deadline) {
-					errs[i] = fmt.Sprintf("%s on %s did not come up (alive %v): %v\n%s", s.name, s.addr, s.alive(), err, s.tail(2000))
-					return
-				}
-				time.Sleep(10 * time.Millisecond)
+		wg.Go(func() {
+			if err := s.waitUp(t, 30*time.Second); err != nil {
+				errs[i] = err.Error()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	for _, e := range errs {
