@@ -548,9 +548,25 @@ fi
 start xrootd xrootd "${xargs_[@]}"
 xrootd_pid=$started
 xurl="root://127.0.0.1:$xport"
+xrootd_restarts=0
 for ((i = 0; ; i++)); do
   if timeout 5 xrdfs "127.0.0.1:$xport" ls / >/dev/null 2>&1; then break; fi
-  kill -0 "$xrootd_pid" 2>/dev/null || { tail -20 "$work/xrootd.log" "$xdir"/admin/xrootd.log* >&2 || true; die "xrootd exited at start"; }
+  if ! kill -0 "$xrootd_pid" 2>/dev/null; then
+    st=0
+    wait "$xrootd_pid" || st=$?
+    # Debian's xrootd 5.5.3 has died of SIGSEGV at start, before its
+    # first log line: killed by a signal (status 128+N), it is started
+    # again, twice at most.
+    if [ "$st" -gt 128 ] && [ "$xrootd_restarts" -lt 2 ]; then
+      xrootd_restarts=$((xrootd_restarts + 1))
+      say "xrootd died of signal $((st - 128)) at start; starting it again"
+      start xrootd xrootd "${xargs_[@]}"
+      xrootd_pid=$started
+      continue
+    fi
+    tail -20 "$work/xrootd.log" "$xdir"/admin/xrootd.log* >&2 || true
+    die "xrootd exited at start (status $st)"
+  fi
   [ "$i" -lt 300 ] || die "xrootd did not answer on port $xport within 30 s"
   sleep 0.1
 done
