@@ -235,12 +235,7 @@ func (f *ClientFile) writeAt(ctx context.Context, p []byte, off int64, pages boo
 	for pos := 0; pos < len(p); {
 		n := min(len(p)-pos, f.c.opts.WriteChunk)
 		at := off + int64(pos)
-		var req Request
-		if pages {
-			req = &PgWriteRequest{Handle: f.fh, Offset: at, Pages: AppendPages(make([]byte, 0, PagesLen(at, n)), at, p[pos:pos+n])}
-		} else {
-			req = &WriteRequest{Handle: f.fh, Offset: at, Data: p[pos : pos+n]}
-		}
+		req := f.writeRequest(p[pos:pos+n], at, pages)
 		pd, err := f.c.start(ctx, req, nil)
 		if err != nil {
 			return acked, err
@@ -259,6 +254,15 @@ func (f *ClientFile) writeAt(ctx context.Context, p []byte, off int64, pages boo
 		}
 	}
 	return acked, nil
+}
+
+// writeRequest is the kXR_write, or with pages the kXR_pgwrite, of b at
+// off.
+func (f *ClientFile) writeRequest(b []byte, off int64, pages bool) Request {
+	if pages {
+		return &PgWriteRequest{Handle: f.fh, Offset: off, Pages: AppendPages(make([]byte, 0, PagesLen(off, len(b))), off, b)}
+	}
+	return &WriteRequest{Handle: f.fh, Offset: off, Data: b}
 }
 
 // checkPgWriteStatus verifies a pgwrite answer: a final kXR_status whose
@@ -301,12 +305,7 @@ func (f *ClientFile) FinishWrite(ctx context.Context, p []byte, off int64, pages
 	var reqs []Request
 	for pos := 0; pos < len(p); {
 		n := min(len(p)-pos, f.c.opts.WriteChunk)
-		at := off + int64(pos)
-		if pages {
-			reqs = append(reqs, &PgWriteRequest{Handle: f.fh, Offset: at, Pages: AppendPages(make([]byte, 0, PagesLen(at, n)), at, p[pos:pos+n])})
-		} else {
-			reqs = append(reqs, &WriteRequest{Handle: f.fh, Offset: at, Data: p[pos : pos+n]})
-		}
+		reqs = append(reqs, f.writeRequest(p[pos:pos+n], off+int64(pos), pages))
 		pos += n
 	}
 	if sync {
