@@ -77,13 +77,11 @@ const (
 // run runs the command line args (without the program name) and returns
 // the exit code. Errors are printed to e.stderr as "ecstore: <message>".
 func run(ctx context.Context, e *env, args []string) int {
-	if _, ok := e.stderr.(*stderrWriter); !ok {
-		// Log lines and progress bars share stderr (the caller's env is
-		// left as it is).
-		shared := *e
-		shared.stderr = &stderrWriter{w: e.stderr}
-		e = &shared
-	}
+	// Log lines and progress bars share stderr; the caller's env is left
+	// as it is.
+	shared := *e
+	stderrOf(&shared)
+	e = &shared
 	if len(args) == 0 {
 		topUsage(e.stderr)
 		return exitUsage
