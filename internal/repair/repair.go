@@ -154,6 +154,13 @@ func Repair(ctx context.Context, s *object.Store, opts RepairOptions) (*RepairRe
 				if after.Health != object.Healthy && o.Err == nil {
 					o.Err = fmt.Errorf("still %s after rebuilding slots %v: %v", after.Health, o.Slots, after.Problems())
 				}
+				if after.Health == object.Healthy && debris != nil {
+					// A slot rebuilt on its placement's node leaves the
+					// damaged copy it replaces, served from another node
+					// before, as a duplicate: the healthy object's
+					// inspection now says which copies are not served.
+					debris.again(after)
+				}
 			}
 		}
 		if !opts.DryRun {
@@ -338,6 +345,13 @@ func (d *debrisRemover) object(in *object.Inspection) {
 		}
 		d.remove(st.Node, in.Path, "stale archive")
 	}
+}
+
+// again removes the stale archives of an object inspected anew (after a
+// rebuild), though object has seen it before.
+func (d *debrisRemover) again(in *object.Inspection) {
+	delete(d.done, in.Path)
+	d.object(in)
 }
 
 // duplicateSlot reports whether node holds an archive of the current

@@ -532,3 +532,48 @@ func TestRepairOfAMovedObject(t *testing.T) {
 		}
 	}
 }
+
+// Regression (fault schedule, seed 1795636409194872651): a slot's only
+// copy was a damaged one on a node outside the placement (it had been
+// rebuilt there while the placement's node hung). The deep repair rebuilt
+// the slot onto the placement's node and left the damaged copy beside
+// it, so the next check was not clean.
+func TestRepairRemovesTheDamagedCopyItReplaced(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 256}
+	s, _, c := faultyStore(t, 7, g)
+	put(t, s, "/x", bytes.Repeat([]byte("copy "), 500))
+	placed, outside := -1, -1
+	for i := range 7 {
+		if _, err := os.Stat(c.Archive(i, "/x")); err == nil {
+			placed = max(placed, i)
+		} else {
+			outside = i
+		}
+	}
+	if placed < 0 || outside < 0 {
+		t.Fatalf("test setup: placed %d, outside %d", placed, outside)
+	}
+	b, err := os.ReadFile(c.Archive(placed, "/x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(c.Archive(outside, "/x"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	flipByte(t, c.Archive(outside, "/x"), 100) // in chunk 0's data
+	if err := os.Remove(c.Archive(placed, "/x")); err != nil {
+		t.Fatal(err)
+	}
+	rr, err := Repair(ctx, s, RepairOptions{CheckOptions: CheckOptions{Deep: true}, RemoveDebris: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := rr.Failed(); len(f) != 0 {
+		t.Fatalf("repair failed: %v", f)
+	}
+	mustCheckClean(t, s, true)
+	if _, err := os.Stat(c.Archive(outside, "/x")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the damaged copy outside the placement is still there: %v", err)
+	}
+}
