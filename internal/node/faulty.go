@@ -447,6 +447,8 @@ func (u *faultyUpload) Abort(ctx context.Context) error {
 	return u.u.Abort(ctx)
 }
 
+func (u *faultyUpload) TempPath() string { return u.u.TempPath() }
+
 // faultyAttrUpload is a faultyUpload over an Upload with Attributes.
 type faultyAttrUpload struct {
 	*faultyUpload

@@ -695,6 +695,9 @@ func (u *localUpload) Abort(context.Context) error {
 	return nil
 }
 
+// TempPath implements Upload.
+func (u *localUpload) TempPath() string { return u.tmp }
+
 // SetAttrs implements Attributes. Keys may hold ASCII letters, digits,
 // '.', '_' and '-'. It may be called until Commit.
 func (u *localUpload) SetAttrs(ctx context.Context, attrs map[string]string) error {

@@ -87,6 +87,10 @@ type Upload interface {
 	Commit(ctx context.Context) error
 	// Abort discards the upload. It is safe to call after Commit failed.
 	Abort(ctx context.Context) error
+	// TempPath is the node path of the temporary file. An Abort that
+	// failed (the node did not answer) leaves it there; Node.Remove of
+	// that path removes it later.
+	TempPath() string
 }
 
 // File is an open, committed file. Safe for concurrent ReadAt.

@@ -498,6 +498,9 @@ func (s *Store) Rmdir(ctx context.Context, path string) error {
 	var removed atomic.Int32
 	errs := s.forEach(ctx, func(ctx context.Context, n node.Node) error {
 		err := n.Remove(ctx, path)
+		if errors.Is(err, node.ErrNotEmpty) && s.leftovers.removeIn(ctx, n.ID(), path) {
+			err = n.Remove(ctx, path) // it held what failed writes left
+		}
 		if err == nil {
 			removed.Add(1)
 		}
@@ -505,7 +508,7 @@ func (s *Store) Rmdir(ctx context.Context, path string) error {
 	})
 	for _, err := range errs {
 		if errors.Is(err, node.ErrNotEmpty) {
-			return fmt.Errorf("object: rmdir %s: holds temporary files of writes in progress: %w", path, ErrNotEmpty)
+			return fmt.Errorf("object: rmdir %s: holds temporary files of writes in progress or of failed writes (repair removes those older than its debris age): %w", path, ErrNotEmpty)
 		}
 	}
 	if err := firstReal(errs); err != nil {

@@ -91,7 +91,7 @@ func (s *Store) Rebuild(ctx context.Context, path string, slots []int, opts Rebu
 	targets := make([]*target, 0, len(slots))
 	abort := func() {
 		for _, t := range targets {
-			_ = t.up.Abort(context.WithoutCancel(ctx))
+			s.discard(context.WithoutCancel(ctx), t.node.ID(), t.up)
 		}
 	}
 	now := s.opts.Now()
@@ -181,12 +181,12 @@ func (s *Store) Rebuild(ctx context.Context, path string, slots []int, opts Rebu
 	var errs []error
 	for _, t := range targets {
 		if s.holdsNewer(ctx, t.node, path, meta.Version) {
-			_ = t.up.Abort(context.WithoutCancel(ctx))
+			s.discard(context.WithoutCancel(ctx), t.node.ID(), t.up)
 			errs = append(errs, fmt.Errorf("slot %d: node %s holds a newer version", t.slot, t.node.ID()))
 			continue
 		}
 		if err := t.up.Commit(ctx); err != nil {
-			_ = t.up.Abort(context.WithoutCancel(ctx))
+			s.discard(context.WithoutCancel(ctx), t.node.ID(), t.up)
 			errs = append(errs, fmt.Errorf("slot %d on node %s: %w", t.slot, t.node.ID(), err))
 			continue
 		}

@@ -175,6 +175,10 @@ type Events struct {
 	// each time one opens or closes (calls may race; the count each
 	// carries is current when it is taken).
 	Transfers func(open int)
+	// PendingTempRemovals is called with the number of temporary archives
+	// kept for removal each time it changes: aborted uploads whose node
+	// did not answer the abort, removed once it answers again.
+	PendingTempRemovals func(pending int)
 }
 
 func (e *Events) nodeError(id, op string, err error) {
@@ -262,7 +266,9 @@ type Store struct {
 	suspect sync.Map       // node id -> suspicion
 	cleanup sync.WaitGroup // background closes and aborts (see inBackground)
 	space   spaceCache     // the nodes' free space, for placement
-	open    atomic.Int64   // readers and writers open
+	// leftovers are temporary archives that aborts could not remove.
+	leftovers leftovers
+	open      atomic.Int64 // readers and writers open
 	// chunkLatency follows chunk read times, for hedgeDelay.
 	chunkLatency latencyEstimate
 	// probeLatency follows lookup probe times, for windowPatience.
@@ -412,6 +418,7 @@ func New(nodes []node.Node, opts Options) (*Store, error) {
 		}
 		s.byID[n.ID()] = n
 	}
+	s.leftovers.s = s
 	for _, id := range opts.Retired {
 		if _, ok := s.byID[id]; !ok {
 			return nil, fmt.Errorf("object: retired node %q is not a node of the cluster", id)

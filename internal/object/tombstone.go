@@ -99,15 +99,15 @@ func (s *Store) recordTombstones(ctx context.Context, path string, update func(o
 			return err
 		}
 		if err := up.Write(ctx, update(old).encode()); err != nil {
-			_ = up.Abort(ctx)
+			s.discard(ctx, n.ID(), up)
 			return err
 		}
 		if err := up.Finish(ctx); err != nil {
-			_ = up.Abort(ctx)
+			s.discard(ctx, n.ID(), up)
 			return err
 		}
 		if err := up.Commit(ctx); err != nil {
-			_ = up.Abort(ctx)
+			s.discard(ctx, n.ID(), up)
 			return err
 		}
 		mu.Lock()

@@ -356,8 +356,8 @@ func (w *Writer) open(primary, spare []string, down map[string]bool) error {
 func (w *Writer) abortOpened() {
 	for _, sw := range w.slots {
 		if sw != nil && sw.up != nil {
-			up, ctx := sw.up, context.WithoutCancel(w.ctx)
-			w.s.inBackground(func() { _ = up.Abort(ctx) })
+			ctx := context.WithoutCancel(w.ctx)
+			w.s.inBackground(func() { w.s.discard(ctx, sw.node.ID(), sw.up) })
 		}
 	}
 }
@@ -808,10 +808,10 @@ func (w *Writer) commit() error {
 				// hangs, and its abort waits for it up to the node's
 				// cleanup timeout; the client need not (what an abort
 				// does not remove, repair does).
-				up, ctx, exited := sw.up, context.WithoutCancel(w.ctx), sw.exited
+				ctx := context.WithoutCancel(w.ctx)
 				w.s.inBackground(func() {
-					<-exited // not while its writer may still write to it
-					_ = up.Abort(ctx)
+					<-sw.exited // not while its writer may still write to it
+					w.s.discard(ctx, sw.node.ID(), sw.up)
 				})
 			}
 		}
@@ -942,9 +942,12 @@ func (w *Writer) abortAll() {
 			select {
 			case <-sw.exited: // not while its writer may still write to it
 			case <-ctx.Done():
-				return // stuck in a write to its node: repair removes what is left
+				// Stuck in a write to its node: remove the file once
+				// the node answers (an unlinked file takes the rest).
+				w.s.leftovers.add(sw.node.ID(), sw.up.TempPath(), ctx.Err())
+				return
 			}
-			_ = sw.up.Abort(ctx)
+			w.s.discard(ctx, sw.node.ID(), sw.up)
 		}()
 	}
 	wg.Wait()

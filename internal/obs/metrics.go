@@ -30,6 +30,7 @@ type Metrics struct {
 	healed         *prometheus.CounterVec
 	healedBytes    prometheus.Counter
 	openTransfers  prometheus.Gauge
+	pendingTemps   prometheus.Gauge
 }
 
 // New registers every metric in a fresh registry (with the Go runtime and
@@ -71,8 +72,11 @@ func New() *Metrics {
 		openTransfers: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ec_object_open_transfers", Help: "Object readers and writers open (all frontends and the healer).",
 		}),
+		pendingTemps: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ec_object_pending_temp_removals", Help: "Temporary archives of aborted writes whose node did not answer the abort, kept to be removed once it answers.",
+		}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.bytes, m.degradedReads, m.degradedWrites, m.nodeErrors, m.hedgedReads, m.slowNodes, m.healed, m.healedBytes, m.openTransfers,
+	m.reg.MustRegister(m.requests, m.latency, m.bytes, m.degradedReads, m.degradedWrites, m.nodeErrors, m.hedgedReads, m.slowNodes, m.healed, m.healedBytes, m.openTransfers, m.pendingTemps,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -82,12 +86,13 @@ func New() *Metrics {
 // transfers.
 func (m *Metrics) Events() object.Events {
 	return object.Events{
-		DegradedRead:  func(string, int64, []int) { m.degradedReads.Inc() },
-		DegradedWrite: func(string, []int) { m.degradedWrites.Inc() },
-		NodeError:     func(id, op string, _ error) { m.nodeErrors.WithLabelValues(id, op).Inc() },
-		HedgedRead:    func(string, int64) { m.hedgedReads.Inc() },
-		NodeSlow:      func(id string) { m.slowNodes.WithLabelValues(id).Inc() },
-		Transfers:     func(open int) { m.openTransfers.Set(float64(open)) },
+		DegradedRead:        func(string, int64, []int) { m.degradedReads.Inc() },
+		DegradedWrite:       func(string, []int) { m.degradedWrites.Inc() },
+		NodeError:           func(id, op string, _ error) { m.nodeErrors.WithLabelValues(id, op).Inc() },
+		HedgedRead:          func(string, int64) { m.hedgedReads.Inc() },
+		NodeSlow:            func(id string) { m.slowNodes.WithLabelValues(id).Inc() },
+		Transfers:           func(open int) { m.openTransfers.Set(float64(open)) },
+		PendingTempRemovals: func(n int) { m.pendingTemps.Set(float64(n)) },
 	}
 }
 

@@ -131,6 +131,7 @@ func TestSlowNodeMetrics(t *testing.T) {
 	ev.HedgedRead("/a", 0)
 	ev.HedgedRead("/a", 1)
 	ev.NodeSlow("n3")
+	ev.PendingTempRemovals(3)
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()
 	resp, err := http.Get(srv.URL)
@@ -139,7 +140,7 @@ func TestSlowNodeMetrics(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{"ec_object_hedged_reads_total 2", `ec_node_slow_total{node="n3"} 1`} {
+	for _, want := range []string{"ec_object_hedged_reads_total 2", `ec_node_slow_total{node="n3"} 1`, "ec_object_pending_temp_removals 3"} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q", want)
 		}

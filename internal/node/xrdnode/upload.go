@@ -406,6 +406,9 @@ func (u *upload) Abort(ctx context.Context) error {
 	return nil
 }
 
+// TempPath implements node.Upload.
+func (u *upload) TempPath() string { return u.tmp }
+
 // releaseBufs returns the upload's buffers to the node's pool once the
 // writer has exited.
 func (u *upload) releaseBufs() {

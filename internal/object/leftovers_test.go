@@ -1,0 +1,108 @@
+package object
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/layout"
+	"github.com/ecstore/ecstore/internal/node"
+)
+
+// failedWriteWithNodesDown writes /d/o on a 4+2 store of 6 nodes (no
+// spare) and takes two of the nodes down in the middle of it, so that
+// the write fails below quorum and the aborts of those two archives find
+// their nodes down. It returns the cluster, its faulty nodes (0 and 1
+// down), and the highest count of pending removals the store reported.
+func failedWriteWithNodesDown(t *testing.T) (*cluster, []*node.Faulty, *atomic.Int64) {
+	t.Helper()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	var pending, peak atomic.Int64
+	c, fs := faultyCluster(t, 6, g, func(o *Options) {
+		o.Events.PendingTempRemovals = func(n int) {
+			pending.Store(int64(n))
+			if int64(n) > peak.Load() {
+				peak.Store(int64(n))
+			}
+		}
+	})
+	ctx := context.Background()
+	if err := c.store.Mkdir(ctx, "/d"); err != nil {
+		t.Fatal(err)
+	}
+	data := randBytes(rand.New(rand.NewPCG(seed(t), 21)), 4*g.BlockSize())
+	w, err := c.store.Create(ctx, "/d/o", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(data[:g.BlockSize()]); err != nil {
+		t.Fatal(err)
+	}
+	fs[0].SetDown(true)
+	fs[1].SetDown(true)
+	_, werr := w.Write(data[g.BlockSize():])
+	if cerr := w.Close(); !errors.Is(errors.Join(werr, cerr), ErrQuorum) {
+		t.Fatalf("write with 2 of 6 nodes down mid-way (quorum 5): write %v, close %v", werr, cerr)
+	}
+	c.store.Drain() // the aborts
+	if peak.Load() != 2 {
+		t.Fatalf("%d temporary archives kept for removal, want the 2 of the down nodes", peak.Load())
+	}
+	for i, d := range c.dirs {
+		names, _ := readDirNames(filepath.Join(d, "d"))
+		want := 0
+		if i < 2 {
+			want = 1 // the temporary archive its abort could not remove
+		}
+		if len(names) != want {
+			t.Fatalf("node %d holds %v after the failed write", i, names)
+		}
+	}
+	return c, fs, &pending
+}
+
+// Regression: a write that failed while nodes were down left its
+// temporary archives on them, and once they were back, rmdir of the
+// directory failed for an hour ("holds temporary files of writes in
+// progress"), until repair counted them as debris.
+func TestRmdirRemovesTempFilesOfAFailedWrite(t *testing.T) {
+	c, fs, pending := failedWriteWithNodesDown(t)
+	fs[0].SetDown(false)
+	fs[1].SetDown(false)
+	if err := c.store.Rmdir(context.Background(), "/d"); err != nil {
+		t.Fatalf("rmdir once the nodes are back: %v", err)
+	}
+	if _, err := c.store.Stat(context.Background(), "/d"); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("stat after rmdir: %v", err)
+	}
+	if n := pending.Load(); n != 0 {
+		t.Fatalf("%d removals still pending", n)
+	}
+}
+
+func TestTempFilesOfAFailedWriteAreRemovedInTheBackground(t *testing.T) {
+	c, fs, pending := failedWriteWithNodesDown(t)
+	// Down for a few tries (1 s, then 2 s after it), then back.
+	time.Sleep(1500 * time.Millisecond)
+	if n := pending.Load(); n != 2 {
+		t.Fatalf("%d removals pending while the nodes are down, want 2", n)
+	}
+	fs[0].SetDown(false)
+	fs[1].SetDown(false)
+	deadline := time.Now().Add(10 * time.Second)
+	for pending.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d removals still pending 10 s after the nodes came back", pending.Load())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for i, d := range c.dirs {
+		if names, _ := readDirNames(d); len(names) != 0 {
+			t.Fatalf("node %d still holds %v", i, names)
+		}
+	}
+}
