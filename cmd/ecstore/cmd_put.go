@@ -3,11 +3,16 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/ecstore/ecstore/internal/object"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+
+	"github.com/ecstore/ecstore/internal/object"
+	"github.com/ecstore/ecstore/internal/repair"
 )
 
 const putHelp = `
@@ -21,6 +26,13 @@ SIGTERM the write is aborted and nothing is stored. With the default
 --fsync=true the object is on stable storage on every node when put
 returns. The first put creates the embedded cluster.
 
+A put succeeds when K+1 archives (the write quorum) are stored. If a
+node failed during the write, the object is stored degraded, and put
+rebuilds the missing archives on other nodes before it returns, as
+the gateway's healer does (--heal=false leaves that to
+"ecstore repair"); it says so on stderr, and if the rebuild fails,
+the object is still stored and put still succeeds.
+
 Examples:
   ecstore put run1.root /atlas/run1.root
   tar c results | ecstore put - /backup/results.tar
@@ -30,6 +42,7 @@ Examples:
 func cmdPut(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "put", "put [flags] LOCAL /path", putHelp)
 	cf := fs.addClusterFlags()
+	heal := fs.Bool("heal", true, "rebuild at once the archives of nodes that failed during the write")
 	pos, err := fs.parse(args, 2, 2)
 	if err != nil {
 		return err
@@ -62,7 +75,8 @@ func cmdPut(ctx context.Context, e *env, args []string) error {
 		src = f
 	}
 
-	c, err := cf.open(e, true)
+	var degraded degradedWrites
+	c, err := cf.openWith(e, true, object.Events{DegradedWrite: degraded.record})
 	if err != nil {
 		return err
 	}
@@ -95,7 +109,55 @@ func cmdPut(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("put %s: %w", path, describe(ctx, path, err))
 	}
 	bar.finish(true)
+	if slots := degraded.of(path); len(slots) > 0 {
+		healDegradedPut(ctx, e, c.Store(), path, slots, *heal)
+	}
 	return nil
+}
+
+// degradedWrites records the slots that writes committed without
+// (object.Events.DegradedWrite).
+type degradedWrites struct {
+	mu    sync.Mutex
+	slots map[string][]int
+}
+
+func (d *degradedWrites) record(path string, failed []int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.slots == nil {
+		d.slots = map[string][]int{}
+	}
+	d.slots[path] = slices.Clone(failed)
+}
+
+func (d *degradedWrites) of(path string) []int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.slots[path]
+}
+
+// healDegradedPut rebuilds the slots the put of path could not store
+// (unless heal is false) and says what it did. The object is stored
+// either way: a failed rebuild is a warning, not an error.
+func healDegradedPut(ctx context.Context, e *env, s *object.Store, path string, missing []int, heal bool) {
+	if !heal {
+		fmt.Fprintf(e.stderr, "ecstore: put %s: stored degraded (slots %v missing: their nodes failed); \"ecstore repair\" rebuilds them\n", path, missing)
+		return
+	}
+	_, res, err := repair.Heal(ctx, s, path, nil)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "ecstore: put %s: stored degraded (slots %v missing: their nodes failed); rebuilding them failed: %v; \"ecstore repair\" rebuilds them once enough nodes answer\n", path, missing, err)
+		return
+	}
+	if res == nil || len(res.Rebuilt) == 0 {
+		return // healthy after all (the node's archive was there)
+	}
+	var done []string
+	for _, slot := range slices.Sorted(maps.Keys(res.Rebuilt)) {
+		done = append(done, fmt.Sprintf("slot %d on node %s", slot, res.Rebuilt[slot]))
+	}
+	fmt.Fprintf(e.stderr, "ecstore: put %s: stored degraded (slots %v missing: their nodes failed); rebuilt %s\n", path, missing, strings.Join(done, ", "))
 }
 
 // pump returns a reader of src whose Read fails with ctx's error as soon

@@ -203,3 +203,39 @@ func TestPutProgress(t *testing.T) {
 		t.Errorf("progress for a 1 MiB file: %q", e.stderr.(*bytes.Buffer).String())
 	}
 }
+
+// A put that stores an object degraded says so, tries to rebuild what is
+// missing, and still succeeds: the object is stored and readable.
+func TestPutWithNodesDownSaysItIsDegraded(t *testing.T) {
+	c := newTestCluster(t)
+	c.put("/first", []byte("creates the cluster"))
+	// Three of the 12 nodes gone: one more than the spares.
+	for _, n := range []string{"03", "04", "05"} {
+		if err := os.RemoveAll(filepath.Join(c.dir, "nodes", n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data := randBytes(newRand(t), 3<<20)
+	for _, tc := range []struct {
+		flag, want string
+	}{
+		{"--heal=true", "rebuilding them failed"}, // no node is left to hold the slot
+		{"--heal=false", `"ecstore repair" rebuilds them`},
+	} {
+		path := "/degraded" + strings.TrimPrefix(tc.flag, "--heal=")
+		r := ecstore(t, bytes.NewReader(data), c.cmd("put", tc.flag, "-", path)...)
+		if r.code != 0 || !strings.Contains(r.stderr, "ecstore: put "+path+": stored degraded (slots [") || !strings.Contains(r.stderr, tc.want) {
+			t.Fatalf("put %s with 3 of 12 nodes gone: exit %d, stderr:\n%s", tc.flag, r.code, r.stderr)
+		}
+		if got := mustRun(t, nil, c.cmd("get", path, "-")...); got != string(data) {
+			t.Fatalf("get of the degraded object: %d bytes differ from the %d put", len(got), len(data))
+		}
+	}
+	small := filepath.Join(t.TempDir(), "small") // a file: its size is announced
+	if err := os.WriteFile(small, data[:1000], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := ecstore(t, nil, c.cmd("put", small, "/small")...); r.code != 0 || strings.Contains(r.stderr, "degraded") {
+		t.Fatalf("put of a small object whose 3 replicas fit on the nodes left: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+}

@@ -142,15 +142,10 @@ func (h *Healer) due() []string {
 }
 
 func (h *Healer) heal(ctx context.Context, path string) {
-	in, err := h.store.Inspect(ctx, path, false)
-	if err != nil || in.Health != object.Degraded {
+	slots, res, err := Heal(ctx, h.store, path, h.limiter.wait)
+	if err == nil && len(slots) == 0 {
 		return // gone, healthy again, or beyond repair (fsck reports it)
 	}
-	slots := brokenSlots(in)
-	if len(slots) == 0 {
-		return
-	}
-	res, err := h.store.Rebuild(ctx, path, slots, object.RebuildOptions{Throttle: h.limiter.wait, Version: in.Info.Version})
 	var n int64
 	if res != nil {
 		n = res.Bytes
@@ -163,6 +158,24 @@ func (h *Healer) heal(ctx context.Context, path string) {
 	if h.opts.Healed != nil {
 		h.opts.Healed(path, n, err == nil)
 	}
+}
+
+// Heal inspects the object at path and, if it is degraded, rebuilds its
+// missing and damaged archives. It returns the slots it rebuilt or tried
+// to, none when the object is healthy, gone, beyond repair or could not
+// be inspected, and what the rebuild did (nil if none ran). throttle, if
+// not nil, paces the rebuild (object.RebuildOptions.Throttle).
+func Heal(ctx context.Context, s *object.Store, path string, throttle func(context.Context, int) error) ([]int, *object.RebuildResult, error) {
+	in, err := s.Inspect(ctx, path, false)
+	if err != nil || in.Health != object.Degraded {
+		return nil, nil, nil
+	}
+	slots := brokenSlots(in)
+	if len(slots) == 0 {
+		return nil, nil, nil
+	}
+	res, err := s.Rebuild(ctx, path, slots, object.RebuildOptions{Throttle: throttle, Version: in.Info.Version})
+	return slots, res, err
 }
 
 func (h *Healer) fullScan(ctx context.Context) {
