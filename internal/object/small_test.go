@@ -304,7 +304,7 @@ func TestTombstoneRecordsTheMovedVersion(t *testing.T) {
 		t.Fatal("the move was not recorded")
 	}
 	for _, n := range c.nodes {
-		if got, err := readTombstone(ctx, n, "/x"); err != nil || got != (tombstone{upTo: removed, moved: moved}) {
+		if got, err := readTombstone(ctx, n, "/x"); err != nil || got != (tombstone{upTo: removed, moved: moved, gen: 2}) {
 			t.Fatalf("node %s: tombstone %+v, %v", n.ID(), got, err)
 		}
 	}
@@ -316,7 +316,7 @@ func TestTombstoneRecordsTheMovedVersion(t *testing.T) {
 	}
 	// Removing the moved object: no exception, the removed version kept.
 	c.store.writeTombstones(ctx, "/x", moved)
-	if got := c.store.tombstoneOf(ctx, "/x"); got != (tombstone{upTo: removed}) {
+	if got := c.store.tombstoneOf(ctx, "/x"); got != (tombstone{upTo: removed, gen: 3}) {
 		t.Errorf("after removing the moved version: %+v, want up to %s only", got, removed)
 	}
 }
@@ -325,7 +325,8 @@ func TestTombstoneRecordsTheMovedVersion(t *testing.T) {
 // into what encodes back to them (trimmed) or are refused; never a panic.
 func FuzzParseTombstone(f *testing.F) {
 	v1, v2 := archive.NewVersion(time.Unix(1, 0)), archive.NewVersion(time.Unix(2, 0))
-	for _, seed := range []string{string(v1) + "\n", string(v2) + "\nmoved " + string(v1) + "\n", "", "\n\n", "moved " + string(v1), string(v1) + "\nmoved x\n", "x"} {
+	for _, seed := range []string{string(v1) + "\n", string(v2) + "\nmoved " + string(v1) + "\n", "", "\n\n", "moved " + string(v1), string(v1) + "\nmoved x\n", "x",
+		string(v2) + "\nmoved " + string(v1) + "\ngen 7\n", string(v1) + "\ngen 1\n", string(v1) + "\ngen 0\n", string(v1) + "\ngen 01\n", string(v1) + "\ngen 2\nmoved " + string(v1) + "\n"} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -338,4 +339,64 @@ func FuzzParseTombstone(f *testing.F) {
 			t.Fatalf("%q parsed as %+v, which encodes to %q, parsed as %+v", b, tomb, tomb.encode(), again)
 		}
 	})
+}
+
+// Regression (fault schedule, config=nodes, seed 1795639205542168412):
+// an object moved onto a path with tombstones, then removed while a node
+// was down, came back when the node did. The node kept the tombstone
+// that excepted the moved version, the others had it rewritten without
+// the exception but with the same removed version, and merging the two
+// kept the exception: the node's archive of the removed object was
+// listed (as unrecoverable) instead of hidden.
+func TestRemovedMovedObjectStaysRemovedWhenANodeReturns(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	c, fs := faultyCluster(t, 6, g)
+	rng := rand.New(rand.NewPCG(seed(t), 31))
+	put(t, c.store, "/a", randBytes(rng, 3000)) // the older version, moved later
+	put(t, c.store, "/b", randBytes(rng, 3000))
+	fs[5].SetDown(true)
+	if err := c.store.Remove(ctx, "/b"); err != nil { // tombstones on nodes 0-4
+		t.Fatal(err)
+	}
+	fs[5].SetDown(false)
+	if err := c.store.Rename(ctx, "/a", "/b"); err != nil { // excepted on every node
+		t.Fatal(err)
+	}
+	if _, err := get(c.store, "/b"); err != nil {
+		t.Fatalf("read of the moved object: %v", err)
+	}
+	fs[0].SetDown(true)
+	if err := c.store.Remove(ctx, "/b"); err != nil {
+		t.Fatal(err)
+	}
+	fs[0].SetDown(false) // with its archive of /b and its old tombstone
+	if info, err := c.store.Stat(ctx, "/b"); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("stat of the removed object once node 0 is back: %+v, %v", info, err)
+	}
+	if list, err := c.store.List(ctx, "/"); err != nil || len(list) != 0 {
+		t.Fatalf("listing of / once node 0 is back: %+v, %v", list, err)
+	}
+}
+
+// The latest tombstone is the one of the highest generation; records of
+// one generation (concurrent writers, or files written before
+// generations were kept) rank by removed, then moved version, so an
+// exception recorded with the same removed version is kept, as before.
+func TestTombstoneOrder(t *testing.T) {
+	now := time.Now()
+	v1, v2, v3 := archive.NewVersion(now), archive.NewVersion(now.Add(time.Second)), archive.NewVersion(now.Add(2*time.Second))
+	for _, tc := range []struct {
+		later, earlier tombstone
+	}{
+		{tombstone{upTo: v2, gen: 3}, tombstone{upTo: v2, moved: v1, gen: 2}}, // a removal of the moved version
+		{tombstone{upTo: v2, moved: v1, gen: 2}, tombstone{upTo: v2, gen: 1}},  // a move after a removal
+		{tombstone{upTo: v3}, tombstone{upTo: v2, moved: v1}},
+		{tombstone{upTo: v2, moved: v1}, tombstone{upTo: v2}},
+		{tombstone{upTo: v1, gen: 1}, tombstone{upTo: v3}},
+	} {
+		if !tc.later.after(tc.earlier) || tc.earlier.after(tc.later) {
+			t.Errorf("%+v should come after %+v", tc.later, tc.earlier)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -38,10 +39,27 @@ func tombstonePath(p string) string { return TombstoneRoot + p }
 // tombstone is what a node's tombstone of a path records: versions up to
 // upTo were removed, except moved, a version an mv brought onto the path
 // afterwards (it keeps the version it was written with, older than a
-// removed one maybe). The file holds upTo on its first line and, when
-// set, "moved <version>" on the second.
+// removed one maybe). gen orders the records: each one written is one
+// more than the newest it found, so that the latest removal or move wins
+// over what nodes that missed it still hold (a removal of the moved
+// version clears moved without raising upTo). The file holds upTo on its
+// first line, then, when set, "moved <version>" and "gen <n>" lines.
 type tombstone struct {
 	upTo, moved archive.Version
+	gen         uint64
+}
+
+// after reports whether t was recorded after u: a higher generation, or
+// (records of the same generation, by concurrent writers or before
+// generations were kept) the higher version removed, then moved.
+func (t tombstone) after(u tombstone) bool {
+	if t.gen != u.gen {
+		return t.gen > u.gen
+	}
+	if t.upTo != u.upTo {
+		return t.upTo > u.upTo
+	}
+	return t.moved > u.moved
 }
 
 // hides reports whether the tombstone hides archives of version v: those
@@ -56,18 +74,23 @@ func (t tombstone) encode() []byte {
 	if t.moved != "" {
 		out += "moved " + string(t.moved) + "\n"
 	}
+	if t.gen != 0 {
+		out += "gen " + strconv.FormatUint(t.gen, 10) + "\n"
+	}
 	return []byte(out)
 }
 
 // writeTombstones records on every reachable node that versions up to v of
 // path are deleted. It returns how many nodes recorded it.
 func (s *Store) writeTombstones(ctx context.Context, path string, v archive.Version) int {
+	gen := s.tombstoneOf(ctx, path).gen
 	return s.recordTombstones(ctx, path, func(old tombstone) tombstone {
 		// Never lower a tombstone: mv keeps versions, so removing an
 		// object moved onto this path may remove an older version than
 		// one removed here before, whose remnants must stay hidden. The
-		// moved version, if any, is removed now: no exception remains.
-		return tombstone{upTo: max(old.upTo, v)}
+		// moved version, if any, is removed now: no exception remains,
+		// and the next generation outranks the nodes that keep it.
+		return tombstone{upTo: max(old.upTo, v), gen: max(old.gen, gen) + 1}
 	})
 }
 
@@ -81,7 +104,7 @@ func (s *Store) noteMoved(ctx context.Context, path string, v archive.Version) b
 		return true
 	}
 	n := s.recordTombstones(ctx, path, func(old tombstone) tombstone {
-		return tombstone{upTo: max(old.upTo, t.upTo), moved: v}
+		return tombstone{upTo: max(old.upTo, t.upTo), moved: v, gen: max(old.gen, t.gen) + 1}
 	})
 	return n >= s.opts.Geometry.M+1
 }
@@ -141,40 +164,47 @@ func readTombstone(ctx context.Context, n node.Node, path string) (tombstone, er
 func parseTombstone(b []byte) (tombstone, bool) {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	t := tombstone{upTo: archive.Version(strings.TrimSpace(lines[0]))}
-	if !t.upTo.Valid() || len(lines) > 2 {
+	if !t.upTo.Valid() {
 		return tombstone{}, false
 	}
-	if len(lines) == 2 {
-		v, ok := strings.CutPrefix(strings.TrimSpace(lines[1]), "moved ")
-		t.moved = archive.Version(v)
-		if !ok || !t.moved.Valid() {
-			return tombstone{}, false
+	lines = lines[1:]
+	if len(lines) > 0 {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(lines[0]), "moved "); ok {
+			if t.moved = archive.Version(v); !t.moved.Valid() {
+				return tombstone{}, false
+			}
+			lines = lines[1:]
 		}
 	}
-	return t, true
+	if len(lines) > 0 {
+		n, ok := strings.CutPrefix(strings.TrimSpace(lines[0]), "gen ")
+		gen, err := strconv.ParseUint(n, 10, 64)
+		if !ok || err != nil || gen == 0 || n != strconv.FormatUint(gen, 10) {
+			return tombstone{}, false
+		}
+		t.gen = gen
+		lines = lines[1:]
+	}
+	return t, len(lines) == 0
 }
 
-// tombstoneOf returns the newest tombstone of path on any node (the zero
-// tombstone if none): the newest removed version, and the version moved
-// onto the path after it, if any node recorded one with it.
+// tombstoneOf returns the latest tombstone of path on any node (see
+// tombstone.after; the zero tombstone if none).
 func (s *Store) tombstoneOf(ctx context.Context, path string) tombstone {
 	var mu sync.Mutex
-	var newest tombstone
+	var latest tombstone
 	s.forEach(ctx, func(ctx context.Context, n node.Node) error {
 		t, err := readTombstone(ctx, n, path)
 		if err == nil {
 			mu.Lock()
-			switch {
-			case t.upTo > newest.upTo:
-				newest = t
-			case t.upTo == newest.upTo:
-				newest.moved = max(newest.moved, t.moved)
+			if t.after(latest) {
+				latest = t
 			}
 			mu.Unlock()
 		}
 		return err
 	})
-	return newest
+	return latest
 }
 
 // deletedUpTo returns the newest deleted version of path recorded on any
