@@ -1,0 +1,118 @@
+package webdav
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/repair"
+	"github.com/ecstore/ecstore/internal/testcluster"
+)
+
+var fuzzMethods = []string{"GET", "HEAD", "PUT", "DELETE", "MKCOL", "MOVE", "COPY", "PROPFIND", "OPTIONS", "POST", "PROPPATCH", "LOCK"}
+
+// FuzzHandler sends arbitrary requests (method, target, headers, body),
+// authenticated with a bearer token unless authed is false, to the
+// handler over a test cluster holding a directory and an object. Every
+// answer must be a sane HTTP answer: no panic, no server error on a
+// healthy cluster; and the cluster must be left clean (no debris of
+// writes, nothing damaged).
+func FuzzHandler(f *testing.F) {
+	seeds := []struct {
+		method uint8
+		authed bool
+		target string
+		hdr    string
+		body   string
+	}{
+		{0, true, "/d/o", "Range: bytes=2-5", ""},
+		{0, true, "/d/o", "Range: bytes=-3\nWant-Digest: adler32;q=0.5, crc32c", ""},
+		{1, false, "/d/o", "If-None-Match: *", ""},
+		{2, true, "/d/p", "Content-Type: text/plain", "new object"},
+		{2, true, "/d/", "", ""},
+		{2, true, "/d/o/x", "", "under an object"},
+		{2, true, "/d/big", "Content-Length: 99", "short"},
+		{3, true, "/d/p", "", ""},
+		{3, true, "/d", "", ""},
+		{4, true, "/e/f", "", ""},
+		{5, true, "/d/o", "Destination: http://example.com/d/q\nOverwrite: F", ""},
+		{5, true, "/d/o", "Destination: /../../etc/passwd", ""},
+		{6, true, "/d/o", "Destination: http://example.com/e/%2e%2e/o2\nOverwrite: T", ""},
+		{6, true, "/d", "Destination: http://example.com/d/sub", ""},
+		{7, true, "/d", "Depth: 1", `<?xml version="1.0"?><propfind xmlns="DAV:"><prop><getcontentlength/><checksums xmlns="http://www.dcache.org/2013/webdav"/></prop></propfind>`},
+		{7, true, "/", "Depth: infinity", ""},
+		{7, true, "/d/o", "Depth: 0", `<propfind xmlns="DAV:"><allprop/></propfind>`},
+		{7, true, "/d", "Depth: 1", "<propfind><prop><x:y xmlns:x='&#0;'/></prop>"},
+		{8, false, "/", "", ""},
+		{9, true, "/d/o", "", "post"},
+		{0, true, "/d/o?x=1&y", "Authorization: Basic !!!", ""},
+		{0, false, "/%2e%2e/x", "Authorization: Bearer wrong", ""},
+	}
+	for _, s := range seeds {
+		f.Add(s.method, s.authed, s.target, s.hdr, []byte(s.body))
+	}
+	c := testcluster.New(f, 4, testGeometry)
+	h := NewHandler(c.Store, Options{Tokens: []string{testToken}, AnonymousRead: true})
+	for _, setup := range []struct{ method, target, body string }{{"MKCOL", "/d", ""}, {"PUT", "/d/o", "0123456789"}} {
+		r := httptest.NewRequest(setup.method, setup.target, strings.NewReader(setup.body))
+		r.Header.Set("Authorization", "Bearer "+testToken)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code >= 300 {
+			f.Fatalf("%s %s: %d %s", setup.method, setup.target, w.Code, w.Body.Bytes())
+		}
+	}
+	f.Cleanup(func() {
+		rep, err := repair.Check(context.Background(), c.Store, repair.CheckOptions{DebrisAge: time.Nanosecond})
+		if err != nil || !rep.Clean() {
+			f.Errorf("cluster not clean after the requests: %v; debris %+v", err, rep.Debris)
+		}
+	})
+	f.Fuzz(func(t *testing.T, method uint8, authed bool, target, hdr string, body []byte) {
+		if !strings.HasPrefix(target, "/") || strings.ContainsAny(target, " \t\r\n\x00#") {
+			t.Skip("not a request target a server would parse")
+		}
+		if _, err := url.ParseRequestURI(target); err != nil {
+			t.Skip("not a request target a server would parse")
+		}
+		r := httptest.NewRequest(fuzzMethods[int(method)%len(fuzzMethods)], target, bytes.NewReader(body))
+		for line := range strings.SplitSeq(hdr, "\n") {
+			name, value, ok := strings.Cut(line, ":")
+			name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+			if !ok || !validFieldName(name) || strings.ContainsAny(value, "\r\n\x00") {
+				continue
+			}
+			switch http.CanonicalHeaderKey(name) {
+			case "Host", "Content-Length", "Transfer-Encoding":
+				continue // set by the transport, as for a real request
+			}
+			r.Header.Add(name, value)
+		}
+		if authed && r.Header.Get("Authorization") == "" {
+			r.Header.Set("Authorization", "Bearer "+testToken)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code < 100 || w.Code > 599 || w.Code >= 500 && w.Code != http.StatusNotImplemented {
+			t.Fatalf("%s %s %v: status %d: %s", r.Method, target, r.Header, w.Code, w.Body.Bytes())
+		}
+	})
+}
+
+// validFieldName reports whether s is an HTTP header field name (a token).
+func validFieldName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
