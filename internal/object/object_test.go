@@ -271,6 +271,52 @@ func TestReadAtRandomRanges(t *testing.T) {
 			t.Fatalf("ReadSlices(%d, %d) lent %d bytes unlike ReadAt's %d", off, n, len(joined), got)
 		}
 		release()
+		// WriteRange sends the same bytes, and refuses a range past the end.
+		var sent bytes.Buffer
+		wn, werr := rd.WriteRange(context.Background(), &sent, off, int64(n))
+		inside := off+int64(n) <= int64(len(data))
+		if inside != (werr == nil) || inside && (wn != int64(n) || !bytes.Equal(sent.Bytes(), data[off:off+wn])) || !inside && wn != 0 {
+			t.Fatalf("WriteRange(%d, %d) = %d, %v; sent %d bytes unlike the object's", off, n, wn, werr, sent.Len())
+		}
+	}
+}
+
+// failingWriter fails its write after taking ok bytes.
+type failingWriter struct{ ok int }
+
+var errWriterFailed = errors.New("writer failed")
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if len(p) > w.ok {
+		n := w.ok
+		w.ok = 0
+		return n, errWriterFailed
+	}
+	w.ok -= len(p)
+	return len(p), nil
+}
+
+// WriteRange returns the error of the writer it sends to as it is, with
+// the bytes written before it, and lends its block buffers only for the
+// writes: a reader keeps serving after a failed send.
+func TestWriteRangeStopsAtTheWritersError(t *testing.T) {
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	c := newCluster(t, 6, g)
+	data := randBytes(rand.New(rand.NewPCG(seed(t), 41)), 3*g.BlockSize()+100)
+	put(t, c.store, "/w", data)
+	ctx := context.Background()
+	rd, err := c.store.Open(ctx, "/w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	n, err := rd.WriteRange(ctx, &failingWriter{ok: 5000}, 1000, int64(len(data))-1000)
+	if !errors.Is(err, errWriterFailed) || n != 5000 {
+		t.Fatalf("WriteRange into a writer failing after 5000 bytes: %d, %v", n, err)
+	}
+	var all bytes.Buffer
+	if n, err := rd.WriteTo(ctx, &all); err != nil || n != int64(len(data)) || !bytes.Equal(all.Bytes(), data) {
+		t.Fatalf("WriteTo after the failed send: %d, %v", n, err)
 	}
 }
 

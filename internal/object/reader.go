@@ -808,22 +808,43 @@ func readChunkOf(ctx context.Context, ref *archiveRef, b int64, direct bool) (da
 	return data, buf, nil
 }
 
-// WriteTo streams the whole object to w with read-ahead.
+// WriteTo streams the whole object to w with read-ahead (WriteRange).
 func (r *Reader) WriteTo(ctx context.Context, w io.Writer) (int64, error) {
-	buf := bufpool.Get(int(min(r.l.BlockSize(), max(r.l.Size, 1))))
-	defer bufpool.Put(buf)
-	var off int64
-	for off < r.l.Size {
-		n, err := r.ReadAt(ctx, buf[:min(int64(len(buf)), r.l.Size-off)], off)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return off, err
-		}
-		if _, werr := w.Write(buf[:n]); werr != nil {
-			return off, werr
-		}
-		off += int64(n)
+	return r.WriteRange(ctx, w, 0, r.l.Size)
+}
+
+// WriteRange streams the n bytes at off to w, with read-ahead, a block at
+// a time and straight from the reader's block buffers (ReadSlices): no
+// copy on the way, and no buffer of the caller's. The range must lie
+// within the object. It returns the bytes written; an error of w's is
+// returned as it is.
+func (r *Reader) WriteRange(ctx context.Context, w io.Writer, off, n int64) (int64, error) {
+	if off < 0 || n < 0 || off > r.l.Size-n {
+		return 0, fmt.Errorf("object %s: range [%d, %d) outside its %d bytes", r.path, off, off+n, r.l.Size)
 	}
-	return off, nil
+	bs := r.l.BlockSize()
+	var written int64
+	for written < n {
+		pos := off + written
+		bufs, release, err := r.ReadSlices(ctx, pos, int(min(n-written, bs-pos%bs)))
+		if err != nil && !errors.Is(err, io.EOF) {
+			return written, err
+		}
+		before := written
+		for _, b := range bufs {
+			nw, werr := w.Write(b)
+			written += int64(nw)
+			if werr != nil {
+				release()
+				return written, werr
+			}
+		}
+		release()
+		if written == before {
+			return written, fmt.Errorf("object %s at %d: %w", r.path, pos, io.ErrUnexpectedEOF)
+		}
+	}
+	return written, nil
 }
 
 // bufferedOnly hides a file's ReadSpan: its chunks are read through the

@@ -390,7 +390,7 @@ func TestTombstoneOrder(t *testing.T) {
 		later, earlier tombstone
 	}{
 		{tombstone{upTo: v2, gen: 3}, tombstone{upTo: v2, moved: v1, gen: 2}}, // a removal of the moved version
-		{tombstone{upTo: v2, moved: v1, gen: 2}, tombstone{upTo: v2, gen: 1}},  // a move after a removal
+		{tombstone{upTo: v2, moved: v1, gen: 2}, tombstone{upTo: v2, gen: 1}}, // a move after a removal
 		{tombstone{upTo: v3}, tombstone{upTo: v2, moved: v1}},
 		{tombstone{upTo: v2, moved: v1}, tombstone{upTo: v2}},
 		{tombstone{upTo: v1, gen: 1}, tombstone{upTo: v3}},

@@ -237,7 +237,7 @@ func (h *handler) uploadPartCopy(req *request, up *upload, n int) error {
 	ka := h.startKeepAlive(req)
 	etag, err := h.write(req.ctx, partPath(up.bucket, up.id, n), nil, length, func(w *object.Writer) (string, error) {
 		sum := md5.New()
-		if err := copyRange(req.ctx, io.MultiWriter(w, sum), rd, start, length, info.Geometry.BlockSize()); err != nil {
+		if _, err := rd.WriteRange(req.ctx, io.MultiWriter(w, sum), start, length); err != nil {
 			return "", err
 		}
 		return hex.EncodeToString(sum.Sum(nil)), nil

@@ -315,33 +315,10 @@ func (h *handler) sendObject(req *request, info *object.Info, rd *object.Reader,
 	if head || length == 0 || rd == nil {
 		return nil
 	}
-	if err := copyRange(req.ctx, req.w, rd, start, length, info.Geometry.BlockSize()); err != nil {
+	if _, err := rd.WriteRange(req.ctx, req.w, start, length); err != nil {
 		return err
 	}
 	h.bytes("read", length)
-	return nil
-}
-
-// copyRange streams [start, start+length) of rd to w, a block at a time
-// (so reads stay sequential and the Reader reads ahead).
-func copyRange(ctx context.Context, w io.Writer, rd *object.Reader, start, length, blockSize int64) error {
-	bufLen := min(length, max(blockSize, 64<<10), 8<<20)
-	buf := make([]byte, bufLen)
-	for off, end := start, start+length; off < end; {
-		n, err := rd.ReadAt(ctx, buf[:min(int64(len(buf)), end-off)], off)
-		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return werr
-			}
-			off += int64(n)
-		}
-		if err != nil && !(errors.Is(err, io.EOF) && off == end) {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return err
-		}
-	}
 	return nil
 }
 

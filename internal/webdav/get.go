@@ -2,11 +2,9 @@ package webdav
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"html"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -78,27 +76,8 @@ func (h *handler) get(req *request, head bool) error {
 	if head || length == 0 {
 		return nil
 	}
-	return copyRange(req.ctx, req.w, rd, start, length, info.Geometry.BlockSize())
-}
-
-// copyRange streams [start, start+length) of rd to w, a block at a time
-// (so reads stay sequential and the Reader reads ahead).
-func copyRange(ctx context.Context, w io.Writer, rd *object.Reader, start, length, blockSize int64) error {
-	buf := make([]byte, min(length, max(blockSize, 64<<10), 8<<20))
-	for off, end := start, start+length; off < end; {
-		n, err := rd.ReadAt(ctx, buf[:min(int64(len(buf)), end-off)], off)
-		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return fmt.Errorf("send %s at %d: %w", rd.Info().Path, off, werr)
-			}
-			off += int64(n)
-		}
-		if err != nil && !(errors.Is(err, io.EOF) && off == end) {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return fmt.Errorf("read %s at %d: %w", rd.Info().Path, off, err)
-		}
+	if _, err := rd.WriteRange(req.ctx, req.w, start, length); err != nil {
+		return fmt.Errorf("send %s [%d, %d): %w", info.Path, start, start+length, err)
 	}
 	return nil
 }
