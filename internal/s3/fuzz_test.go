@@ -1,7 +1,6 @@
 package s3
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/xml"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecstore/ecstore/internal/fuzzhttp"
 	"github.com/ecstore/ecstore/internal/testcluster"
 )
 
@@ -89,7 +89,7 @@ func FuzzRequest(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, method, auth uint8, target, hdr string, body []byte) {
-		r, ok := fuzzedRequest(fuzzMethods[int(method)%len(fuzzMethods)], target, hdr, body)
+		r, ok := fuzzhttp.Request(fuzzMethods[int(method)%len(fuzzMethods)], target, hdr, body)
 		if !ok {
 			t.Skip("not an HTTP request a server would parse")
 		}
@@ -110,43 +110,6 @@ func FuzzRequest(f *testing.F) {
 		h.ServeHTTP(w, r)
 		checkAnswer(t, r, w)
 	})
-}
-
-// fuzzedRequest builds a server-side request, or reports that net/http
-// would have refused it before any handler (a bad target or header).
-func fuzzedRequest(method, target, hdr string, body []byte) (*http.Request, bool) {
-	if !strings.HasPrefix(target, "/") || strings.ContainsAny(target, " \t\r\n\x00#") {
-		return nil, false
-	}
-	if _, err := url.ParseRequestURI(target); err != nil {
-		return nil, false
-	}
-	r := httptest.NewRequest(method, target, bytes.NewReader(body))
-	for line := range strings.SplitSeq(hdr, "\n") {
-		name, value, ok := strings.Cut(line, ":")
-		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
-		if !ok || !validHeaderName(name) || strings.ContainsAny(value, "\r\n\x00") {
-			continue
-		}
-		switch http.CanonicalHeaderKey(name) {
-		case "Host", "Content-Length", "Transfer-Encoding":
-			continue // set by the transport, as for a real request
-		}
-		r.Header.Add(name, value)
-	}
-	return r, true
-}
-
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range []byte(s) {
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // checkAnswer fails t unless w holds a well-formed S3 answer to r.

@@ -1,15 +1,14 @@
 package webdav
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ecstore/ecstore/internal/fuzzhttp"
 	"github.com/ecstore/ecstore/internal/repair"
 	"github.com/ecstore/ecstore/internal/testcluster"
 )
@@ -74,24 +73,9 @@ func FuzzHandler(f *testing.F) {
 		}
 	})
 	f.Fuzz(func(t *testing.T, method uint8, authed bool, target, hdr string, body []byte) {
-		if !strings.HasPrefix(target, "/") || strings.ContainsAny(target, " \t\r\n\x00#") {
-			t.Skip("not a request target a server would parse")
-		}
-		if _, err := url.ParseRequestURI(target); err != nil {
-			t.Skip("not a request target a server would parse")
-		}
-		r := httptest.NewRequest(fuzzMethods[int(method)%len(fuzzMethods)], target, bytes.NewReader(body))
-		for line := range strings.SplitSeq(hdr, "\n") {
-			name, value, ok := strings.Cut(line, ":")
-			name, value = strings.TrimSpace(name), strings.TrimSpace(value)
-			if !ok || !validFieldName(name) || strings.ContainsAny(value, "\r\n\x00") {
-				continue
-			}
-			switch http.CanonicalHeaderKey(name) {
-			case "Host", "Content-Length", "Transfer-Encoding":
-				continue // set by the transport, as for a real request
-			}
-			r.Header.Add(name, value)
+		r, ok := fuzzhttp.Request(fuzzMethods[int(method)%len(fuzzMethods)], target, hdr, body)
+		if !ok {
+			t.Skip("not a request a server would parse")
 		}
 		if authed && r.Header.Get("Authorization") == "" {
 			r.Header.Set("Authorization", "Bearer "+testToken)
@@ -102,17 +86,4 @@ func FuzzHandler(f *testing.F) {
 			t.Fatalf("%s %s %v: status %d: %s", r.Method, target, r.Header, w.Code, w.Body.Bytes())
 		}
 	})
-}
-
-// validFieldName reports whether s is an HTTP header field name (a token).
-func validFieldName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range []byte(s) {
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
 }
