@@ -44,7 +44,22 @@ type leftovers struct {
 	s       *Store
 	mu      sync.Mutex
 	pending map[leftover]*leftoverState
-	running bool // the retry loop runs
+	running bool          // the retry loop runs
+	stopped bool          // by stop: no more retries
+	stopCh  chan struct{} // closed by stop
+}
+
+// stop ends the retries (the nodes are about to be closed); what is
+// pending is left to repair.
+func (l *leftovers) stop() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.stopped {
+		l.stopped = true
+		if l.stopCh != nil {
+			close(l.stopCh)
+		}
+	}
 }
 
 // discard aborts up, an upload on node nodeID, and keeps its temporary
@@ -68,8 +83,8 @@ func (l *leftovers) add(nodeID, path string, err error) {
 	if _, ok := l.pending[k]; ok {
 		return
 	}
-	if len(l.pending) >= maxLeftovers {
-		l.s.opts.Logger.Warn("temporary archive left on node; too many pending removals, left to repair",
+	if l.stopped || len(l.pending) >= maxLeftovers {
+		l.s.opts.Logger.Warn("temporary archive left on node; its removal is left to repair",
 			"node", nodeID, "tmp", path, "err", err)
 		return
 	}
@@ -79,7 +94,10 @@ func (l *leftovers) add(nodeID, path string, err error) {
 	l.reportLocked()
 	if !l.running {
 		l.running = true
-		go l.run()
+		if l.stopCh == nil {
+			l.stopCh = make(chan struct{})
+		}
+		go l.run(l.stopCh)
 	}
 }
 
@@ -90,11 +108,11 @@ func (l *leftovers) reportLocked() {
 	}
 }
 
-// run retries the due removals until none is pending.
-func (l *leftovers) run() {
+// run retries the due removals until none is pending, or until stop.
+func (l *leftovers) run(stop <-chan struct{}) {
 	for {
 		l.mu.Lock()
-		if len(l.pending) == 0 {
+		if len(l.pending) == 0 || l.stopped {
 			l.running = false
 			l.mu.Unlock()
 			return
@@ -114,7 +132,12 @@ func (l *leftovers) run() {
 			l.retry(context.Background(), due)
 			continue // the waits changed
 		}
-		time.Sleep(time.Until(wake))
+		t := time.NewTimer(time.Until(wake))
+		select {
+		case <-t.C:
+		case <-stop:
+			t.Stop()
+		}
 	}
 }
 

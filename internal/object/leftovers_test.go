@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -48,21 +49,44 @@ func failedWriteWithNodesDown(t *testing.T) (*cluster, []*node.Faulty, *atomic.I
 	if cerr := w.Close(); !errors.Is(errors.Join(werr, cerr), ErrQuorum) {
 		t.Fatalf("write with 2 of 6 nodes down mid-way (quorum 5): write %v, close %v", werr, cerr)
 	}
-	c.store.Drain() // the aborts
+	// The aborts run in the background.
+	for deadline := time.Now().Add(5 * time.Second); peak.Load() < 2 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if peak.Load() != 2 {
 		t.Fatalf("%d temporary archives kept for removal, want the 2 of the down nodes", peak.Load())
 	}
-	for i, d := range c.dirs {
-		names, _ := readDirNames(filepath.Join(d, "d"))
-		want := 0
-		if i < 2 {
-			want = 1 // the temporary archive its abort could not remove
+	// Nodes 0 and 1 keep the temporary archive their abort could not
+	// remove; the others' aborts (in the background) remove theirs.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var held []int
+		for _, d := range c.dirs {
+			names, _ := readDirNames(filepath.Join(d, "d"))
+			held = append(held, len(names))
 		}
-		if len(names) != want {
-			t.Fatalf("node %d holds %v after the failed write", i, names)
+		if slices.Equal(held, []int{1, 1, 0, 0, 0, 0}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("files the nodes hold after the failed write: %v, want 1 on the down nodes 0 and 1", held)
 		}
 	}
 	return c, fs, &pending
+}
+
+// Drain (before the nodes are closed) stops the retries: what is left is
+// repair's.
+func TestDrainStopsTheRemovalOfTempFiles(t *testing.T) {
+	c, fs, pending := failedWriteWithNodesDown(t)
+	c.store.Drain()
+	fs[0].SetDown(false)
+	fs[1].SetDown(false)
+	time.Sleep(1500 * time.Millisecond) // past the first retry
+	for i, d := range c.dirs[:2] {
+		if names, _ := readDirNames(d); len(names) != 1 || pending.Load() != 2 {
+			t.Fatalf("node %d holds %v after Drain, %d removals pending; want the temporary archive kept", i, names, pending.Load())
+		}
+	}
 }
 
 // Regression: a write that failed while nodes were down left its

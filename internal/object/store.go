@@ -299,8 +299,13 @@ func (s *Store) inBackground(fn func()) {
 
 // Drain waits for the clean-ups started in the background: closes of
 // archives that were read, aborts of archives a write dropped. Each is
-// bounded by its node's own timeouts. Call it before closing the nodes.
-func (s *Store) Drain() { s.cleanup.Wait() }
+// bounded by its node's own timeouts. Then it stops retrying the removal
+// of temporary archives that aborts could not remove (repair removes
+// them as debris). Call it before closing the nodes.
+func (s *Store) Drain() {
+	s.cleanup.Wait()
+	s.leftovers.stop()
+}
 
 // suspicion is why and until when reads avoid a node.
 type suspicion struct {
