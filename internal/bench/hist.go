@@ -84,7 +84,8 @@ func (h *histogram) merge(o *histogram) {
 
 // quantile returns the q-quantile (0 < q <= 1) of the recorded durations:
 // the middle of the bucket holding the ceil(q*n)-th smallest, clamped to
-// [min, max]. It is 0 when nothing was recorded.
+// [min, max], or max if that is the last bucket, which has no upper
+// bound. It is 0 when nothing was recorded.
 func (h *histogram) quantile(q float64) time.Duration {
 	if h.n == 0 {
 		return 0
@@ -95,6 +96,9 @@ func (h *histogram) quantile(q float64) time.Duration {
 	for b, c := range h.counts {
 		seen += c
 		if seen >= rank {
+			if b == numBuckets-1 {
+				return h.max // the middle of [2^maxExp, ∞) means nothing
+			}
 			lo, w := bucketRange(b)
 			v := time.Duration(min(lo+w/2, math.MaxInt64))
 			return min(max(v, h.min), h.max)

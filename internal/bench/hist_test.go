@@ -75,6 +75,22 @@ func TestQuantileCrossCheck(t *testing.T) {
 	}
 }
 
+// Regression: a quantile in the last bucket (2^maxExp ns, about 73
+// minutes, and more) was the middle of that bucket's nominal range, far
+// below the values there (TestQuantileCrossCheck, seed
+// 2925225821222501771: 2h26m for a maximum of 3h59m).
+func TestQuantileBeyondTheLastBucket(t *testing.T) {
+	var h histogram
+	h.record(time.Millisecond)
+	h.record(4 * time.Hour)
+	if got := h.quantile(1); got != 4*time.Hour {
+		t.Fatalf("maximum of 1 ms and 4 h: %v", got)
+	}
+	if got := h.quantile(0.5); got < time.Millisecond || got > time.Millisecond+time.Millisecond/128 {
+		t.Fatalf("median of 1 ms and 4 h: %v", got)
+	}
+}
+
 func TestGenerator(t *testing.T) {
 	g := newGenerator(1, PieceSize)
 	if len(g.buf) != 2*PieceSize {
