@@ -40,7 +40,7 @@ func tombstonePath(p string) string { return TombstoneRoot + p }
 // upTo were removed, except moved, a version an mv brought onto the path
 // afterwards (it keeps the version it was written with, older than a
 // removed one maybe). gen orders the records: each one written is one
-// more than the newest it found, so that the latest removal or move wins
+// more than the one it replaces, so that the latest removal or move wins
 // over what nodes that missed it still hold (a removal of the moved
 // version clears moved without raising upTo). The file holds upTo on its
 // first line, then, when set, "moved <version>" and "gen <n>" lines.
@@ -83,14 +83,15 @@ func (t tombstone) encode() []byte {
 // writeTombstones records on every reachable node that versions up to v of
 // path are deleted. It returns how many nodes recorded it.
 func (s *Store) writeTombstones(ctx context.Context, path string, v archive.Version) int {
-	gen := s.tombstoneOf(ctx, path).gen
 	return s.recordTombstones(ctx, path, func(old tombstone) tombstone {
 		// Never lower a tombstone: mv keeps versions, so removing an
 		// object moved onto this path may remove an older version than
 		// one removed here before, whose remnants must stay hidden. The
 		// moved version, if any, is removed now: no exception remains,
-		// and the next generation outranks the nodes that keep it.
-		return tombstone{upTo: max(old.upTo, v), gen: max(old.gen, gen) + 1}
+		// and the next generation outranks the nodes that keep it. (The
+		// last record reached at least N-M nodes; with at most M down,
+		// one of them is here and takes a higher generation than any.)
+		return tombstone{upTo: max(old.upTo, v), gen: old.gen + 1}
 	})
 }
 
