@@ -75,7 +75,7 @@ func cmdPut(ctx context.Context, e *env, args []string) error {
 		src = f
 	}
 
-	var degraded degradedWrites
+	var degraded degradedWrite
 	c, err := cf.openWith(e, true, object.Events{DegradedWrite: degraded.record})
 	if err != nil {
 		return err
@@ -109,32 +109,29 @@ func cmdPut(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("put %s: %w", path, describe(ctx, path, err))
 	}
 	bar.finish(true)
-	if slots := degraded.of(path); len(slots) > 0 {
+	if slots := degraded.missing(); len(slots) > 0 {
 		healDegradedPut(ctx, e, c.Store(), path, slots, *heal)
 	}
 	return nil
 }
 
-// degradedWrites records the slots that writes committed without
-// (object.Events.DegradedWrite).
-type degradedWrites struct {
+// degradedWrite records the slots a write committed without
+// (object.Events.DegradedWrite); a put writes one object.
+type degradedWrite struct {
 	mu    sync.Mutex
-	slots map[string][]int
+	slots []int
 }
 
-func (d *degradedWrites) record(path string, failed []int) {
+func (d *degradedWrite) record(_ string, failed []int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.slots == nil {
-		d.slots = map[string][]int{}
-	}
-	d.slots[path] = slices.Clone(failed)
+	d.slots = slices.Clone(failed)
 }
 
-func (d *degradedWrites) of(path string) []int {
+func (d *degradedWrite) missing() []int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.slots[path]
+	return d.slots
 }
 
 // healDegradedPut rebuilds the slots the put of path could not store
