@@ -231,6 +231,9 @@ func TestReadChunkMalformed(t *testing.T) {
 			if _, err := ReadChunk(context.Background(), memFile(tc.data), &tc.c, nil); !errors.Is(err, ErrFormat) {
 				t.Fatalf("err %v, want ErrFormat", err)
 			}
+			if _, err := ChunkIn(tc.data, &tc.c); !errors.Is(err, ErrFormat) {
+				t.Fatalf("ChunkIn: err %v, want ErrFormat", err)
+			}
 		})
 	}
 }
@@ -429,5 +432,33 @@ func TestParseHugeMetadataCounts(t *testing.T) {
 				t.Errorf("Parse allocated %d bytes", n)
 			}
 		})
+	}
+}
+
+// ChunkIn returns what ReadChunk reads, from the archive's bytes in
+// place, and refuses a chunk whose data does not match its CRC.
+func TestChunkIn(t *testing.T) {
+	g := layout.Geometry{K: 2, M: 1, ChunkSize: 8}
+	data, _ := buildArchive(t, g, 40, 1)
+	idx := mustParse(t, data)
+	for i := range idx.Chunks {
+		c := &idx.Chunks[i]
+		want, err := ReadChunk(context.Background(), memFile(data), c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ChunkIn(data, c)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("chunk %d: %q, %v; want %q", i, got, err, want)
+		}
+		if cap(got) != len(got) {
+			t.Errorf("chunk %d: capacity %d beyond its %d bytes: an append would overwrite the archive", i, cap(got), len(got))
+		}
+		bad := bytes.Clone(data)
+		bad[c.Offset+c.Span()-1] ^= 0x40
+		var ce *ChecksumError
+		if _, err := ChunkIn(bad, c); !errors.As(err, &ce) || ce.Block != c.Block {
+			t.Fatalf("chunk %d with a flipped byte: %v, want a ChecksumError", i, err)
+		}
 	}
 }

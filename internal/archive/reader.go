@@ -405,8 +405,8 @@ func checkLocal(span []byte, c *Chunk) ([]byte, error) {
 // chunk's bytes, a sub-slice of buf. A mismatch yields a *ChecksumError;
 // unverified bytes are never returned.
 func ReadChunk(ctx context.Context, r ReaderAt, c *Chunk, buf []byte) ([]byte, error) {
-	if c.Offset < 0 || c.Size < 0 || c.Size > max(layout.MaxChunkSize, maxMetadataSize) {
-		return nil, fmt.Errorf("%w: %q: bad offset %d or size %d", ErrFormat, c.Name, c.Offset, c.Size)
+	if err := checkChunk(c); err != nil {
+		return nil, err
 	}
 	n := c.Span()
 	if int64(cap(buf)) < n {
@@ -427,7 +427,36 @@ func ReadChunk(ctx context.Context, r ReaderAt, c *Chunk, buf []byte) ([]byte, e
 			return nil, err
 		}
 	}
-	data, err := checkLocal(buf, c)
+	return verifyChunk(buf, c)
+}
+
+// ChunkIn returns chunk c of an archive held whole in memory
+// (Index.Whole), verified as ReadChunk verifies it: a sub-slice of whole,
+// without a copy.
+func ChunkIn(whole []byte, c *Chunk) ([]byte, error) {
+	if err := checkChunk(c); err != nil {
+		return nil, err
+	}
+	n := c.Span()
+	if c.Offset > int64(len(whole))-n {
+		return nil, fmt.Errorf("%w: archive truncated in chunk %q", ErrFormat, c.Name)
+	}
+	end := c.Offset + n
+	return verifyChunk(whole[c.Offset:end:end], c)
+}
+
+// checkChunk refuses a chunk whose place in the archive cannot be right.
+func checkChunk(c *Chunk) error {
+	if c.Offset < 0 || c.Size < 0 || c.Size > max(layout.MaxChunkSize, maxMetadataSize) {
+		return fmt.Errorf("%w: %q: bad offset %d or size %d", ErrFormat, c.Name, c.Offset, c.Size)
+	}
+	return nil
+}
+
+// verifyChunk checks span, chunk c's local header, name and data, and
+// returns the data if its CRC-32 is c's.
+func verifyChunk(span []byte, c *Chunk) ([]byte, error) {
+	data, err := checkLocal(span, c)
 	if err != nil {
 		return nil, err
 	}

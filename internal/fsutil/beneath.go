@@ -45,8 +45,21 @@ func (b *Beneath) Close() error { return b.dir.Close() }
 // openat2 is not available (or kept failing with EAGAIN); err is then
 // nil.
 func (b *Beneath) Open(rel string, flag int, perm os.FileMode) (f *os.File, done bool, err error) {
+	fd, done, err := b.OpenFd(rel, flag, perm)
+	if !done || err != nil {
+		return nil, done, err
+	}
+	return os.NewFile(uintptr(fd), b.Name(rel)), true, nil
+}
+
+// OpenFd is Open returning the bare descriptor, which the caller closes
+// (unix.Close) or hands to os.NewFile. A caller that reads a small file
+// once and closes it saves what os.NewFile costs: a fcntl, and for a
+// descriptor opened O_NONBLOCK an attempt to register it with the
+// poller, which a regular file refuses.
+func (b *Beneath) OpenFd(rel string, flag int, perm os.FileMode) (fd int, done bool, err error) {
 	if b.missing.Load() {
-		return nil, false, nil
+		return -1, false, nil
 	}
 	how := unix.OpenHow{
 		Flags:   uint64(flag) | unix.O_CLOEXEC,
@@ -55,7 +68,6 @@ func (b *Beneath) Open(rel string, flag int, perm os.FileMode) (f *os.File, done
 	if flag&(unix.O_CREAT|unix.O_TMPFILE) != 0 {
 		how.Mode = uint64(perm.Perm()) // openat2 refuses a mode otherwise
 	}
-	var fd int
 	if cerr := withFd(b.dir, func(dirfd int) {
 		// EAGAIN: a rename raced with the resolution; try again a few
 		// times, then let os.Root walk the path.
@@ -66,21 +78,25 @@ func (b *Beneath) Open(rel string, flag int, perm os.FileMode) (f *os.File, done
 			}
 		}
 	}); cerr != nil {
-		return nil, true, &os.PathError{Op: "openat2", Path: rel, Err: cerr}
+		return -1, true, &os.PathError{Op: "openat2", Path: rel, Err: cerr}
 	}
 	switch {
 	case err == unix.EINTR || err == unix.EAGAIN:
-		return nil, false, nil
+		return -1, false, nil
 	case err == unix.ENOSYS || err == unix.EPERM && b.probeMissing():
 		b.missing.Store(true)
-		return nil, false, nil
+		return -1, false, nil
 	case err == unix.EXDEV:
-		return nil, true, &os.PathError{Op: "openat2", Path: rel, Err: ErrEscapes}
+		return -1, true, &os.PathError{Op: "openat2", Path: rel, Err: ErrEscapes}
 	case err != nil:
-		return nil, true, &os.PathError{Op: "openat2", Path: rel, Err: err}
+		return -1, true, &os.PathError{Op: "openat2", Path: rel, Err: err}
 	}
-	return os.NewFile(uintptr(fd), filepath.Join(b.dir.Name(), rel)), true, nil
+	return fd, true, nil
 }
+
+// Name returns the name of file rel under the directory, for messages
+// and for os.NewFile.
+func (b *Beneath) Name(rel string) string { return filepath.Join(b.dir.Name(), rel) }
 
 // probeMissing tells a seccomp refusal of openat2 from a permission
 // error on the file: openat2 of the directory itself must succeed.

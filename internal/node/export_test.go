@@ -18,3 +18,12 @@ const (
 	LargeBufferBudget = largeBufferBudget
 	LargeUploadBuffer = largeUploadBuffer
 )
+
+// SetNoOpenat2 makes l open files as where the kernel has no openat2,
+// through its os.Root alone.
+func SetNoOpenat2(l *Local) {
+	if l.beneath != nil {
+		l.beneath.Close()
+		l.beneath = nil
+	}
+}

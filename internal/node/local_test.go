@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/ecstore/ecstore/internal/node"
 	"github.com/ecstore/ecstore/internal/node/nodetest"
@@ -209,6 +211,78 @@ func TestLocalVariants(t *testing.T) {
 			return l
 		})
 	})
+	t.Run("no openat2", func(t *testing.T) {
+		nodetest.Run(t, func(t *testing.T) node.Node {
+			l := newLocal(t, node.LocalOptions{})
+			node.SetNoOpenat2(l)
+			return l
+		})
+	})
+}
+
+// Open reads a file shorter than WholeRead whole into memory (a
+// ContentsFile, of the file's bytes) and opens a longer one as a file
+// (where openat2 is missing, every one), around the boundary and at its
+// extremes; either way the File reads the file's bytes.
+func TestLocalOpenSizes(t *testing.T) {
+	ctx := context.Background()
+	for _, openat2 := range []bool{true, false} {
+		l := newLocal(t, node.LocalOptions{})
+		if !openat2 {
+			node.SetNoOpenat2(l)
+		}
+		for _, size := range []int{0, 1, node.WholeRead - 1, node.WholeRead, node.WholeRead + 1, 300000} {
+			content := pattern(size)
+			path := fmt.Sprintf("/f%d", size)
+			put(t, l, path, content)
+			f, err := l.Open(ctx, path)
+			if err != nil {
+				t.Fatalf("openat2 %v, %d bytes: open: %v", openat2, size, err)
+			}
+			c, inMemory := f.(node.ContentsFile)
+			if want := openat2 && size < node.WholeRead; inMemory != want {
+				t.Errorf("openat2 %v, %d bytes: held in memory: %v, want %v", openat2, size, inMemory, want)
+			}
+			if inMemory && !bytes.Equal(c.Contents(), content) {
+				t.Errorf("openat2 %v, %d bytes: contents differ", openat2, size)
+			}
+			if f.Size() != int64(size) {
+				t.Errorf("openat2 %v, %d bytes: Size %d", openat2, size, f.Size())
+			}
+			got := make([]byte, size+10)
+			n, err := f.ReadAt(ctx, got, 0)
+			if n != size || err != io.EOF || !bytes.Equal(got[:n], content) {
+				t.Errorf("openat2 %v, %d bytes: ReadAt read %d (%v), equal %v", openat2, size, n, err, bytes.Equal(got[:n], content))
+			}
+			if err := f.Close(); err != nil {
+				t.Errorf("openat2 %v, %d bytes: close: %v", openat2, size, err)
+			}
+		}
+	}
+}
+
+// A FIFO planted in a node directory is refused at once, with or
+// without openat2: the open neither blocks for a writer nor reads it.
+func TestLocalOpenFIFO(t *testing.T) {
+	for _, openat2 := range []bool{true, false} {
+		l := newLocal(t, node.LocalOptions{})
+		if !openat2 {
+			node.SetNoOpenat2(l)
+		}
+		if err := unix.Mkfifo(filepath.Join(l.Dir(), "fifo"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		f, err := l.Open(ctx, "/fifo")
+		cancel()
+		if err == nil {
+			f.Close()
+			t.Fatalf("openat2 %v: a FIFO opened as a file", openat2)
+		}
+		if !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("openat2 %v: open of a FIFO: %v, want 'not a regular file'", openat2, err)
+		}
+	}
 }
 
 // A local file's ReadSpan returns the span's bytes whether it reads with
@@ -344,4 +418,13 @@ func TestLocalLargeStagingBudget(t *testing.T) {
 	if held := node.LargeBuffersHeld(); held != 0 {
 		t.Errorf("%d bytes of large buffers still held after every upload ended", held)
 	}
+}
+
+// pattern returns n bytes that differ from one offset to the next.
+func pattern(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7 + i>>8)
+	}
+	return b
 }

@@ -16,8 +16,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ecstore/ecstore/internal/directio"
@@ -102,6 +104,45 @@ type File interface {
 	Size() int64
 	// Close releases the file.
 	Close() error
+}
+
+// ContentsFile is a File whose whole content its open read into memory
+// (Local does so for small files). Contents returns it; the caller must
+// not change it. Reads from a ContentsFile cost no request.
+type ContentsFile interface {
+	File
+	Contents() []byte
+}
+
+// contentsFile is a ContentsFile.
+type contentsFile struct {
+	b      []byte
+	closed atomic.Bool
+}
+
+func (f *contentsFile) Contents() []byte { return f.b }
+
+func (f *contentsFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if off < 0 {
+		return 0, fmt.Errorf("read at negative offset %d", off)
+	}
+	n := copy(p, f.b[min(off, int64(len(f.b))):])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (f *contentsFile) Size() int64 { return int64(len(f.b)) }
+
+func (f *contentsFile) Close() error {
+	if f.closed.Swap(true) {
+		return fs.ErrClosed
+	}
+	return nil
 }
 
 // SpanReader is a File that can read a span into a buffer of its own

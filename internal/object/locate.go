@@ -319,7 +319,14 @@ func probeOne(ctx context.Context, path string, n node.Node) probeResult {
 		r.err = err
 		return r
 	}
-	idx, err := archive.Parse(ctx, f, f.Size())
+	var idx *archive.Index
+	if c, ok := f.(node.ContentsFile); ok {
+		// In memory already: parsed where it lies, and kept as the
+		// index's Whole.
+		idx, err = archive.ParseTail(ctx, nil, c.Size(), c.Contents())
+	} else {
+		idx, err = archive.Parse(ctx, f, f.Size())
+	}
 	if err != nil {
 		f.Close()
 		r.err = fmt.Errorf("node %s: archive %s: %w", n.ID(), path, err)

@@ -340,6 +340,12 @@ func (r *Reader) fetchLocked(b int64, need []bool) *blockFetch {
 	for len(r.fifo) > r.s.opts.ReadAhead+pipelineDepth {
 		r.evictLocked(r.fifo[0])
 	}
+	if chunks, ok := r.inMemory(b, need); ok {
+		f.chunks, f.backing = chunks, make([][]byte, len(chunks))
+		f.refs.Store(1)
+		close(f.done)
+		return f
+	}
 	workers.Go(func() {
 		defer f.unref()
 		defer close(f.done)
@@ -353,6 +359,31 @@ func (r *Reader) fetchLocked(b int64, need []bool) *blockFetch {
 		f.chunks, f.backing, f.err = r.readBlock(r.bg, b, need)
 	})
 	return f
+}
+
+// inMemory returns the needed data chunks of block b when the archives
+// of their slots are all held in memory (Index.Whole: a small object's,
+// say) and verify: then they are taken from there at once, with no
+// goroutine, timer or pooled buffer. Otherwise (a slot without such an
+// archive, a chunk that fails its checksum) readBlock reads the block,
+// and handles the failures.
+func (r *Reader) inMemory(b int64, need []bool) ([][]byte, bool) {
+	chunks := make([][]byte, r.l.K)
+	for s, n := range need {
+		if !n {
+			continue
+		}
+		ref := r.slotRef(r.l.Slot(b, s))
+		if ref == nil || ref.idx.Whole == nil {
+			return nil, false
+		}
+		data, err := archive.ChunkIn(ref.idx.Whole, &ref.idx.Chunks[b])
+		if err != nil {
+			return nil, false
+		}
+		chunks[s] = data
+	}
+	return chunks, true
 }
 
 // evictLocked drops block b from the cache. r.mu must be held.
@@ -790,6 +821,13 @@ func (r *Reader) readChunk(ctx context.Context, b int64, s int) (data, buf []byt
 // direct reads and 1350-1820 without.
 func readChunkOf(ctx context.Context, ref *archiveRef, b int64, direct bool) (data, buf []byte, err error) {
 	c := &ref.idx.Chunks[b]
+	if ref.idx.Whole != nil {
+		data, err = archive.ChunkIn(ref.idx.Whole, c)
+		if err != nil {
+			return nil, nil, fmt.Errorf("node %s: %w", ref.node.ID(), err)
+		}
+		return data, nil, nil
+	}
 	src := ref.idx.Source(ref.file)
 	n := int(c.Span())
 	if _, ok := src.(archive.SpanReaderAt); ok {
