@@ -180,3 +180,37 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// IsDir tells directories from files and symbolic links (not followed),
+// reports a missing path as not existing, and refuses to look outside.
+func TestBeneathIsDir(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(dir, "a/b"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "a/f"), []byte("x"), 0o644))
+	must(t, os.Symlink("b", filepath.Join(dir, "a/link")))
+	must(t, os.Symlink(outside, filepath.Join(dir, "abs")))
+	b, err := NewBeneath(dir)
+	must(t, err)
+	defer b.Close()
+	for _, tc := range []struct {
+		rel   string
+		isDir bool
+		err   error
+	}{
+		{"a", true, nil},
+		{"a/b", true, nil},
+		{"a/f", false, nil},
+		{"a/link", false, nil},
+		{"a/missing", false, fs.ErrNotExist},
+		{"a/f/under", false, syscall.ENOTDIR},
+		{"abs/x", false, ErrEscapes},
+	} {
+		isDir, done, err := b.IsDir(tc.rel)
+		if !done {
+			t.Skip("no openat2 on this kernel: os.Root serves alone")
+		}
+		if isDir != tc.isDir || !errors.Is(err, tc.err) || (tc.err == nil) != (err == nil) {
+			t.Errorf("IsDir(%s) = %v, %v; want %v, %v", tc.rel, isDir, err, tc.isDir, tc.err)
+		}
+	}
+}

@@ -12,9 +12,10 @@ import (
 	"github.com/ecstore/ecstore/internal/fsutil"
 	"io"
 	"io/fs"
+	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,8 +25,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// xattrPrefix is prepended to every attribute key stored by Local.
-const xattrPrefix = "user.ecstore."
+// attrsXattr is the extended attribute in which Local keeps a file's
+// attributes, all in one (url.Values encoding: one fsetxattr per upload,
+// one getxattr per listed file, where a key each took six of each).
+// Files written before it hold one "user.ecstore.<key>" attribute per
+// key (xattrPrefix), which are still read.
+const (
+	attrsXattr  = "user.ecstore"
+	xattrPrefix = "user.ecstore."
+)
 
 // uploadBufferSize is the staging buffer of a Local upload: each time it
 // fills, it is written with O_DIRECT (package directio), so that archive
@@ -119,6 +127,21 @@ func (l *Local) openFile(path string, flag int, perm os.FileMode) (*os.File, err
 	return l.beneath.OpenFile(l.root, fsutil.Rel(path), flag, perm)
 }
 
+// isDir reports whether path, not following a final symbolic link, is a
+// directory.
+func (l *Local) isDir(path string) (bool, error) {
+	if l.beneath != nil {
+		if isDir, done, err := l.beneath.IsDir(fsutil.Rel(path)); done {
+			return isDir, err
+		}
+	}
+	fi, err := l.root.Lstat(fsutil.Rel(path))
+	if err != nil {
+		return false, err
+	}
+	return fi.IsDir(), nil
+}
+
 // Dir returns the absolute directory the node stores its files in.
 func (l *Local) Dir() string { return l.dir }
 
@@ -145,7 +168,7 @@ func (l *Local) Create(ctx context.Context, path string) (Upload, error) {
 	}
 	// Fail early, before any byte is written, when path is a directory
 	// or its parent is a file.
-	if fi, err := l.root.Lstat(fsutil.Rel(path)); err == nil && fi.IsDir() {
+	if isDir, err := l.isDir(path); err == nil && isDir {
 		return nil, l.wrap("create", path, ErrIsDir)
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, l.fail("create", path, err)
@@ -353,11 +376,22 @@ func (l *Local) entryAttrs(dirfd int, name string) map[string]string {
 		func(a string, b []byte) (int, error) { return unix.Fgetxattr(fd, a, b) })
 }
 
-// readAttrs returns the user.ecstore.* attributes through list and get, or
-// nil if there are none or they cannot be read. Attributes are best
-// effort (see FileInfo.Attrs), so errors are dropped; ENOTSUP marks the
-// node as having no attributes.
+// readAttrs returns the attributes kept in attrsXattr, or else in
+// user.ecstore.* attributes, through list and get, or nil if there are
+// none or they cannot be read. Attributes are best effort (see
+// FileInfo.Attrs), so errors are dropped; ENOTSUP marks the node as
+// having no attributes.
 func (l *Local) readAttrs(list func([]byte) (int, error), get func(string, []byte) (int, error)) map[string]string {
+	val, err := xattrCall(func(b []byte) (int, error) { return get(attrsXattr, b) }, 512)
+	switch {
+	case err == nil:
+		return decodeAttrs(val)
+	case isNotSup(err):
+		l.noAttr.Store(true)
+		return nil
+	case err != unix.ENODATA:
+		return nil
+	}
 	names, err := xattrCall(list, 512)
 	if err != nil {
 		if isNotSup(err) {
@@ -385,6 +419,30 @@ func (l *Local) readAttrs(list func([]byte) (int, error), get func(string, []byt
 			attrs = make(map[string]string)
 		}
 		attrs[key] = string(val)
+	}
+	return attrs
+}
+
+// encodeAttrs and decodeAttrs convert attributes to and from the value
+// of attrsXattr. A value that does not decode yields what decodes of it.
+func encodeAttrs(attrs map[string]string) []byte {
+	v := make(url.Values, len(attrs))
+	for k, val := range attrs {
+		v.Set(k, val)
+	}
+	return []byte(v.Encode())
+}
+
+func decodeAttrs(b []byte) map[string]string {
+	v, _ := url.ParseQuery(string(b))
+	if len(v) == 0 {
+		return nil
+	}
+	attrs := make(map[string]string, len(v))
+	for k, vals := range v {
+		if validKey(k) && len(vals) > 0 {
+			attrs[k] = vals[len(vals)-1]
+		}
 	}
 	return attrs
 }
@@ -634,7 +692,8 @@ type localUpload struct {
 	w     *directio.Appender // nil once flushed or discarded
 	large bool               // w has a large staging buffer, counted in largeBuffersHeld
 	state int
-	err   error // sticky write or finish error
+	err   error             // sticky write or finish error
+	attrs map[string]string // set by SetAttrs so far
 }
 
 var (
@@ -776,24 +835,23 @@ func (u *localUpload) SetAttrs(ctx context.Context, attrs map[string]string) err
 	if err := ctx.Err(); err != nil {
 		return u.l.wrap("setattrs", u.path, err)
 	}
-	keys := make([]string, 0, len(attrs))
 	for k := range attrs {
 		if !validKey(k) {
 			return u.l.wrap("setattrs", u.path, fmt.Errorf("invalid attribute key %q", k))
 		}
-		keys = append(keys, k)
 	}
 	if u.l.noAttr.Load() {
 		return nil
 	}
-	sort.Strings(keys)
+	// Every call writes all the attributes set so far, in one value.
+	if u.attrs == nil {
+		u.attrs = make(map[string]string, len(attrs))
+	}
+	maps.Copy(u.attrs, attrs)
+	val := encodeAttrs(u.attrs)
 	var serr error
 	err := control(u.f, func(fd int) {
-		for _, k := range keys {
-			if serr = unix.Fsetxattr(fd, xattrPrefix+k, []byte(attrs[k]), 0); serr != nil {
-				return
-			}
-		}
+		serr = unix.Fsetxattr(fd, attrsXattr, val, 0)
 	})
 	if err == nil {
 		err = serr

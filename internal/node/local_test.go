@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -92,12 +93,38 @@ func TestLocalOnDisk(t *testing.T) {
 		t.Errorf("file = %q, %v", got, err)
 	}
 	buf := make([]byte, 16)
-	n, err := unix.Getxattr(p, "user.ecstore.size", buf)
+	n, err := unix.Getxattr(p, "user.ecstore", buf)
 	switch {
 	case errors.Is(err, unix.ENOTSUP):
 		t.Log("file system without user xattrs")
-	case err != nil || string(buf[:n]) != "4":
-		t.Errorf("xattr user.ecstore.size = %q, %v; want 4", buf[:n], err)
+	case err != nil || string(buf[:max(n, 0)]) != "size=4":
+		t.Errorf("xattr user.ecstore = %q, %v; want size=4", buf[:max(n, 0)], err)
+	}
+}
+
+// Files whose attributes were written one xattr per key
+// (user.ecstore.KEY, before they were kept in one) report them as
+// before, through Stat and List.
+func TestLocalReadsAttributesKeptPerKey(t *testing.T) {
+	ctx := context.Background()
+	l := newLocal(t, node.LocalOptions{})
+	put(t, l, "/d/old", []byte("data"))
+	p := filepath.Join(l.Dir(), "d", "old")
+	want := map[string]string{"size": "4", "version": "0001-ab", "ec": "1+2"}
+	for k, v := range want {
+		if err := unix.Setxattr(p, "user.ecstore."+k, []byte(v), 0); errors.Is(err, unix.ENOTSUP) {
+			t.Skip("file system without user xattrs")
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	fi, err := l.Stat(ctx, "/d/old")
+	if err != nil || !maps.Equal(fi.Attrs, want) {
+		t.Errorf("Stat: attrs %v, %v; want %v", fi.Attrs, err, want)
+	}
+	ents, err := l.List(ctx, "/d")
+	if err != nil || len(ents) != 1 || !maps.Equal(ents[0].Attrs, want) {
+		t.Errorf("List: %+v, %v; want one entry with attrs %v", ents, err, want)
 	}
 }
 
