@@ -208,13 +208,15 @@ func (s *Store) Inspect(ctx context.Context, path string, deep bool) (*Inspectio
 		in.Slots[i] = sr
 	}
 	in.MinGood = loc.found
+	readable := in.MinGood // counting other copies of slots (alts)
 	if deep {
-		if err := s.deepCheck(ctx, in, loc); err != nil {
+		var err error
+		if readable, err = s.deepCheck(ctx, in, loc); err != nil {
 			return nil, err
 		}
 	}
 	switch {
-	case !ok || in.MinGood < loc.meta.K:
+	case !ok || readable < loc.meta.K:
 		in.Health = Unrecoverable
 	case in.MinGood < width || in.SumErr != nil:
 		in.Health = Degraded
@@ -226,60 +228,84 @@ func (s *Store) Inspect(ctx context.Context, path string, deep bool) (*Inspectio
 }
 
 // deepCheck reads every chunk of every archive and then the whole object.
-func (s *Store) deepCheck(ctx context.Context, in *Inspection, loc *located) error {
+// It returns the fewest chunks any block can be read from, counting, for
+// a slot whose chunk fails its checksum, another copy of the slot's
+// archive (a rebuild's, on another node) whose chunk verifies: readers
+// use those copies, so the block is readable, though the slot is
+// reported bad (and repaired) all the same.
+func (s *Store) deepCheck(ctx context.Context, in *Inspection, loc *located) (int, error) {
 	l := loc.meta.Layout()
 	blocks := l.Blocks()
 	good := make([]int, blocks)
+	readable := make([]int, blocks)
 	var buf []byte
+	verifies := func(ref *archiveRef, b int64) (bool, error) {
+		c := &ref.idx.Chunks[b]
+		if int64(cap(buf)) < c.Span() {
+			buf = make([]byte, c.Span())
+		}
+		_, err := archive.ReadChunk(ctx, ref.idx.Source(ref.file), c, buf)
+		if err != nil && ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		return err == nil, nil
+	}
 	for slot, ref := range loc.slots {
 		if ref == nil {
 			continue
 		}
 		for b := int64(0); b < blocks; b++ {
-			c := &ref.idx.Chunks[b]
-			if int64(cap(buf)) < c.Span() {
-				buf = make([]byte, c.Span())
+			ok, err := verifies(ref, b)
+			if err != nil {
+				return 0, err
 			}
-			_, err := archive.ReadChunk(ctx, ref.idx.Source(ref.file), c, buf)
-			switch {
-			case err == nil:
+			if ok {
 				good[b]++
-			case ctx.Err() != nil:
-				return ctx.Err()
-			default:
-				in.Slots[slot].Bad = append(in.Slots[slot].Bad, b)
+				readable[b]++
+				continue
+			}
+			in.Slots[slot].Bad = append(in.Slots[slot].Bad, b)
+			for _, alt := range loc.alts[slot] {
+				if ok, err := verifies(alt, b); err != nil {
+					return 0, err
+				} else if ok {
+					readable[b]++
+					break
+				}
 			}
 		}
 	}
 	in.MinGood = len(loc.slots)
-	for _, g := range good {
-		in.MinGood = min(in.MinGood, g)
+	minReadable := len(loc.slots)
+	for b := range good {
+		in.MinGood = min(in.MinGood, good[b])
+		minReadable = min(minReadable, readable[b])
 	}
 	if blocks == 0 {
-		in.MinGood = loc.found
+		in.MinGood, minReadable = loc.found, loc.found
 	}
-	if in.MinGood < loc.meta.K {
-		return nil
+	if minReadable < loc.meta.K {
+		return minReadable, nil
 	}
 	// Whole-object checksums, through the normal (verifying) read path.
 	r, err := s.Open(ctx, in.Path)
 	if err != nil {
 		in.SumErr = fmt.Errorf("whole-object read failed: %w", err)
-		return nil
+		return minReadable, nil
 	}
 	defer r.Close()
 	if r.loc.meta.Version != loc.meta.Version {
-		return nil // overwritten meanwhile
+		return minReadable, nil // overwritten meanwhile
 	}
 	sums := erasure.NewObjectSums()
 	if _, err := r.WriteTo(ctx, sums); err != nil && !errors.Is(err, io.EOF) {
 		in.SumErr = fmt.Errorf("whole-object read failed: %w", err)
-		return nil
+		return minReadable, nil
 	}
 	if a, c := erasure.FormatSum(sums.Adler32()), erasure.FormatSum(sums.CRC32C()); a != loc.meta.Adler32 || c != loc.meta.CRC32C {
 		in.SumErr = fmt.Errorf("whole-object checksums adler32 %s crc32c %s, metadata says %s %s", a, c, loc.meta.Adler32, loc.meta.CRC32C)
 	}
-	return nil
+	return minReadable, nil
 }
 
 // RemoveMalformed deletes the file at path on node nodeID if it is still

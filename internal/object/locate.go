@@ -72,6 +72,28 @@ func (l *located) close() {
 	wg.Wait()
 }
 
+// closeDebris closes the archives of other versions at once, for a reader
+// that will not read them: the stale archives that are not another copy
+// of a slot (alts), which the reader may read until it closes.
+func (l *located) closeDebris() {
+	copies := map[*archiveRef]bool{}
+	for _, refs := range l.alts {
+		for _, r := range refs {
+			copies[r] = true
+		}
+	}
+	kept := l.stale[:0]
+	for _, r := range l.stale {
+		if copies[r] {
+			kept = append(kept, r)
+		} else {
+			r.file.Close()
+		}
+	}
+	clear(l.stale[len(kept):])
+	l.stale = kept
+}
+
 // probe opens path on each node in parallel and parses the archives
 // found, for the callers that need every node's answer (remove, inspect,
 // roll-forward, tombstone collection): it returns when every node has

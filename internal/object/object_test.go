@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -230,6 +231,69 @@ func TestCorruptionIsDetectedAndRepairedOnRead(t *testing.T) {
 	}
 	if degraded.Load() == 0 {
 		t.Fatal("no corruption was ever noticed")
+	}
+}
+
+// Regression (fault schedule, seed 3993512496522188495): another copy
+// of a slot's archive, as a rebuild leaves on a node other than the
+// placement's, is read when the slot's own archive fails its checksum.
+// The reader closed every archive but its slots' when it opened, the
+// copies with the debris, so the copy's read failed ("file handle is not
+// open") and a block with M other slots lost was unrecoverable.
+func TestReaderReadsAnotherCopyOfASlot(t *testing.T) {
+	ctx := context.Background()
+	// Archives larger than what an open reads whole (node.WholeRead),
+	// or the copy would be read from memory even once closed.
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 160 << 10}
+	c := newCluster(t, 8, g)
+	r := rand.New(rand.NewPCG(seed(t), 9))
+	data := randBytes(r, 2*g.BlockSize()-1000)
+	put(t, c.store, "/alt", data)
+	info, err := c.store.Stat(ctx, "/alt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive := func(id string) string {
+		for i, n := range c.nodes {
+			if n.ID() == id {
+				return filepath.Join(c.dirs[i], "alt")
+			}
+		}
+		t.Fatalf("no node %s", id)
+		return ""
+	}
+	var free string
+	for _, n := range c.nodes {
+		if !slices.Contains(info.Placement, n.ID()) {
+			free = n.ID()
+			break
+		}
+	}
+	home, err := os.ReadFile(archive(info.Placement[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(archive(free), home, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	home[100] ^= 0xff // in the data of slot 0's chunk of block 0
+	if err := os.WriteFile(archive(info.Placement[0]), home, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range info.Placement[1:3] {
+		if err := os.Remove(archive(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := get(c.store, "/alt")
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("get with slot 0 corrupt (a copy on %s) and slots 1, 2 lost: %d bytes, %v", free, len(got), err)
+	}
+	// A deep check finds slot 0 bad in block 0, and the object degraded,
+	// not unrecoverable: the copy serves that block.
+	in, err := c.store.Inspect(ctx, "/alt", true)
+	if err != nil || in.Health != Degraded || !slices.Equal(in.Slots[0].Bad, []int64{0}) || in.SumErr != nil {
+		t.Fatalf("deep inspection: %v, slot 0 bad in %v, sums %v, err %v; want degraded, slot 0 bad in [0]", in.Health, in.Slots[0].Bad, in.SumErr, err)
 	}
 }
 

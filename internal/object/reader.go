@@ -108,10 +108,7 @@ func (s *Store) openReader(ctx context.Context, path string, everyNode bool) (*R
 		loc.close()
 		return nil, err
 	}
-	for _, r := range loc.stale {
-		r.file.Close()
-	}
-	loc.stale = nil
+	loc.closeDebris()
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.transfer(1)
 	return &Reader{s: s, path: path, loc: loc, l: loc.meta.Layout(), codec: codec,

@@ -340,7 +340,10 @@ func (d *debrisRemover) object(in *object.Inspection) {
 		if st.Version > in.Info.Version && time.Since(st.Version.Time()) < d.age {
 			continue // maybe a write committing right now
 		}
-		if st.Version == in.Info.Version && !duplicateSlot(in, st.Node) {
+		if st.Version == in.Info.Version && (!duplicateSlot(in, st.Node) || in.Health != object.Healthy) {
+			// Another copy of a slot is what readers fall back on
+			// when the slot's own archive fails them: kept until
+			// the object is healthy again.
 			continue
 		}
 		d.remove(st.Node, in.Path, "stale archive")

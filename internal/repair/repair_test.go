@@ -144,6 +144,61 @@ func TestRepairMovesSlotOffDeadNode(t *testing.T) {
 	mustCheckClean(t, s, true)
 }
 
+// Another copy of a slot's archive (a rebuild's, left on a node other
+// than the placement's) is kept while the object is degraded, for it may
+// be what readers and the rebuild need: here the slot's own archive fails
+// its checksum in block 0 and two other slots are lost, so block 0 is
+// readable only with the copy. Before, repair removed the copy as a
+// duplicate first, then failed to rebuild: the object was lost.
+func TestRepairKeepsTheCopyOfASlotWhileDegraded(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 1024}
+	c := testcluster.New(t, 8, g)
+	data := testcluster.Rand(rand.New(rand.NewPCG(7, 7)), 3*g.BlockSize()+5)
+	c.Put(t, "/copy", data)
+	info, err := c.Store.Stat(ctx, "/copy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	free := -1
+	for i, n := range c.Nodes {
+		if !slices.Contains(info.Placement, n.ID()) {
+			free = i
+			break
+		}
+	}
+	home := c.Archive(c.NodeIndex(info.Placement[0]), "/copy")
+	b, err := os.ReadFile(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(c.Archive(free, "/copy"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b[100] ^= 0xff // in slot 0's chunk of block 0
+	if err := os.WriteFile(home, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range info.Placement[1:3] {
+		if err := os.Remove(c.Archive(c.NodeIndex(id), "/copy")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, deep := range []bool{false, true} {
+		rep, err := Repair(ctx, c.Store, RepairOptions{CheckOptions: CheckOptions{Deep: deep, DebrisAge: -1}, RemoveDebris: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := rep.Failed(); len(f) > 0 {
+			t.Fatalf("deep %v: repair failed: %+v", deep, f)
+		}
+		if got, err := c.Get("/copy"); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("after a repair (deep %v): %d bytes, %v", deep, len(got), err)
+		}
+	}
+	mustCheckClean(t, c.Store, true)
+}
+
 func TestRepairNeverClaimsUnrecoverable(t *testing.T) {
 	ctx := context.Background()
 	g := layout.Geometry{K: 3, M: 1, ChunkSize: 256}
