@@ -121,7 +121,7 @@ func Repair(ctx context.Context, s *object.Store, opts RepairOptions) (*RepairRe
 	}
 	var debris *debrisRemover
 	if opts.RemoveDebris && !opts.DryRun {
-		debris = &debrisRemover{ctx: ctx, s: s, rep: rep, event: opts.Event, age: check.debrisAge, done: map[string]bool{}}
+		debris = &debrisRemover{ctx: ctx, s: s, rep: rep, event: opts.Event, age: check.debrisAge, deep: opts.Deep, done: map[string]bool{}}
 	}
 	for i, in := range todo {
 		if err := ctx.Err(); err != nil {
@@ -273,6 +273,7 @@ type debrisRemover struct {
 	rep   *RepairReport
 	event func(RepairEvent)
 	age   time.Duration
+	deep  bool            // inspections read every chunk
 	done  map[string]bool // objects whose stale archives were handled
 }
 
@@ -328,6 +329,7 @@ func (d *debrisRemover) object(in *object.Inspection) {
 	if in.Info == nil || in.Health == object.Unrecoverable {
 		return // keep everything of objects we cannot read: evidence
 	}
+	copiesRemovable := d.copiesRemovable(in)
 	for _, st := range in.Stale {
 		if st.Malformed {
 			// Readable without it: a damaged file helps no reader.
@@ -340,14 +342,32 @@ func (d *debrisRemover) object(in *object.Inspection) {
 		if st.Version > in.Info.Version && time.Since(st.Version.Time()) < d.age {
 			continue // maybe a write committing right now
 		}
-		if st.Version == in.Info.Version && (!duplicateSlot(in, st.Node) || in.Health != object.Healthy) {
-			// Another copy of a slot is what readers fall back on
-			// when the slot's own archive fails them: kept until
-			// the object is healthy again.
+		if st.Version == in.Info.Version && (!duplicateSlot(in, st.Node) || !copiesRemovable) {
 			continue
 		}
 		d.remove(st.Node, in.Path, "stale archive")
 	}
+}
+
+// copiesRemovable reports whether the other copies of the object's slots
+// (archives of its version that readers do not use, as a rebuild leaves
+// on a node other than the placement's) may go. They are what readers
+// fall back on when a slot's own archive fails: they stay until every
+// chunk of the object verifies, which a shallow inspection does not
+// tell, so the object is then inspected deep first.
+func (d *debrisRemover) copiesRemovable(in *object.Inspection) bool {
+	if in.Health != object.Healthy {
+		return false
+	}
+	copies := false
+	for _, st := range in.Stale {
+		copies = copies || st.Err == nil && st.Version == in.Info.Version && duplicateSlot(in, st.Node)
+	}
+	if !copies || d.deep {
+		return copies
+	}
+	deep, err := d.s.Inspect(d.ctx, in.Path, true)
+	return err == nil && deep.Health == object.Healthy && deep.Info != nil && deep.Info.Version == in.Info.Version
 }
 
 // again removes the stale archives of an object inspected anew (after a

@@ -199,6 +199,56 @@ func TestRepairKeepsTheCopyOfASlotWhileDegraded(t *testing.T) {
 	mustCheckClean(t, c.Store, true)
 }
 
+// A shallow repair of an object that looks healthy does not remove the
+// copy of a slot (a rebuild's) before a deep check: here the slot's own
+// archive is silently corrupt and the copy is the intact one. The deep
+// repair then rebuilds the slot, and only after that is the copy removed.
+func TestRepairKeepsTheIntactCopyOfACorruptSlot(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 1024}
+	c := testcluster.New(t, 8, g)
+	data := testcluster.Rand(rand.New(rand.NewPCG(8, 8)), 3*g.BlockSize()+5)
+	c.Put(t, "/copy2", data)
+	info, err := c.Store.Stat(ctx, "/copy2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	free := -1
+	for i, n := range c.Nodes {
+		if !slices.Contains(info.Placement, n.ID()) {
+			free = i
+			break
+		}
+	}
+	home := c.Archive(c.NodeIndex(info.Placement[0]), "/copy2")
+	b, err := os.ReadFile(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyPath := c.Archive(free, "/copy2")
+	if err := os.WriteFile(copyPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b[100] ^= 0xff // in slot 0's chunk of block 0
+	if err := os.WriteFile(home, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Repair(ctx, c.Store, RepairOptions{CheckOptions: CheckOptions{DebrisAge: -1}, RemoveDebris: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(copyPath); err != nil {
+		t.Fatalf("a shallow repair removed the intact copy of a corrupt slot: %v", err)
+	}
+	rep, err := Repair(ctx, c.Store, RepairOptions{CheckOptions: CheckOptions{Deep: true, DebrisAge: -1}, RemoveDebris: true})
+	if err != nil || len(rep.Failed()) > 0 {
+		t.Fatalf("deep repair: %+v, %v", rep.Failed(), err)
+	}
+	if got, err := c.Get("/copy2"); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("after the deep repair: %d bytes, %v", len(got), err)
+	}
+	mustCheckClean(t, c.Store, true)
+}
+
 func TestRepairNeverClaimsUnrecoverable(t *testing.T) {
 	ctx := context.Background()
 	g := layout.Geometry{K: 3, M: 1, ChunkSize: 256}
