@@ -1610,3 +1610,73 @@ func TestSlowNodeDoesNotRaiseHedgeDelay(t *testing.T) {
 		t.Errorf("hedge delay after reads with one node 70 ms slower: %v, want HedgeDelay (100ms)", d)
 	}
 }
+
+// Regression (fault schedule, seed 5481806218473841061): a copy of a
+// slot's archive (a rebuild's, off the placement's node) on a node the
+// lookup gave up on is looked for and read when a block needs the slot
+// and the placement's node has no archive of it. The reader asked only
+// the placement's node again, so the block was unrecoverable although
+// the copy's node answered by then.
+func TestReaderFindsACopyOnANodeTheLookupGaveUpOn(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	c := newCluster(t, 8, g)
+	r := rand.New(rand.NewPCG(seed(t), 10))
+	data := randBytes(r, 2*g.BlockSize()+100)
+	put(t, c.store, "/late", data)
+	info, err := c.store.Stat(ctx, "/late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive := func(id string) string {
+		for i, n := range c.nodes {
+			if n.ID() == id {
+				return filepath.Join(c.dirs[i], "late")
+			}
+		}
+		t.Fatalf("no node %s", id)
+		return ""
+	}
+	free := -1
+	for i, n := range c.nodes {
+		if !slices.Contains(info.Placement, n.ID()) {
+			free = i
+			break
+		}
+	}
+	// Slot 0 lives only as a copy on the free node; slot 1 is lost; slot
+	// 2 fails its checksum in block 0: block 0 needs the copy.
+	b, err := os.ReadFile(archive(info.Placement[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(c.dirs[free], "late"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range info.Placement[:2] {
+		if err := os.Remove(archive(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b, err = os.ReadFile(archive(info.Placement[2])); err != nil {
+		t.Fatal(err)
+	}
+	b[100] ^= 0xff
+	if err := os.WriteFile(archive(info.Placement[2]), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The lookup gives up on the free node: its first open of the object
+	// hangs. It answers the opens after that.
+	nodes := slices.Clone(c.nodes)
+	nodes[free] = node.Wrap(c.nodes[free], node.Inject(node.OpOpen, node.Hang()).
+		Path(func(p string) bool { return p == "/late" }).OnIndex(0))
+	s, err := New(nodes, Options{Geometry: g, MinFree: -1, HedgeDelay: 50 * time.Millisecond,
+		ChunkTimeout: time.Second, ProbeTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := get(s, "/late")
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("get with slot 0 only on a node the lookup gave up on: %d bytes, %v", len(got), err)
+	}
+}

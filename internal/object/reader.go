@@ -546,9 +546,17 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 			// Chunks on nodes the lookup gave up on are needed after
 			// all: look for their archives now, whether or not the
 			// nodes are still suspect, rather than fail the block.
-			if un := failedWith(failed, causes, errUnanswered); len(un) > 0 && !reopened && ctx.Err() == nil {
+			// So may a copy of a missing slot (a rebuild's) on any node
+			// the lookup gave up on, when the placement's node is down.
+			un := failedWith(failed, causes, errUnanswered)
+			gone := append(slices.Clone(un), failedWith(failed, causes, errMissing)...)
+			if len(gone) > 0 && !reopened && ctx.Err() == nil {
 				reopened = true
-				if found := r.reopenNow(b, un); len(found) > 0 {
+				found := r.reopenNow(b, un)
+				found = append(found, r.copiesFromUnanswered(b, slices.DeleteFunc(gone, func(st int) bool {
+					return slices.Contains(found, st)
+				}))...)
+				if len(found) > 0 {
 					failed, causes = dropStripes(failed, causes, found)
 					for _, st := range found {
 						start(st)
@@ -727,6 +735,67 @@ func (r *Reader) missing(slot int) error {
 	return fmt.Errorf("slot %d (node %s): %w", slot, id, errUnanswered)
 }
 
+// copiesFromUnanswered looks, on every node the lookup gave up on, for an
+// archive of the object of the slots of block b's stripes that have none:
+// a copy of a slot rebuilt off its placement's node is not looked for by
+// reopen, which asks the placement's node alone. The archives found are
+// read from then on; it returns the stripes they serve.
+func (r *Reader) copiesFromUnanswered(b int64, stripes []int) []int {
+	want := map[int]int{} // slot -> stripe
+	for _, st := range stripes {
+		if slot := r.l.Slot(b, st); r.slotRef(slot) == nil {
+			want[slot] = st
+		}
+	}
+	if len(want) == 0 || len(r.loc.unanswered) == 0 {
+		return nil
+	}
+	var (
+		mu    sync.Mutex
+		found []int
+		wg    sync.WaitGroup
+	)
+	for id := range r.loc.unanswered {
+		n, ok := r.s.Node(id)
+		if !ok {
+			continue
+		}
+		wg.Add(1)
+		workers.Go(func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(r.bg, r.s.nodeTimeout(id, r.s.opts.ProbeTimeout))
+			defer cancel()
+			res := probeOne(ctx, r.path, n)
+			if res.ref == nil {
+				return
+			}
+			m := res.ref.idx.Meta
+			st, wanted := want[m.Slot]
+			if !wanted || !m.SameObject(r.loc.meta) || !r.adoptLate(m.Slot, res.ref) {
+				res.ref.file.Close()
+				return
+			}
+			mu.Lock()
+			found = append(found, st)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return found
+}
+
+// adoptLate makes ref, an archive found after the lookup, slot's archive
+// unless the slot has one already or the reader is closed; the caller
+// closes ref when it is not adopted.
+func (r *Reader) adoptLate(slot int, ref *archiveRef) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed || r.loc.slots[slot] != nil {
+		return false
+	}
+	return r.late[slot].CompareAndSwap(nil, ref)
+}
+
 // reopen looks for the archive of slot on node id, which had not answered
 // the reader's lookup, and reads from it from then on if it holds the
 // version being read.
@@ -746,13 +815,7 @@ func (r *Reader) reopen(slot int, id string) {
 		res.ref.file.Close() // another version, or not this slot's
 		return
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		res.ref.file.Close()
-		return
-	}
-	if !r.late[slot].CompareAndSwap(nil, res.ref) {
+	if !r.adoptLate(slot, res.ref) {
 		res.ref.file.Close() // found meanwhile by another reopen
 	}
 }
