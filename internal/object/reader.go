@@ -763,30 +763,42 @@ func (r *Reader) copiesFromUnanswered(b int64, stripes []int) []int {
 		wg.Add(1)
 		workers.Go(func() {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(r.bg, r.s.nodeTimeout(id, r.s.opts.ProbeTimeout))
-			defer cancel()
-			res := probeOne(ctx, r.path, n)
-			if res.ref == nil {
-				return
+			slot, ok := r.probeLate(n, func(slot int) bool {
+				_, wanted := want[slot]
+				return wanted
+			})
+			if ok {
+				mu.Lock()
+				found = append(found, want[slot])
+				mu.Unlock()
 			}
-			m := res.ref.idx.Meta
-			st, wanted := want[m.Slot]
-			if !wanted || !m.SameObject(r.loc.meta) || !r.adoptLate(m.Slot, res.ref) {
-				res.ref.file.Close()
-				return
-			}
-			mu.Lock()
-			found = append(found, st)
-			mu.Unlock()
 		})
 	}
 	wg.Wait()
 	return found
 }
 
+// probeLate looks on node n, within its probe timeout, for an archive of
+// the object's version, and reads it from then on as its slot's archive
+// if accept takes that slot and the slot has none yet (nor the reader
+// is closed). It returns the slot adopted.
+func (r *Reader) probeLate(n node.Node, accept func(slot int) bool) (int, bool) {
+	ctx, cancel := context.WithTimeout(r.bg, r.s.nodeTimeout(n.ID(), r.s.opts.ProbeTimeout))
+	defer cancel()
+	res := probeOne(ctx, r.path, n)
+	if res.ref == nil {
+		return 0, false
+	}
+	m := res.ref.idx.Meta
+	if !accept(m.Slot) || !m.SameObject(r.loc.meta) || !r.adoptLate(m.Slot, res.ref) {
+		res.ref.file.Close() // another version or slot, or found meanwhile
+		return 0, false
+	}
+	return m.Slot, true
+}
+
 // adoptLate makes ref, an archive found after the lookup, slot's archive
-// unless the slot has one already or the reader is closed; the caller
-// closes ref when it is not adopted.
+// unless the slot has one already or the reader is closed.
 func (r *Reader) adoptLate(slot int, ref *archiveRef) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -800,23 +812,8 @@ func (r *Reader) adoptLate(slot int, ref *archiveRef) bool {
 // the reader's lookup, and reads from it from then on if it holds the
 // version being read.
 func (r *Reader) reopen(slot int, id string) {
-	n, ok := r.s.Node(id)
-	if !ok {
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.bg, r.s.nodeTimeout(id, r.s.opts.ProbeTimeout))
-	defer cancel()
-	res := probeOne(ctx, r.path, n)
-	if res.ref == nil {
-		return
-	}
-	m := res.ref.idx.Meta
-	if m.Slot != slot || !m.SameObject(r.loc.meta) {
-		res.ref.file.Close() // another version, or not this slot's
-		return
-	}
-	if !r.adoptLate(slot, res.ref) {
-		res.ref.file.Close() // found meanwhile by another reopen
+	if n, ok := r.s.Node(id); ok {
+		r.probeLate(n, func(s int) bool { return s == slot })
 	}
 }
 

@@ -152,33 +152,7 @@ func TestRepairMovesSlotOffDeadNode(t *testing.T) {
 // duplicate first, then failed to rebuild: the object was lost.
 func TestRepairKeepsTheCopyOfASlotWhileDegraded(t *testing.T) {
 	ctx := context.Background()
-	g := layout.Geometry{K: 4, M: 2, ChunkSize: 1024}
-	c := testcluster.New(t, 8, g)
-	data := testcluster.Rand(rand.New(rand.NewPCG(7, 7)), 3*g.BlockSize()+5)
-	c.Put(t, "/copy", data)
-	info, err := c.Store.Stat(ctx, "/copy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	free := -1
-	for i, n := range c.Nodes {
-		if !slices.Contains(info.Placement, n.ID()) {
-			free = i
-			break
-		}
-	}
-	home := c.Archive(c.NodeIndex(info.Placement[0]), "/copy")
-	b, err := os.ReadFile(home)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(c.Archive(free, "/copy"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	b[100] ^= 0xff // in slot 0's chunk of block 0
-	if err := os.WriteFile(home, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	c, data, info, _ := corruptSlotWithCopy(t, "/copy", 7)
 	for _, id := range info.Placement[1:3] {
 		if err := os.Remove(c.Archive(c.NodeIndex(id), "/copy")); err != nil {
 			t.Fatal(err)
@@ -205,34 +179,7 @@ func TestRepairKeepsTheCopyOfASlotWhileDegraded(t *testing.T) {
 // repair then rebuilds the slot, and only after that is the copy removed.
 func TestRepairKeepsTheIntactCopyOfACorruptSlot(t *testing.T) {
 	ctx := context.Background()
-	g := layout.Geometry{K: 4, M: 2, ChunkSize: 1024}
-	c := testcluster.New(t, 8, g)
-	data := testcluster.Rand(rand.New(rand.NewPCG(8, 8)), 3*g.BlockSize()+5)
-	c.Put(t, "/copy2", data)
-	info, err := c.Store.Stat(ctx, "/copy2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	free := -1
-	for i, n := range c.Nodes {
-		if !slices.Contains(info.Placement, n.ID()) {
-			free = i
-			break
-		}
-	}
-	home := c.Archive(c.NodeIndex(info.Placement[0]), "/copy2")
-	b, err := os.ReadFile(home)
-	if err != nil {
-		t.Fatal(err)
-	}
-	copyPath := c.Archive(free, "/copy2")
-	if err := os.WriteFile(copyPath, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	b[100] ^= 0xff // in slot 0's chunk of block 0
-	if err := os.WriteFile(home, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	c, data, _, copyPath := corruptSlotWithCopy(t, "/copy2", 8)
 	if _, err := Repair(ctx, c.Store, RepairOptions{CheckOptions: CheckOptions{DebrisAge: -1}, RemoveDebris: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -247,6 +194,44 @@ func TestRepairKeepsTheIntactCopyOfACorruptSlot(t *testing.T) {
 		t.Fatalf("after the deep repair: %d bytes, %v", len(got), err)
 	}
 	mustCheckClean(t, c.Store, true)
+}
+
+// corruptSlotWithCopy stores an object at path (4+2, 3 blocks and a bit,
+// on 8 nodes), copies its slot 0 archive to a node outside the
+// placement, as a rebuild would, and then flips a byte of slot 0's own
+// archive in its chunk of block 0. It returns the cluster, the object's
+// bytes and info, and the copy's file.
+func corruptSlotWithCopy(t *testing.T, path string, seed uint64) (*testcluster.Cluster, []byte, *object.Info, string) {
+	t.Helper()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 1024}
+	c := testcluster.New(t, 8, g)
+	data := testcluster.Rand(rand.New(rand.NewPCG(seed, seed)), 3*g.BlockSize()+5)
+	c.Put(t, path, data)
+	info, err := c.Store.Stat(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	free := -1
+	for i, n := range c.Nodes {
+		if !slices.Contains(info.Placement, n.ID()) {
+			free = i
+			break
+		}
+	}
+	home := c.Archive(c.NodeIndex(info.Placement[0]), path)
+	b, err := os.ReadFile(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyPath := c.Archive(free, path)
+	if err := os.WriteFile(copyPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b[100] ^= 0xff // in slot 0's chunk of block 0
+	if err := os.WriteFile(home, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return c, data, info, copyPath
 }
 
 func TestRepairNeverClaimsUnrecoverable(t *testing.T) {
