@@ -2,6 +2,7 @@ package archive
 
 import (
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -69,6 +70,38 @@ func (v Version) Valid() bool {
 		}
 	}
 	return true
+}
+
+// Packed returns v in 22 characters, the unpadded base64url encoding of
+// its time (8 bytes, big-endian) and its random part (8 bytes), for where
+// space is tight: a local archive's extended attributes (docs/FORMAT.md
+// §10). It returns false when v is not Valid or its time does not fit.
+func (v Version) Packed() (string, bool) {
+	if !v.Valid() {
+		return "", false
+	}
+	ns, rnd, _ := strings.Cut(string(v), "-")
+	t, err := strconv.ParseUint(ns, 10, 64)
+	if err != nil {
+		return "", false
+	}
+	r, _ := strconv.ParseUint(rnd, 16, 64) // Valid: 16 hex digits
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], t)
+	binary.BigEndian.PutUint64(b[8:], r)
+	return base64.RawURLEncoding.EncodeToString(b[:]), true
+}
+
+// UnpackVersion returns the Version that Packed encoded as s.
+func UnpackVersion(s string) (Version, error) {
+	var b [16]byte
+	if len(s) != base64.RawURLEncoding.EncodedLen(len(b)) {
+		return "", fmt.Errorf("archive: packed version %q: %d characters, want 22", s, len(s))
+	}
+	if _, err := base64.RawURLEncoding.Decode(b[:], []byte(s)); err != nil {
+		return "", fmt.Errorf("archive: packed version %q: %w", s, err)
+	}
+	return Version(fmt.Sprintf("%022d-%016x", binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:]))), nil
 }
 
 // Metadata describes the whole object and this archive's place in it. The

@@ -3,6 +3,7 @@ package archive
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -79,6 +80,37 @@ func TestVersionValid(t *testing.T) {
 			}
 		} else if got.UnixNano() != tc.ns {
 			t.Errorf("%q.Time() = %v, want %d ns", tc.v, got, tc.ns)
+		}
+	}
+}
+
+func TestVersionPacked(t *testing.T) {
+	for _, v := range []Version{
+		NewVersion(time.Unix(0, 1795658584449607137)),
+		NewVersion(time.Unix(0, 0)),
+		"0000000000000000000001-0000000000000000",
+		"0018446744073709551615-ffffffffffffffff", // the largest time that fits
+	} {
+		p, ok := v.Packed()
+		if !ok || len(p) != 22 {
+			t.Fatalf("%s.Packed() = %q, %v; want 22 characters", v, p, ok)
+		}
+		if strings.Trim(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") != "" {
+			t.Errorf("%s.Packed() = %q: not URL-safe", v, p)
+		}
+		got, err := UnpackVersion(p)
+		if err != nil || got != v {
+			t.Errorf("UnpackVersion(%q) = %q, %v; want %q", p, got, err, v)
+		}
+	}
+	for _, v := range []Version{"", "1-2", "0018446744073709551616-0000000000000000", "0000000000000000000001-000000000000000g"} {
+		if p, ok := v.Packed(); ok {
+			t.Errorf("%q.Packed() = %q, true; want false", v, p)
+		}
+	}
+	for _, s := range []string{"", "AAAA", "AAAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAA!A", "AAAAAAAAAAAAAAAAAAAAA="} {
+		if v, err := UnpackVersion(s); err == nil {
+			t.Errorf("UnpackVersion(%q) = %q, nil; want an error", s, v)
 		}
 	}
 }

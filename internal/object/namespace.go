@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -251,43 +250,6 @@ func (s *Store) fillSlow(ctx context.Context, out []Info, idx []int) []Info {
 		}
 	}
 	return kept
-}
-
-// summaryFromAttrs builds a listing entry from the archives' extended
-// attributes when the newest version among them has at least K archives,
-// and more than M unless it has them all.
-func summaryFromAttrs(path, name string, files []node.FileInfo) (*Info, bool) {
-	count := map[string]int{}
-	var newest string
-	for _, fi := range files {
-		v := fi.Attrs["version"]
-		if v == "" {
-			return nil, false
-		}
-		count[v]++
-		newest = max(newest, v)
-	}
-	var info *Info
-	for _, fi := range files {
-		if fi.Attrs["version"] != newest {
-			continue
-		}
-		k, m, err := layout.ParseEC(fi.Attrs["ec"])
-		size, err2 := strconv.ParseInt(fi.Attrs["size"], 10, 64)
-		mt, err3 := strconv.ParseInt(fi.Attrs["mtime"], 10, 64)
-		if err != nil || err2 != nil || err3 != nil || count[newest] < k {
-			return nil, false
-		}
-		if count[newest] <= m && count[newest] < k+m {
-			return nil, false // perhaps remnants of a removal: Stat asks the tombstones
-		}
-		chunk, _ := strconv.ParseInt(fi.Attrs["chunk"], 10, 64) // 0 when written before it was kept
-		info = &Info{Path: path, Name: name, Size: size, MTime: time.Unix(0, mt).UTC(),
-			Version: archive.Version(newest), Archives: count[newest],
-			Geometry: layout.Geometry{K: k, M: m, ChunkSize: chunk}}
-		break
-	}
-	return info, info != nil
 }
 
 // Remove deletes the object at path. It first records a tombstone on

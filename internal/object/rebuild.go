@@ -163,9 +163,7 @@ func (s *Store) Rebuild(ctx context.Context, path string, slots []int, opts Rebu
 		err := t.aw.Close(&m)
 		if err == nil {
 			if a, ok := t.up.(node.Attributes); ok {
-				attrs := summaryAttrs(&m)
-				attrs["slot"] = fmt.Sprint(t.slot)
-				err = a.SetAttrs(ctx, attrs)
+				err = a.SetAttrs(ctx, summaryAttrs(&m))
 			}
 		}
 		if err == nil {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -741,7 +740,6 @@ func (w *Writer) commit() error {
 		Adler32: erasure.FormatSum(w.sums.Adler32()), CRC32C: erasure.FormatSum(w.sums.CRC32C()),
 		User: w.user,
 	}
-	attrs := summaryAttrs(&meta)
 	// Finish every healthy archive in parallel.
 	var wg sync.WaitGroup
 	for _, sw := range w.slots {
@@ -758,9 +756,7 @@ func (w *Writer) commit() error {
 				return
 			}
 			if a, ok := sw.up.(node.Attributes); ok {
-				attrs := maps.Clone(attrs)
-				attrs["slot"] = strconv.Itoa(sw.slot)
-				if err := a.SetAttrs(w.ctx, attrs); err != nil {
+				if err := a.SetAttrs(w.ctx, summaryAttrs(&m)); err != nil {
 					w.slotFailed(sw, err)
 					return
 				}
@@ -951,16 +947,4 @@ func (w *Writer) abortAll() {
 		}()
 	}
 	wg.Wait()
-}
-
-// summaryAttrs is the object summary kept in node extended attributes,
-// so that listings need not read archives.
-func summaryAttrs(m *archive.Metadata) map[string]string {
-	return map[string]string{
-		"size":    strconv.FormatInt(m.Size, 10),
-		"version": string(m.Version),
-		"mtime":   strconv.FormatInt(m.MTime.UnixNano(), 10),
-		"ec":      fmt.Sprintf("%d+%d", m.K, m.M),
-		"chunk":   strconv.FormatInt(m.ChunkSize, 10),
-	}
 }

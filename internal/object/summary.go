@@ -1,0 +1,148 @@
+package object
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/archive"
+	"github.com/ecstore/ecstore/internal/layout"
+	"github.com/ecstore/ecstore/internal/node"
+)
+
+// The object summary kept in the extended attributes of every archive
+// (node.Attributes, docs/FORMAT.md §10), so that listings need not read
+// archives. The keys are short so that the whole summary of an archive
+// stays within 64 bytes in node.Local's encoding: ext4 then keeps it inside
+// the file's inode rather than in an extra block per file, which would
+// cost a block allocation at every write, a block release (and, with
+// -o discard, a discard) at every removal, and 4 KiB of disk per archive.
+const (
+	attrVersion = "v" // archive.Version.Packed
+	attrSize    = "s" // object size in bytes
+	attrEC      = "e" // "K+M"
+	attrChunk   = "c" // chunk size, layout.FormatSize ("1MiB")
+	attrSlot    = "n" // the archive's slot
+	attrMTime   = "t" // nanoseconds since 1970, only when not the version's time to the µs
+)
+
+// The long keys that earlier ecstore versions wrote: still read, and
+// written for a version that does not pack.
+const (
+	legacyVersion = "version"
+	legacySize    = "size"
+	legacyEC      = "ec"
+	legacyChunk   = "chunk"
+	legacySlot    = "slot"
+	legacyMTime   = "mtime"
+)
+
+// summaryAttrs is the summary of m, the metadata of slot m.Slot's archive.
+func summaryAttrs(m *archive.Metadata) map[string]string {
+	packed, ok := m.Version.Packed()
+	if !ok {
+		return map[string]string{
+			legacyVersion: string(m.Version),
+			legacySize:    strconv.FormatInt(m.Size, 10),
+			legacyEC:      fmt.Sprintf("%d+%d", m.K, m.M),
+			legacyChunk:   strconv.FormatInt(m.ChunkSize, 10),
+			legacySlot:    strconv.Itoa(m.Slot),
+			legacyMTime:   strconv.FormatInt(m.MTime.UnixNano(), 10),
+		}
+	}
+	a := map[string]string{
+		attrVersion: packed,
+		attrSize:    strconv.FormatInt(m.Size, 10),
+		attrEC:      fmt.Sprintf("%d+%d", m.K, m.M),
+		attrChunk:   layout.FormatSize(m.ChunkSize),
+		attrSlot:    strconv.Itoa(m.Slot),
+	}
+	if !m.MTime.Equal(versionMTime(m.Version)) {
+		a[attrMTime] = strconv.FormatInt(m.MTime.UnixNano(), 10)
+	}
+	return a
+}
+
+// versionMTime is the modification time of a version written by this
+// package: its commit time to the microsecond.
+func versionMTime(v archive.Version) time.Time {
+	return v.Time().UTC().Truncate(time.Microsecond)
+}
+
+// summary is what an archive's attributes say about its object.
+type summary struct {
+	version archive.Version
+	size    int64
+	mtime   time.Time
+	geo     layout.Geometry // ChunkSize 0 when written before it was kept
+}
+
+// parseSummary reads the summary in an archive's attributes, in either
+// set of keys; false when there is none or it is malformed.
+func parseSummary(a map[string]string) (summary, bool) {
+	var (
+		s                        summary
+		sizeKey, ecKey, chunkKey = attrSize, attrEC, attrChunk
+		parseChunk               = layout.ParseSize
+		err                      error
+	)
+	if p, ok := a[attrVersion]; ok {
+		if s.version, err = archive.UnpackVersion(p); err != nil {
+			return summary{}, false
+		}
+		s.mtime = versionMTime(s.version)
+		if t, ok := a[attrMTime]; ok {
+			ns, err := strconv.ParseInt(t, 10, 64)
+			if err != nil {
+				return summary{}, false
+			}
+			s.mtime = time.Unix(0, ns).UTC()
+		}
+	} else {
+		s.version = archive.Version(a[legacyVersion])
+		ns, err := strconv.ParseInt(a[legacyMTime], 10, 64)
+		if s.version == "" || err != nil {
+			return summary{}, false
+		}
+		s.mtime = time.Unix(0, ns).UTC()
+		sizeKey, ecKey, chunkKey = legacySize, legacyEC, legacyChunk
+		parseChunk = func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }
+	}
+	if s.geo.K, s.geo.M, err = layout.ParseEC(a[ecKey]); err != nil {
+		return summary{}, false
+	}
+	if s.size, err = strconv.ParseInt(a[sizeKey], 10, 64); err != nil {
+		return summary{}, false
+	}
+	s.geo.ChunkSize, _ = parseChunk(a[chunkKey])
+	return s, true
+}
+
+// summaryFromAttrs builds a listing entry from the archives' extended
+// attributes when the newest version among them has at least K archives,
+// and more than M unless it has them all.
+func summaryFromAttrs(path, name string, files []node.FileInfo) (*Info, bool) {
+	sums := make([]summary, len(files))
+	count := map[archive.Version]int{}
+	var newest summary
+	for i, fi := range files {
+		s, ok := parseSummary(fi.Attrs)
+		if !ok {
+			return nil, false
+		}
+		sums[i] = s
+		count[s.version]++
+		if s.version > newest.version {
+			newest = s
+		}
+	}
+	n := count[newest.version]
+	if len(files) == 0 || n < newest.geo.K {
+		return nil, false
+	}
+	if n <= newest.geo.M && n < newest.geo.K+newest.geo.M {
+		return nil, false // perhaps remnants of a removal: Stat asks the tombstones
+	}
+	return &Info{Path: path, Name: name, Size: newest.size, MTime: newest.mtime,
+		Version: newest.version, Archives: n, Geometry: newest.geo}, true
+}
