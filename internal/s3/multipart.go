@@ -312,37 +312,97 @@ func (h *handler) completeUpload(req *request) error {
 	}
 	ka := h.startKeepAlive(req)
 	all := md5.Sum(sums)
+	numbers := make([]int, len(c.Parts))
+	for i, p := range c.Parts {
+		numbers[i] = p.PartNumber
+	}
 	etag, err := h.write(req.ctx, path, s3Metadata(up.user), total, func(w *object.Writer) (string, error) {
-		for i, p := range c.Parts {
-			if err := h.appendPart(req.ctx, w, up, p.PartNumber, infos[i]); err != nil {
-				return "", err
-			}
+		if err := h.appendParts(req.ctx, w, up, numbers, infos); err != nil {
+			return "", err
 		}
 		return fmt.Sprintf("%x-%d", all, len(c.Parts)), nil
 	})
 	if err != nil {
 		return ka.fail(conflict(err, up.key))
 	}
-	if err := h.removeUpload(req.ctx, up.bucket, up.id); err != nil {
-		h.opts.Logger.Warn("s3: completed upload not fully removed", "obj", path, "upload", up.id, "err", err)
-	}
+	h.retireUpload(req.ctx, up, path)
 	loc := "http://" + req.r.Host + "/" + up.bucket + "/" + up.key
 	return ka.finish(completeMultipartUploadResult{Location: loc, Bucket: up.bucket, Key: up.key, ETag: quote(etag)})
 }
 
-// appendPart streams part n into w, checking that it is still the
-// version that was checked.
-func (h *handler) appendPart(ctx context.Context, w *object.Writer, up *upload, n int, checked *object.Info) error {
+// appendParts streams the parts numbered numbers, checked as infos, into
+// w in order. The next part is opened (its archives located) while one is
+// copied, so that the copy does not stop at every part for the lookup.
+func (h *handler) appendParts(ctx context.Context, w *object.Writer, up *upload, numbers []int, infos []*object.Info) error {
+	type opened struct {
+		rd  *object.Reader
+		err error
+	}
+	open := func(i int) chan opened {
+		ch := make(chan opened, 1)
+		go func() {
+			rd, err := h.openPart(ctx, up, numbers[i], infos[i])
+			ch <- opened{rd, err}
+		}()
+		return ch
+	}
+	next := open(0)
+	for i := range numbers {
+		o := <-next
+		next = nil
+		if o.err == nil && i+1 < len(numbers) {
+			next = open(i + 1)
+		}
+		if o.err != nil {
+			return o.err
+		}
+		_, err := o.rd.WriteTo(ctx, w)
+		o.rd.Close()
+		if err != nil {
+			if next != nil {
+				go func() {
+					if o := <-next; o.rd != nil {
+						o.rd.Close()
+					}
+				}()
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// openPart opens part n of up, checking that it is still the version
+// that was checked.
+func (h *handler) openPart(ctx context.Context, up *upload, n int, checked *object.Info) (*object.Reader, error) {
 	rd, err := h.store.Open(ctx, partPath(up.bucket, up.id, n))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer rd.Close()
 	if rd.Info().Version != checked.Version {
-		return ErrInvalidPart.with("part %d changed during completion", n)
+		rd.Close()
+		return nil, ErrInvalidPart.with("part %d changed during completion", n)
 	}
-	_, err = rd.WriteTo(ctx, w)
-	return err
+	return rd, nil
+}
+
+// retireUpload ends up once its object is written. The upload's record
+// goes first, so that the upload is no longer listed, completed or
+// aborted; its parts, of no use from then on, are removed after the
+// client has its answer (a gigabyte's 128 parts take a second or more).
+// Parts that a stopping gateway leaves behind go with the upload expiry.
+func (h *handler) retireUpload(ctx context.Context, up *upload, path string) {
+	info := uploadDir(up.bucket, up.id) + "/" + uploadInfoName
+	if err := h.store.Remove(ctx, info); err != nil && !missing(err) {
+		h.opts.Logger.Warn("s3: completed upload still recorded", "obj", path, "upload", up.id, "err", err)
+	}
+	h.background.Add(1)
+	go func() {
+		defer h.background.Done()
+		if err := removeUpload(context.WithoutCancel(ctx), h.store, up.bucket, up.id); err != nil {
+			h.opts.Logger.Warn("s3: completed upload not fully removed", "obj", path, "upload", up.id, "err", err)
+		}
+	}()
 }
 
 // abortUpload removes an upload and its parts (DELETE ?uploadId).

@@ -45,6 +45,7 @@ func multipartETag(parts ...[]byte) string {
 
 // uploadsLeft lists what remains under the uploads directory.
 func (ts *testServer) uploadsLeft() []string {
+	ts.h.background.Wait() // completed uploads' parts
 	var left []string
 	var walk func(dir string)
 	walk = func(dir string) {
@@ -270,4 +271,43 @@ func TestListMultipartUploads(t *testing.T) {
 		t.Fatalf("after b: %+v", res)
 	}
 	ts.must(204, "DELETE", "/bkt", nil, nil)
+}
+
+// A completion of many parts assembles them in order (the next part is
+// opened while one is copied), and the upload is gone as soon as the
+// answer comes: no longer listed, its parts no longer listable, even
+// while its parts are still being removed.
+func TestMultipartCompleteManyParts(t *testing.T) {
+	ts := newTestServer(t)
+	rng := testRand(t)
+	ts.must(200, "PUT", "/bkt", nil, nil)
+	key := "/bkt/many"
+	id := ts.createUpload(key, nil)
+	var (
+		parts   [][]byte
+		etags   []string
+		numbers []int
+	)
+	for i := range 12 {
+		p := testcluster.Rand(rng, 10_240+int64(i)*333)
+		r := ts.must(200, "PUT", fmt.Sprintf("%s?partNumber=%d&uploadId=%s", key, 2*i+1, id), p, nil)
+		parts, etags, numbers = append(parts, p), append(etags, r.Header.Get("ETag")), append(numbers, 2*i+1)
+	}
+	var res completeMultipartUploadResult
+	decodeXML(t, ts.must(200, "POST", key+"?uploadId="+id, completeBody(numbers, etags), nil), &res)
+	if res.ETag != multipartETag(parts...) {
+		t.Errorf("ETag %s; want %s", res.ETag, multipartETag(parts...))
+	}
+	var ups listMultipartUploadsResult
+	decodeXML(t, ts.must(200, "GET", "/bkt?uploads", nil, nil), &ups)
+	if len(ups.Uploads) != 0 {
+		t.Errorf("completed upload still listed: %+v", ups.Uploads)
+	}
+	ts.fails(404, "NoSuchUpload", "GET", key+"?uploadId="+id, nil, nil)
+	if g := ts.must(200, "GET", key, nil, nil); !bytes.Equal(g.body, bytes.Join(parts, nil)) {
+		t.Errorf("object: %d bytes, not the parts in order", len(g.body))
+	}
+	if left := ts.uploadsLeft(); len(left) != 0 {
+		t.Errorf("upload not removed: %q", left)
+	}
 }

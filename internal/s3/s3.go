@@ -42,6 +42,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -121,6 +122,9 @@ type handler struct {
 	// run before the 200 status is sent and whitespace keeps the
 	// connection alive (as S3 does). Tests shorten it.
 	keepAliveDelay time.Duration
+
+	// background counts the goroutines removing completed uploads' parts.
+	background sync.WaitGroup
 }
 
 // NewHandler returns an http.Handler serving the S3 API over store. It is

@@ -85,6 +85,7 @@ func newTestServerOn(t *testing.T, c *testcluster.Cluster, mod ...func(*Options)
 	}
 	h := NewHandler(c.Store, opts).(*handler)
 	h.keepAliveDelay = time.Hour
+	t.Cleanup(h.background.Wait) // before the check above
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return &testServer{t: t, c: c, h: h, srv: srv,
