@@ -202,10 +202,9 @@ func (l *Local) Create(ctx context.Context, path string) (Upload, error) {
 // A file smaller than WholeRead is read whole by the open, into memory,
 // and its descriptor closed at once: the File is then a ContentsFile,
 // whose reads cost nothing. Opening a small object's archive, the common
-// case among many small files, costs three system calls so (openat2,
-// pread, close) rather than six, and parsing it needs no copy. A larger
-// file costs one read of WholeRead bytes more, at its start, where its
-// first chunk lies.
+// case among many small files, costs four system calls so (openat2,
+// fstat, pread, close) rather than six, and parsing it needs no copy. A
+// larger file is not read by the open.
 func (l *Local) Open(ctx context.Context, path string) (File, error) {
 	if err := l.check(ctx, "open", path); err != nil {
 		return nil, err
@@ -229,28 +228,57 @@ func (l *Local) Open(ctx context.Context, path string) (File, error) {
 	return l.openedFile(path, f)
 }
 
-// WholeRead is the size of the read at the start of every file that Local
-// opens: a file found shorter is held in memory whole.
+// WholeRead bounds the files that Local's Open reads whole: a regular
+// file shorter than this is held in memory.
 const WholeRead = 64 << 10
 
-// openFd reads the first WholeRead bytes of the file open as fd, and
-// returns the file in memory if that was all of it.
+// openFd returns the file open as fd: in memory, read whole, when it is
+// shorter than WholeRead, and as an open file otherwise. The size comes
+// from fstat, so that opening a large file reads none of it: where the
+// file is not in the page cache (cold, or just written with O_DIRECT)
+// such a read would be a disk access before the one of the archive's
+// tail, doubling the time an open or a stat of the object waits.
 func (l *Local) openFd(path string, fd int) (File, error) {
+	var st unix.Stat_t
+	if err := fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, l.fail("open", path, err)
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+	case unix.S_IFDIR:
+		unix.Close(fd)
+		return nil, l.wrap("open", path, ErrIsDir)
+	default: // a FIFO, a socket or a device planted in the tree
+		unix.Close(fd)
+		return nil, l.wrap("open", path, errors.New("not a regular file"))
+	}
+	name := l.beneath.Name(fsutil.Rel(path))
+	if st.Size >= WholeRead {
+		return &localFile{l: l, path: path, f: os.NewFile(uintptr(fd), name), size: st.Size}, nil
+	}
 	head := bufpool.Get(WholeRead)
 	defer bufpool.Put(head)
 	n, err := preadFull(fd, head, 0)
 	switch {
-	case errors.Is(err, syscall.ESPIPE): // a FIFO
-		unix.Close(fd)
-		return nil, l.wrap("open", path, errors.New("not a regular file"))
-	case err != nil: // EISDIR for a directory
+	case err != nil:
 		unix.Close(fd)
 		return nil, l.fail("open", path, err)
 	case n < len(head):
 		unix.Close(fd)
 		return &contentsFile{b: bytes.Clone(head[:n])}, nil
 	}
-	return l.openedFile(path, os.NewFile(uintptr(fd), l.beneath.Name(fsutil.Rel(path))))
+	// It grew since the fstat.
+	return l.openedFile(path, os.NewFile(uintptr(fd), name))
+}
+
+// fstat is unix.Fstat, retried on EINTR.
+func fstat(fd int, st *unix.Stat_t) error {
+	for {
+		if err := unix.Fstat(fd, st); err != unix.EINTR {
+			return err
+		}
+	}
 }
 
 // preadFull reads len(p) bytes at off from fd, or as many as there are

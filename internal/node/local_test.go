@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/ecstore/ecstore/internal/node"
 	"github.com/ecstore/ecstore/internal/node/nodetest"
@@ -454,4 +455,59 @@ func pattern(n int) []byte {
 		b[i] = byte(i*7 + i>>8)
 	}
 	return b
+}
+
+// Opening a large file reads none of it: on a file that is not in the
+// page cache (cold, or just written with O_DIRECT) such a read is a disk
+// access of its own before the archive's tail is read.
+func TestLocalOpenReadsNothingOfALargeFile(t *testing.T) {
+	l := newLocal(t, node.LocalOptions{})
+	put(t, l, "/large", pattern(4*node.WholeRead))
+	p := filepath.Join(l.Dir(), "large")
+	headCached := func() bool {
+		t.Helper()
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		m, err := unix.Mmap(int(f.Fd()), 0, node.WholeRead, unix.PROT_READ, unix.MAP_SHARED)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Munmap(m)
+		vec := make([]byte, (node.WholeRead+os.Getpagesize()-1)/os.Getpagesize())
+		if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+			t.Fatalf("mincore: %v", e)
+		}
+		for _, v := range vec {
+			if v&1 != 0 {
+				return true
+			}
+		}
+		return false
+	}
+	for _, openat2 := range []bool{true, false} {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = f.Sync()
+		err = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+		f.Close()
+		if err != nil || headCached() {
+			t.Skipf("cannot drop the file from the page cache here (fadvise: %v)", err)
+		}
+		if !openat2 {
+			node.SetNoOpenat2(l)
+		}
+		nf, err := l.Open(context.Background(), "/large")
+		if err != nil {
+			t.Fatal(err)
+		}
+		nf.Close()
+		if headCached() {
+			t.Errorf("openat2 %v: the open of a %d-byte file read its start", openat2, 4*node.WholeRead)
+		}
+	}
 }
