@@ -90,11 +90,19 @@ func (w wholeArchive) ReadAt(_ context.Context, p []byte, off int64) (int, error
 	return n, nil
 }
 
-// TailSize is how many bytes at the end of an archive Parse reads at once.
-// For objects up to several GiB the metadata entry and the whole central
-// directory fit in it, so opening an archive costs one read; an archive
-// no larger is read whole, and its chunks need no further read.
+// TailSize is the largest archive Parse reads whole, in one read; its
+// chunks then need no further read (small objects' archives are no
+// larger).
 const TailSize = 128 << 10
+
+// FirstTail is how many bytes at the end of a larger archive Parse reads
+// first: the metadata entry and the central directory of an object of up
+// to about 200 blocks (1.6 GiB at 8+2, 1 MiB chunks) fit in it, and what
+// does not is read next. A larger first read would cost a copy and a
+// cleared buffer per archive opened, and, in an archive just written with
+// O_DIRECT, whose last few pages only are in the page cache, a longer
+// disk read.
+const FirstTail = 16 << 10
 
 // maxDirSize bounds the central directory a reader accepts (about 1.5
 // million blocks).
@@ -122,12 +130,23 @@ func Parse(ctx context.Context, r ReaderAt, size int64) (*Index, error) {
 	if size < endLen {
 		return nil, fmt.Errorf("%w: %d bytes is too short", ErrFormat, size)
 	}
-	n := min(size, TailSize)
-	tail := make([]byte, n)
-	if err := readFull(ctx, r, tail, size-n); err != nil {
-		return nil, err
+	n := size
+	if size > TailSize {
+		n = FirstTail
 	}
-	return ParseTail(ctx, r, size, tail)
+	for {
+		tail := make([]byte, n)
+		if err := readFull(ctx, r, tail, size-n); err != nil {
+			return nil, err
+		}
+		idx, err := ParseTail(ctx, r, size, tail)
+		if errors.Is(err, errNoEnd) && n < min(size, endLen+maxCommentLen) {
+			// A comment may hide the end record further back.
+			n = min(size, endLen+maxCommentLen)
+			continue
+		}
+		return idx, err
+	}
 }
 
 // ParseTail is Parse for a caller that already holds the last len(tail)
@@ -253,6 +272,9 @@ func (p *parser) parse() (*Index, error) {
 	return idx, nil
 }
 
+// errNoEnd is findEnd's error.
+var errNoEnd = fmt.Errorf("%w: no end of central directory record", ErrFormat)
+
 // findEnd locates the end-of-central-directory record within the tail.
 func (p *parser) findEnd() (int64, error) {
 	t := p.tail
@@ -262,7 +284,7 @@ func (p *parser) findEnd() (int64, error) {
 			return p.tailOff + int64(i), nil
 		}
 	}
-	return 0, fmt.Errorf("%w: no end of central directory record", ErrFormat)
+	return 0, errNoEnd
 }
 
 func parseCentral(b []byte) (Chunk, []byte, error) {

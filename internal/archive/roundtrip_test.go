@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -394,5 +395,60 @@ func TestSmallArchiveReadOnce(t *testing.T) {
 	bidx := mustParse(t, big)
 	if bidx.Whole != nil {
 		t.Fatalf("a %d-byte archive was kept whole", len(big))
+	}
+}
+
+// sizedReads records the reads made of an in-memory archive.
+type sizedReads struct {
+	memFile
+	sizes []int
+}
+
+func (s *sizedReads) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	s.sizes = append(s.sizes, len(p))
+	return s.memFile.ReadAt(ctx, p, off)
+}
+
+// Parse reads FirstTail bytes of an archive larger than TailSize, and
+// more only when its directory and metadata, or its end record behind a
+// long comment, lie further back; each way it finds the same index.
+func TestLargeArchiveTailReads(t *testing.T) {
+	ctx := context.Background()
+	withComment := func(data []byte, n int) []byte {
+		out := bytes.Clone(data)
+		binary.LittleEndian.PutUint16(out[len(out)-2:], uint16(n))
+		return append(out, bytes.Repeat([]byte("c"), n)...)
+	}
+	few, _ := buildArchive(t, layout.Geometry{K: 2, M: 1, ChunkSize: 64 << 10}, 3*TailSize, 1)
+	many, _ := buildArchive(t, layout.Geometry{K: 2, M: 1, ChunkSize: 512}, 2*512*600, 1) // 600 chunks
+	for _, c := range []struct {
+		name     string
+		data     []byte
+		maxReads int
+	}{
+		{"few chunks", few, 1},
+		{"long directory", many, 3},
+		{"long comment", withComment(few, 40000), 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if len(c.data) <= TailSize {
+				t.Fatalf("a %d-byte archive is read whole: the test tests nothing", len(c.data))
+			}
+			f := &sizedReads{memFile: memFile(c.data)}
+			idx, err := Parse(ctx, f, int64(len(c.data)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.sizes[0] != FirstTail || len(f.sizes) > c.maxReads || (c.maxReads > 1) != (len(f.sizes) > 1) {
+				t.Errorf("reads of %v bytes; want %d first, then more only beyond it (at most %d reads)", f.sizes, FirstTail, c.maxReads)
+			}
+			whole, err := ParseTail(ctx, nil, int64(len(c.data)), c.data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !metaEqual(idx.Meta, whole.Meta) || !sameChunks(idx.Chunks, whole.Chunks) {
+				t.Errorf("index differs from the whole archive's")
+			}
+		})
 	}
 }
