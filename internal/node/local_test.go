@@ -464,29 +464,7 @@ func TestLocalOpenReadsNothingOfALargeFile(t *testing.T) {
 	l := newLocal(t, node.LocalOptions{})
 	put(t, l, "/large", pattern(4*node.WholeRead))
 	p := filepath.Join(l.Dir(), "large")
-	headCached := func() bool {
-		t.Helper()
-		f, err := os.Open(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		m, err := unix.Mmap(int(f.Fd()), 0, node.WholeRead, unix.PROT_READ, unix.MAP_SHARED)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer unix.Munmap(m)
-		vec := make([]byte, (node.WholeRead+os.Getpagesize()-1)/os.Getpagesize())
-		if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
-			t.Fatalf("mincore: %v", e)
-		}
-		for _, v := range vec {
-			if v&1 != 0 {
-				return true
-			}
-		}
-		return false
-	}
+	headCached := func() bool { return cachedPages(t, p, 0, node.WholeRead) > 0 }
 	for _, openat2 := range []bool{true, false} {
 		f, err := os.Open(p)
 		if err != nil {
@@ -508,6 +486,54 @@ func TestLocalOpenReadsNothingOfALargeFile(t *testing.T) {
 		nf.Close()
 		if headCached() {
 			t.Errorf("openat2 %v: the open of a %d-byte file read its start", openat2, 4*node.WholeRead)
+		}
+	}
+}
+
+// cachedPages counts the pages of the file at p, from off for n bytes
+// (off page-aligned), that are in the page cache.
+func cachedPages(t *testing.T, p string, off, n int64) int {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, err := unix.Mmap(int(f.Fd()), off, int(n), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	vec := make([]byte, (int(n)+os.Getpagesize()-1)/os.Getpagesize())
+	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+		t.Fatalf("mincore: %v", e)
+	}
+	c := 0
+	for _, v := range vec {
+		c += int(v & 1)
+	}
+	return c
+}
+
+// A file written with O_DIRECT has its last TailCached bytes read back
+// into the page cache, where archive readers look first.
+func TestLocalWriteLeavesItsTailCached(t *testing.T) {
+	l := newLocal(t, node.LocalOptions{})
+	const size = 1<<20 + 1000
+	put(t, l, "/big", pattern(size))
+	p := filepath.Join(l.Dir(), "big")
+	if cachedPages(t, p, 0, 64<<10) > 0 {
+		t.Skip("the file system took the writes through the page cache (no O_DIRECT)")
+	}
+	off := int64(size-node.TailCached) &^ int64(os.Getpagesize()-1)
+	pages := (size - off + int64(os.Getpagesize()) - 1) / int64(os.Getpagesize())
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		got := cachedPages(t, p, off, size-off)
+		if int64(got) == pages {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of the last %d pages in the page cache", got, pages)
 		}
 	}
 }
