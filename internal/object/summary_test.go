@@ -135,3 +135,11 @@ func TestListReadsSummaryAttrs(t *testing.T) {
 		}
 	}
 }
+
+// What a local node keeps in the page cache of a file it just wrote must
+// cover what the archive reader reads first.
+func TestTailCachedCoversFirstTail(t *testing.T) {
+	if node.TailCached < archive.FirstTail {
+		t.Errorf("node.TailCached %d < archive.FirstTail %d: a stat of a new object reads from disk", node.TailCached, archive.FirstTail)
+	}
+}
