@@ -40,7 +40,17 @@ type Appender struct {
 	refused bool   // O_DIRECT failed on f: ordinary writes only
 	err     error  // sticky write error
 	written int64  // bytes written with O_DIRECT
+	// directEnd is the file offset where the last O_DIRECT write ended,
+	// advised where Flush last read the tail back into the page cache.
+	directEnd, advised int64
 }
+
+// TailCached is how much of the end of what it wrote Flush leaves in the
+// page cache, asking the kernel to read back (asynchronously) what went
+// to the disk with O_DIRECT: files are often read from their end first
+// (a ZIP archive's directory, and archive.FirstTail of an ecstore
+// archive), and a new file's end would otherwise be a disk read away.
+const TailCached = 16 << 10
 
 // NewAppender returns an Appender writing f from offset off, staging up to
 // size bytes (rounded up to a multiple of Align). f must be open for
@@ -125,7 +135,8 @@ func (a *Appender) ReadFrom(r io.Reader) (int64, error) {
 
 // Flush writes what is staged, through the page cache, and leaves O_DIRECT
 // off on the file: it may then be read, synced and closed as any other.
-// The Appender may be written to again.
+// The file's last TailCached bytes are then in the page cache, or on their
+// way there. The Appender may be written to again.
 func (a *Appender) Flush() error {
 	if a.err != nil {
 		return a.err
@@ -141,7 +152,22 @@ func (a *Appender) Flush() error {
 	}
 	a.off += int64(a.n)
 	a.n = 0
+	a.cacheTail()
 	return nil
+}
+
+// cacheTail asks for the part of the file's last TailCached bytes written
+// with O_DIRECT to be read into the page cache; an advice, so failures
+// are ignored.
+func (a *Appender) cacheTail() {
+	from := max(0, a.off-TailCached, a.advised)
+	if a.directEnd <= from {
+		return
+	}
+	a.advised = a.directEnd
+	if rc, err := a.f.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) { _ = unix.Fadvise(int(fd), from, a.directEnd-from, unix.FADV_WILLNEED) })
+	}
 }
 
 // Release returns the staging buffer; staged bytes not flushed are
@@ -166,6 +192,7 @@ func (a *Appender) writeStaged() error {
 		} else if _, err := a.f.WriteAt(a.buf, a.off); err == nil {
 			a.written += int64(len(a.buf))
 			a.off += int64(len(a.buf))
+			a.directEnd = a.off
 			a.n = 0
 			return nil
 		} else if !errors.Is(err, unix.EINVAL) {

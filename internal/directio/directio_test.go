@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -227,6 +228,50 @@ func TestAppenderGrow(t *testing.T) {
 		n := (int64(len(want)) - 32<<10) / grown
 		if d := a.DirectBytes(); d != 32<<10+n*grown {
 			t.Errorf("DirectBytes = %d, want %d", d, 32<<10+n*grown)
+		}
+	}
+}
+
+// After Flush, the file's last TailCached bytes are in the page cache
+// though most of them went to the disk with O_DIRECT; its start, written
+// with O_DIRECT too, is not.
+func TestFlushCachesTheTail(t *testing.T) {
+	dir := t.TempDir()
+	if !directOK(t, dir) {
+		t.Skip("no O_DIRECT here")
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "f"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	const size = 1<<20 + 1000
+	a := NewAppender(f, 0, 128<<10)
+	defer a.Release()
+	if _, err := a.Write(bytes.Repeat([]byte{7}, size)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if a.DirectBytes() < size-TailCached {
+		t.Fatalf("%d bytes written with O_DIRECT: the test tests nothing", a.DirectBytes())
+	}
+	if c, err := CachedPages(f, 0, 64<<10); err != nil || c != 0 {
+		t.Fatalf("%d pages of the start cached (%v): O_DIRECT did not bypass the page cache", c, err)
+	}
+	off := int64(size-TailCached) &^ (Align - 1)
+	want := int((size - off + Align - 1) / Align)
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		c, err := CachedPages(f, off, size-off)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of the last %d pages cached", c, want)
 		}
 	}
 }

@@ -228,11 +228,6 @@ func (l *Local) Open(ctx context.Context, path string) (File, error) {
 	return l.openedFile(path, f)
 }
 
-// TailCached is how much of the end of a file written with O_DIRECT
-// Local reads back into the page cache once it is written: at least what
-// an archive reader reads first (archive.FirstTail).
-const TailCached = 16 << 10
-
 // WholeRead bounds the files that Local's Open reads whole: a regular
 // file shorter than this is held in memory.
 const WholeRead = 64 << 10
@@ -774,19 +769,10 @@ func (u *localUpload) Finish(ctx context.Context) error {
 	}
 	u.state = upFinished
 	err := u.w.Flush()
-	direct, end := u.w.DirectBytes(), u.w.Offset()
 	u.release()
 	if err != nil {
 		u.err = u.l.fail("finish", u.path, err)
 		return u.err
-	}
-	if direct > 0 && direct > end-TailCached {
-		// What went with O_DIRECT is not in the page cache; ask for the
-		// file's last TailCached bytes to be read back (asynchronously),
-		// so that whoever reads the new file's end first, as every
-		// archive reader does, finds it there.
-		off := max(0, end-TailCached)
-		_ = control(u.f, func(fd int) { _ = unix.Fadvise(fd, off, end-off, unix.FADV_WILLNEED) })
 	}
 	if u.l.fsync {
 		if err := u.f.Sync(); err != nil {

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
 
+	"github.com/ecstore/ecstore/internal/directio"
 	"github.com/ecstore/ecstore/internal/node"
 	"github.com/ecstore/ecstore/internal/node/nodetest"
 	"golang.org/x/sys/unix"
@@ -499,24 +499,15 @@ func cachedPages(t *testing.T, p string, off, n int64) int {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	m, err := unix.Mmap(int(f.Fd()), off, int(n), unix.PROT_READ, unix.MAP_SHARED)
+	c, err := directio.CachedPages(f, off, n)
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer unix.Munmap(m)
-	vec := make([]byte, (int(n)+os.Getpagesize()-1)/os.Getpagesize())
-	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
-		t.Fatalf("mincore: %v", e)
-	}
-	c := 0
-	for _, v := range vec {
-		c += int(v & 1)
 	}
 	return c
 }
 
-// A file written with O_DIRECT has its last TailCached bytes read back
-// into the page cache, where archive readers look first.
+// A file written with O_DIRECT has its last directio.TailCached bytes
+// read back into the page cache, where archive readers look first.
 func TestLocalWriteLeavesItsTailCached(t *testing.T) {
 	l := newLocal(t, node.LocalOptions{})
 	const size = 1<<20 + 1000
@@ -525,7 +516,7 @@ func TestLocalWriteLeavesItsTailCached(t *testing.T) {
 	if cachedPages(t, p, 0, 64<<10) > 0 {
 		t.Skip("the file system took the writes through the page cache (no O_DIRECT)")
 	}
-	off := int64(size-node.TailCached) &^ int64(os.Getpagesize()-1)
+	off := int64(size-directio.TailCached) &^ int64(os.Getpagesize()-1)
 	pages := (size - off + int64(os.Getpagesize()) - 1) / int64(os.Getpagesize())
 	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		got := cachedPages(t, p, off, size-off)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ecstore/ecstore/internal/archive"
+	"github.com/ecstore/ecstore/internal/directio"
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/node"
 	"golang.org/x/sys/unix"
@@ -136,10 +137,10 @@ func TestListReadsSummaryAttrs(t *testing.T) {
 	}
 }
 
-// What a local node keeps in the page cache of a file it just wrote must
-// cover what the archive reader reads first.
+// What a node keeps in the page cache of a file it just wrote with
+// O_DIRECT must cover what the archive reader reads first.
 func TestTailCachedCoversFirstTail(t *testing.T) {
-	if node.TailCached < archive.FirstTail {
-		t.Errorf("node.TailCached %d < archive.FirstTail %d: a stat of a new object reads from disk", node.TailCached, archive.FirstTail)
+	if directio.TailCached < archive.FirstTail {
+		t.Errorf("directio.TailCached %d < archive.FirstTail %d: a stat of a new object reads from disk", directio.TailCached, archive.FirstTail)
 	}
 }
