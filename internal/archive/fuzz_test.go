@@ -17,6 +17,12 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ctx := context.Background()
 		idx, err := parseBytes(data)
+		// Reading the archive in pieces (a first tail, then what lies
+		// before it) finds what parsing it whole does.
+		whole, werr := ParseTail(ctx, nil, int64(len(data)), data)
+		if (err == nil) != (werr == nil) || err == nil && (!metaEqual(idx.Meta, whole.Meta) || !sameChunks(idx.Chunks, whole.Chunks)) {
+			t.Fatalf("Parse: %v; parsed whole: %v, or a different index", err, werr)
+		}
 		if err != nil {
 			if !isFormatError(err) {
 				t.Fatalf("Parse error without a package sentinel: %v", err)

@@ -452,3 +452,22 @@ func TestLargeArchiveTailReads(t *testing.T) {
 		})
 	}
 }
+
+// Reading a large archive in pieces finds what reading it whole does,
+// also when its end is corrupt: every 53rd byte of the last 48 KiB of an
+// archive whose directory is longer than FirstTail, flipped in turn.
+func TestLargeArchiveTailReadsCorrupt(t *testing.T) {
+	ctx := context.Background()
+	data, _ := buildArchive(t, layout.Geometry{K: 2, M: 1, ChunkSize: 512}, 2*512*600, 1)
+	for i := len(data) - 48<<10; i < len(data); i += 53 {
+		for _, bit := range []byte{1, 0x80} {
+			d := bytes.Clone(data)
+			d[i] ^= bit
+			idx, err := Parse(ctx, memFile(d), int64(len(d)))
+			whole, werr := ParseTail(ctx, nil, int64(len(d)), d)
+			if (err == nil) != (werr == nil) || err == nil && (!metaEqual(idx.Meta, whole.Meta) || !sameChunks(idx.Chunks, whole.Chunks)) {
+				t.Fatalf("byte %d ^ %#x: Parse: %v; parsed whole: %v, or a different index", i, bit, err, werr)
+			}
+		}
+	}
+}
