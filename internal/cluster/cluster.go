@@ -98,8 +98,10 @@ type NodeInfo struct {
 	ID   string
 	Path string // absolute local directory
 	Node node.Node
-	// Err is why the node is down (its directory could not be opened);
-	// nil when the node is up.
+	// Err is why the node is down (its directory could not be opened, its
+	// URL is malformed), or why a remote node did not answer when the
+	// cluster was opened (it is used all the same: it reconnects when
+	// used); nil when the node is up.
 	Err error
 }
 
@@ -262,20 +264,23 @@ func build(cfg *Config, file, base string, opts Options) (*Cluster, error) {
 	paths := cfg.Nodes()
 	width := len(strconv.Itoa(len(paths) - 1))
 	c := &Cluster{config: cfg, file: file}
-	var nodes []node.Node
-	up := 0
+	var (
+		nodes  []node.Node
+		remote []int // indexes in c.nodes of the root:// nodes opened
+		up     = 0
+	)
 	for i, p := range paths {
 		id := fmt.Sprintf("%0*d", max(2, width), i)
 		if strings.HasPrefix(p, "root://") || strings.HasPrefix(p, "xroot://") {
 			info := NodeInfo{ID: id, Path: p}
-			n, err := openRemote(id, p, cfg.Fsync(), opts.Logger)
-			if err != nil {
+			n, err := xrdnode.Open(p, xrdnode.Options{ID: id, Fsync: cfg.Fsync(), Logger: opts.Logger})
+			if err != nil { // a malformed URL
 				info.Err = err
 				info.Node = &downNode{id: id, err: fmt.Errorf("node %s (%s): %w: %v", id, p, ErrNodeDown, err)}
 				opts.Logger.Warn("node is down", "node", id, "url", p, "err", err)
 			} else {
 				info.Node = n
-				up++
+				remote = append(remote, len(c.nodes))
 			}
 			c.nodes = append(c.nodes, info)
 			nodes = append(nodes, info.Node)
@@ -304,7 +309,9 @@ func build(cfg *Config, file, base string, opts Options) (*Cluster, error) {
 		c.nodes = append(c.nodes, info)
 		nodes = append(nodes, info.Node)
 	}
-	if up == 0 {
+	answered, pending := c.checkRemotes(remote, opts.Logger)
+	up += answered
+	if up == 0 && pending == 0 {
 		return nil, fmt.Errorf("cluster: none of the %d nodes can be opened: %w", len(paths), c.nodes[0].Err)
 	}
 	store, err := object.New(nodes, object.Options{
@@ -348,13 +355,60 @@ func openLocal(id, dir string, fsync bool) (*node.Local, error) {
 // remoteDialTimeout bounds connecting to a remote node at start-up.
 const remoteDialTimeout = 10 * time.Second
 
-// openRemote connects to a root:// data server (a real xrootd or an
-// ecstore node). A node that cannot be reached at start-up is down for the
-// life of the process.
-func openRemote(id, url string, fsync bool, log *slog.Logger) (node.Node, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), remoteDialTimeout)
-	defer cancel()
-	return xrdnode.New(ctx, url, xrdnode.Options{ID: id, Fsync: fsync, Logger: log})
+// remoteGrace is how long opening a cluster waits for its remote nodes to
+// answer. A node that has not answered by then (hung, or slow to connect)
+// does not hold up the command or the gateway: it is used as soon as it
+// answers, and its fate at start-up is logged when it is known.
+const remoteGrace = time.Second
+
+// checkRemotes contacts the remote nodes at idx in c.nodes, in parallel,
+// and waits for them up to remoteGrace. It returns how many answered and
+// how many had not by then. A node that failed (refused, unreachable,
+// unusable) keeps its xrdnode.Node, which reconnects when used, so that a
+// node down while the gateway starts is used once it is back; its Err
+// says what happened at start-up.
+func (c *Cluster) checkRemotes(idx []int, log *slog.Logger) (answered, pending int) {
+	type result struct {
+		i   int
+		err error
+	}
+	results := make(chan result, len(idx))
+	for _, i := range idx {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), remoteDialTimeout)
+			defer cancel()
+			results <- result{i, c.nodes[i].Node.(*xrdnode.Node).Check(ctx)}
+		}()
+	}
+	report := func(r result) bool {
+		info := c.nodes[r.i]
+		if r.err != nil {
+			log.Warn("node does not answer; it is used once it does", "node", info.ID, "url", info.Path, "err", r.err)
+			return false
+		}
+		return true
+	}
+	timer := time.NewTimer(remoteGrace)
+	defer timer.Stop()
+	for got := 0; got < len(idx); got++ {
+		select {
+		case r := <-results:
+			if report(r) {
+				answered++
+			} else {
+				c.nodes[r.i].Err = r.err
+			}
+		case <-timer.C:
+			pending = len(idx) - got
+			go func() {
+				for range pending {
+					report(<-results)
+				}
+			}()
+			return answered, pending
+		}
+	}
+	return answered, 0
 }
 
 // create makes a new embedded cluster in dir from the flags and returns

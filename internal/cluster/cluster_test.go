@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ecstore/ecstore/internal/dataserver"
 	"github.com/ecstore/ecstore/internal/xrootd"
@@ -364,5 +365,91 @@ func TestRemoteNodes(t *testing.T) {
 	var got bytes.Buffer
 	if _, err := r.WriteTo(ctx, &got); err != nil || !bytes.Equal(got.Bytes(), data) {
 		t.Fatalf("read back through root:// nodes: %v", err)
+	}
+}
+
+// serveData serves a new directory over root:// on ln until the test ends.
+func serveData(t *testing.T, ln net.Listener) {
+	t.Helper()
+	fsys, err := dataserver.New(t.TempDir(), dataserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &xrootd.Server{Handler: fsys}
+	ctx, cancel := context.WithCancel(context.Background())
+	go srv.Serve(ctx, ln)
+	t.Cleanup(func() { cancel(); srv.Shutdown(context.Background()) })
+}
+
+// Opening a cluster does not wait on a remote node that hangs (accepts
+// connections, never answers) nor keeps one that refused connections
+// down for good: the cluster opens within about remoteGrace, the refused
+// node's Err says why, and once a server listens there the node is used,
+// its prefix directory made.
+func TestRemoteNodesDownOrHungAtStart(t *testing.T) {
+	hung, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hung.Close()
+	go func() {
+		var held []net.Conn // accepted, never answered
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := hung.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	refused, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusedAddr := refused.Addr().String()
+	refused.Close()
+	urls := []string{"root://" + hung.Addr().String() + "//data", "root://" + refusedAddr + "//data"}
+	for range 2 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		serveData(t, ln)
+		urls = append(urls, "root://"+ln.Addr().String()+"//data")
+	}
+	flags := Config{}
+	if err := flags.Set(KeyEC, "2+1"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	c, err := Open(Options{Nodes: urls, Flags: flags})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if took := time.Since(start); took > remoteGrace+2*time.Second {
+		t.Errorf("opening the cluster took %v with a hung node", took)
+	}
+	infos := c.Nodes()
+	if infos[1].Err == nil {
+		t.Errorf("the refused node has no Err")
+	}
+	if infos[2].Err != nil || infos[3].Err != nil {
+		t.Errorf("nodes up: %v, %v", infos[2].Err, infos[3].Err)
+	}
+	ln, err := net.Listen("tcp", refusedAddr)
+	if err != nil {
+		t.Skipf("cannot listen on %s again: %v", refusedAddr, err)
+	}
+	serveData(t, ln)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := infos[1].Node.List(ctx, "/"); err != nil {
+		t.Errorf("the node that refused at start, now up: list /: %v", err)
 	}
 }

@@ -118,6 +118,13 @@ func (p *pool) dial() *conn {
 			return
 		}
 		cn.c = c
+		if !n.prefixMade.Load() {
+			if err := c.Mkdir(ctx, n.prefix, 0o755, true); err != nil {
+				n.log.Debug("xrdnode cannot make its prefix directory", "node", n.id, "prefix", n.prefix, "err", err)
+			} else {
+				n.prefixMade.Store(true)
+			}
+		}
 		cn.ordered = runsWritesInOrder(ctx, c)
 		n.log.Debug("xrdnode connected", "node", n.id, "ordered_writes", cn.ordered)
 	}()

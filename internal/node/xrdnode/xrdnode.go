@@ -134,6 +134,9 @@ type Node struct {
 	pool     pool
 	pages    bool // Options.PageChecksums
 	closed   atomic.Bool
+	// prefixMade: the prefix directory is known to exist on the server
+	// (made by Check, or by the first connection that could).
+	prefixMade atomic.Bool
 	// base bounds background work (dials, pings, upload writes); Close
 	// cancels it.
 	base   context.Context
@@ -148,6 +151,24 @@ var _ node.Node = (*Node)(nil)
 // reported here; later calls reconnect as needed. Call Close to release
 // the connections.
 func New(ctx context.Context, rawURL string, opts Options) (*Node, error) {
+	n, err := Open(rawURL, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.Check(ctx); err != nil {
+		n.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+// Open returns a node for the data server at rawURL without contacting
+// it: it connects at its first call, and whenever it has no live
+// connection, and creates the prefix directory if it is missing on its
+// first connection. A server that is down or hung when the node is opened
+// is used once it answers. Only a malformed URL is an error. Call Close to
+// release the connections.
+func Open(rawURL string, opts Options) (*Node, error) {
 	addr, prefix, err := parseURL(rawURL)
 	if err != nil {
 		return nil, err
@@ -202,18 +223,25 @@ func New(ctx context.Context, rawURL string, opts Options) (*Node, error) {
 	}
 	n.pool = pool{n: n, slots: make([]slot, opts.Conns)}
 	n.base, n.cancel = context.WithCancel(context.Background())
+	n.prefixMade.Store(prefix == "/")
+	return n, nil
+}
 
-	err = n.pool.call(ctx, true, func(c *xrootd.Client) error {
-		if prefix == "/" {
+// Check connects to the server within ctx, unless a connection is up,
+// and asks it for an answer (a ping, or making the prefix directory): an
+// error says the server is unreachable, hung or unusable now.
+func (n *Node) Check(ctx context.Context) error {
+	err := n.pool.call(ctx, true, func(c *xrootd.Client) error {
+		if n.prefix == "/" {
 			return c.Ping(ctx)
 		}
-		return c.Mkdir(ctx, prefix, 0o755, true)
+		return c.Mkdir(ctx, n.prefix, 0o755, true)
 	})
 	if err != nil {
-		n.Close()
-		return nil, fmt.Errorf("xrdnode: new %s: %w", rawURL, mapErr(err))
+		return fmt.Errorf("xrdnode: %s (%s%s): %w", n.id, n.addr, n.prefix, mapErr(err))
 	}
-	return n, nil
+	n.prefixMade.Store(true)
+	return nil
 }
 
 // parseURL splits "root://host[:port][/[/]prefix]" into host:port (port
