@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"os"
@@ -319,23 +318,12 @@ func TestOpenErrors(t *testing.T) {
 // (ecstore's own, in process) and stores and reads an object through it.
 func TestRemoteNodes(t *testing.T) {
 	var urls []string
-	for i := range 4 {
-		dir := filepath.Join(t.TempDir(), fmt.Sprint(i))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		fsys, err := dataserver.New(dir, dataserver.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+	for range 4 {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := &xrootd.Server{Handler: fsys}
-		ctx, cancel := context.WithCancel(context.Background())
-		go srv.Serve(ctx, ln)
-		t.Cleanup(func() { cancel(); srv.Shutdown(context.Background()) })
+		serveData(t, ln)
 		urls = append(urls, "root://"+ln.Addr().String()+"//data")
 	}
 	flags := Config{}
