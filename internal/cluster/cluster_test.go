@@ -317,20 +317,7 @@ func TestOpenErrors(t *testing.T) {
 // TestRemoteNodes opens a cluster whose nodes are root:// data servers
 // (ecstore's own, in process) and stores and reads an object through it.
 func TestRemoteNodes(t *testing.T) {
-	var urls []string
-	for range 4 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		serveData(t, ln)
-		urls = append(urls, "root://"+ln.Addr().String()+"//data")
-	}
-	flags := Config{}
-	if err := flags.Set(KeyEC, "2+1"); err != nil {
-		t.Fatal(err)
-	}
-	c, err := Open(Options{Nodes: urls, Flags: flags})
+	c, err := Open(Options{Nodes: dataNodes(t, 4), Flags: ec21(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,6 +356,32 @@ func serveData(t *testing.T, ln net.Listener) {
 	t.Cleanup(func() { cancel(); srv.Shutdown(context.Background()) })
 }
 
+// dataNodes serves n new directories over root:// until the test ends and
+// returns their URLs.
+func dataNodes(t *testing.T, n int) []string {
+	t.Helper()
+	var urls []string
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		serveData(t, ln)
+		urls = append(urls, "root://"+ln.Addr().String()+"//data")
+	}
+	return urls
+}
+
+// ec21 is the flags of a 2+1 cluster.
+func ec21(t *testing.T) Config {
+	t.Helper()
+	var flags Config
+	if err := flags.Set(KeyEC, "2+1"); err != nil {
+		t.Fatal(err)
+	}
+	return flags
+}
+
 // Opening a cluster does not wait on a remote node that hangs (accepts
 // connections, never answers) nor keeps one that refused connections
 // down for good: the cluster opens within about remoteGrace, the refused
@@ -401,21 +414,9 @@ func TestRemoteNodesDownOrHungAtStart(t *testing.T) {
 	}
 	refusedAddr := refused.Addr().String()
 	refused.Close()
-	urls := []string{"root://" + hung.Addr().String() + "//data", "root://" + refusedAddr + "//data"}
-	for range 2 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		serveData(t, ln)
-		urls = append(urls, "root://"+ln.Addr().String()+"//data")
-	}
-	flags := Config{}
-	if err := flags.Set(KeyEC, "2+1"); err != nil {
-		t.Fatal(err)
-	}
+	urls := append([]string{"root://" + hung.Addr().String() + "//data", "root://" + refusedAddr + "//data"}, dataNodes(t, 2)...)
 	start := time.Now()
-	c, err := Open(Options{Nodes: urls, Flags: flags})
+	c, err := Open(Options{Nodes: urls, Flags: ec21(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
