@@ -311,7 +311,7 @@ func build(cfg *Config, file, base string, opts Options) (*Cluster, error) {
 	}
 	answered, pending := c.checkRemotes(remote, opts.Logger)
 	up += answered
-	if up == 0 && pending == 0 {
+	if up == 0 && len(pending) == 0 {
 		return nil, fmt.Errorf("cluster: none of the %d nodes can be opened: %w", len(paths), c.nodes[0].Err)
 	}
 	store, err := object.New(nodes, object.Options{
@@ -326,6 +326,9 @@ func build(cfg *Config, file, base string, opts Options) (*Cluster, error) {
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	for _, id := range pending {
+		store.MarkHung(id) // so that the first calls do not wait for it
 	}
 	c.store = store
 	return c, nil
@@ -363,11 +366,11 @@ const remoteGrace = time.Second
 
 // checkRemotes contacts the remote nodes at idx in c.nodes, in parallel,
 // and waits for them up to remoteGrace. It returns how many answered and
-// how many had not by then. A node that failed (refused, unreachable,
+// the ids of those that had not by then. A node that failed (refused, unreachable,
 // unusable) keeps its xrdnode.Node, which reconnects when used, so that a
 // node down while the gateway starts is used once it is back; its Err
 // says what happened at start-up.
-func (c *Cluster) checkRemotes(idx []int, log *slog.Logger) (answered, pending int) {
+func (c *Cluster) checkRemotes(idx []int, log *slog.Logger) (answered int, pending []string) {
 	type result struct {
 		i   int
 		err error
@@ -390,16 +393,22 @@ func (c *Cluster) checkRemotes(idx []int, log *slog.Logger) (answered, pending i
 	}
 	timer := time.NewTimer(remoteGrace)
 	defer timer.Stop()
-	for got := 0; got < len(idx); got++ {
+	done := make(map[int]bool, len(idx))
+	for range idx {
 		select {
 		case r := <-results:
+			done[r.i] = true
 			if report(r) {
 				answered++
 			} else {
 				c.nodes[r.i].Err = r.err
 			}
 		case <-timer.C:
-			pending = len(idx) - got
+			for _, i := range idx {
+				if !done[i] {
+					pending = append(pending, c.nodes[i].ID)
+				}
+			}
 			go func() {
 				for range pending {
 					report(<-results)
@@ -408,7 +417,7 @@ func (c *Cluster) checkRemotes(idx []int, log *slog.Logger) (answered, pending i
 			return answered, pending
 		}
 	}
-	return answered, 0
+	return answered, nil
 }
 
 // create makes a new embedded cluster in dir from the flags and returns

@@ -16,6 +16,7 @@ import (
 	"github.com/ecstore/ecstore/internal/xrootd"
 
 	"github.com/ecstore/ecstore/internal/layout"
+	"github.com/ecstore/ecstore/internal/object"
 )
 
 func flags(t *testing.T, kv ...string) Config {
@@ -384,9 +385,9 @@ func ec21(t *testing.T) Config {
 
 // Opening a cluster does not wait on a remote node that hangs (accepts
 // connections, never answers) nor keeps one that refused connections
-// down for good: the cluster opens within about remoteGrace, the refused
-// node's Err says why, and once a server listens there the node is used,
-// its prefix directory made.
+// down for good: the cluster opens within about remoteGrace, lookups do
+// not wait for the hung node, the refused node's Err says why, and once
+// a server listens there the node is used, its prefix directory made.
 func TestRemoteNodesDownOrHungAtStart(t *testing.T) {
 	hung, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -430,6 +431,15 @@ func TestRemoteNodesDownOrHungAtStart(t *testing.T) {
 	}
 	if infos[2].Err != nil || infos[3].Err != nil {
 		t.Errorf("nodes up: %v, %v", infos[2].Err, infos[3].Err)
+	}
+	// The node that did not answer is taken as hung: a lookup does not
+	// wait for it.
+	start = time.Now()
+	if _, err := c.Store().Stat(context.Background(), "/missing"); !errors.Is(err, object.ErrNotExist) {
+		t.Errorf("stat of a missing object: %v", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("a lookup waited %v for the hung node", took)
 	}
 	ln, err := net.Listen("tcp", refusedAddr)
 	if err != nil {

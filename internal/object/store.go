@@ -324,6 +324,13 @@ func (s *Store) markSuspect(id string, hung bool) {
 	s.suspect.Store(id, suspicion{until: s.opts.Now().Add(s.opts.SuspectFor), hung: hung})
 }
 
+// MarkHung makes the store treat node id as one whose call ran out of
+// time: it is not asked (reads, lookups, new archives) until its
+// suspicion expires (Options.SuspectFor) or it answers a call. For a node
+// known not to answer before the store made any call to it, such as one
+// that did not answer when the cluster was opened.
+func (s *Store) MarkHung(id string) { s.markSuspect(id, true) }
+
 // markSlow makes reads avoid node id, which has kept a chunk read
 // waiting for HedgeDelay: the blocks read next take parity from the
 // other nodes at once instead of each waiting for the hedge, as they
