@@ -366,10 +366,10 @@ const remoteGrace = time.Second
 
 // checkRemotes contacts the remote nodes at idx in c.nodes, in parallel,
 // and waits for them up to remoteGrace. It returns how many answered and
-// the ids of those that had not by then. A node that failed (refused, unreachable,
-// unusable) keeps its xrdnode.Node, which reconnects when used, so that a
-// node down while the gateway starts is used once it is back; its Err
-// says what happened at start-up.
+// the ids of those that had not by then. A node that failed (refused,
+// unreachable, unusable) keeps its xrdnode.Node, which reconnects when
+// used, so that a node down while the gateway starts is used once it is
+// back; its Err says what happened at start-up.
 func (c *Cluster) checkRemotes(idx []int, log *slog.Logger) (answered int, pending []string) {
 	type result struct {
 		i   int
