@@ -297,6 +297,11 @@ func (s *Store) inBackground(fn func()) {
 	})
 }
 
+// Background runs fn, a clean-up of the store's user that a client need
+// not wait for (the S3 gateway's removal of a completed upload's parts),
+// as the store runs its own: Drain waits for it.
+func (s *Store) Background(fn func()) { s.inBackground(fn) }
+
 // Drain waits for the clean-ups started in the background: closes of
 // archives that were read, aborts of archives a write dropped. Each is
 // bounded by its node's own timeouts. Then it stops retrying the removal

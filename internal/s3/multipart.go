@@ -389,20 +389,22 @@ func (h *handler) openPart(ctx context.Context, up *upload, n int, checked *obje
 // retireUpload ends up once its object is written. The upload's record
 // goes first, so that the upload is no longer listed, completed or
 // aborted; its parts, of no use from then on, are removed after the
-// client has its answer (a gigabyte's 128 parts take a second or more).
-// Parts that a stopping gateway leaves behind go with the upload expiry.
+// client has its answer (a gigabyte's 128 parts take a second or more),
+// as a clean-up of the store that Store.Drain, at the gateway's shutdown,
+// waits for. Parts that a dying gateway leaves behind go with the upload
+// expiry.
 func (h *handler) retireUpload(ctx context.Context, up *upload, path string) {
 	info := uploadDir(up.bucket, up.id) + "/" + uploadInfoName
 	if err := h.store.Remove(ctx, info); err != nil && !missing(err) {
 		h.opts.Logger.Warn("s3: completed upload still recorded", "obj", path, "upload", up.id, "err", err)
 	}
 	h.background.Add(1)
-	go func() {
+	h.store.Background(func() { // the gateway's shutdown waits for it (Store.Drain)
 		defer h.background.Done()
 		if err := removeUpload(context.WithoutCancel(ctx), h.store, up.bucket, up.id); err != nil {
 			h.opts.Logger.Warn("s3: completed upload not fully removed", "obj", path, "upload", up.id, "err", err)
 		}
-	}()
+	})
 }
 
 // abortUpload removes an upload and its parts (DELETE ?uploadId).

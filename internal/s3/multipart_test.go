@@ -311,3 +311,24 @@ func TestMultipartCompleteManyParts(t *testing.T) {
 		t.Errorf("upload not removed: %q", left)
 	}
 }
+
+// The removal of a completed upload's parts is a clean-up of the store:
+// Store.Drain, which the gateway's shutdown calls, waits for it.
+func TestDrainWaitsForCompletedUploadRemoval(t *testing.T) {
+	ts := newTestServer(t)
+	rng := testRand(t)
+	ts.must(200, "PUT", "/bkt", nil, nil)
+	key := "/bkt/drained"
+	id := ts.createUpload(key, nil)
+	var etags []string
+	var numbers []int
+	for i := range 8 {
+		r := ts.must(200, "PUT", fmt.Sprintf("%s?partNumber=%d&uploadId=%s", key, i+1, id), testcluster.Rand(rng, 10_240), nil)
+		etags, numbers = append(etags, r.Header.Get("ETag")), append(numbers, i+1)
+	}
+	ts.must(200, "POST", key+"?uploadId="+id, completeBody(numbers, etags), nil)
+	ts.c.Store.Drain()
+	if infos, err := ts.c.Store.List(ts.t.Context(), uploadDir("bkt", id)); err == nil {
+		t.Errorf("after Drain, the completed upload's directory holds %d entries", len(infos))
+	}
+}
