@@ -5,6 +5,7 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -273,6 +274,18 @@ func TestListMultipartUploads(t *testing.T) {
 	ts.must(204, "DELETE", "/bkt", nil, nil)
 }
 
+// uploadParts uploads random parts numbered numbers to upload id of key,
+// part i of size(i) bytes, and returns them with their ETags.
+func (ts *testServer) uploadParts(rng *rand.Rand, key, id string, numbers []int, size func(i int) int64) (parts [][]byte, etags []string) {
+	ts.t.Helper()
+	for i, n := range numbers {
+		p := testcluster.Rand(rng, size(i))
+		r := ts.must(200, "PUT", fmt.Sprintf("%s?partNumber=%d&uploadId=%s", key, n, id), p, nil)
+		parts, etags = append(parts, p), append(etags, r.Header.Get("ETag"))
+	}
+	return parts, etags
+}
+
 // A completion of many parts assembles them in order (the next part is
 // opened while one is copied), and the upload is gone as soon as the
 // answer comes: no longer listed, its parts no longer listable, even
@@ -283,16 +296,11 @@ func TestMultipartCompleteManyParts(t *testing.T) {
 	ts.must(200, "PUT", "/bkt", nil, nil)
 	key := "/bkt/many"
 	id := ts.createUpload(key, nil)
-	var (
-		parts   [][]byte
-		etags   []string
-		numbers []int
-	)
+	var numbers []int
 	for i := range 12 {
-		p := testcluster.Rand(rng, 10_240+int64(i)*333)
-		r := ts.must(200, "PUT", fmt.Sprintf("%s?partNumber=%d&uploadId=%s", key, 2*i+1, id), p, nil)
-		parts, etags, numbers = append(parts, p), append(etags, r.Header.Get("ETag")), append(numbers, 2*i+1)
+		numbers = append(numbers, 2*i+1)
 	}
+	parts, etags := ts.uploadParts(rng, key, id, numbers, func(i int) int64 { return 10_240 + int64(i)*333 })
 	var res completeMultipartUploadResult
 	decodeXML(t, ts.must(200, "POST", key+"?uploadId="+id, completeBody(numbers, etags), nil), &res)
 	if res.ETag != multipartETag(parts...) {
@@ -320,12 +328,8 @@ func TestDrainWaitsForCompletedUploadRemoval(t *testing.T) {
 	ts.must(200, "PUT", "/bkt", nil, nil)
 	key := "/bkt/drained"
 	id := ts.createUpload(key, nil)
-	var etags []string
-	var numbers []int
-	for i := range 8 {
-		r := ts.must(200, "PUT", fmt.Sprintf("%s?partNumber=%d&uploadId=%s", key, i+1, id), testcluster.Rand(rng, 10_240), nil)
-		etags, numbers = append(etags, r.Header.Get("ETag")), append(numbers, i+1)
-	}
+	numbers := []int{1, 2, 3, 4, 5, 6, 7, 8}
+	_, etags := ts.uploadParts(rng, key, id, numbers, func(int) int64 { return 10_240 })
 	ts.must(200, "POST", key+"?uploadId="+id, completeBody(numbers, etags), nil)
 	ts.c.Store.Drain()
 	if infos, err := ts.c.Store.List(ts.t.Context(), uploadDir("bkt", id)); err == nil {
