@@ -1,13 +1,11 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/ecstore/ecstore/internal/bufpool"
 	"github.com/ecstore/ecstore/internal/directio"
 	"github.com/ecstore/ecstore/internal/fsutil"
 	"io"
@@ -260,16 +258,18 @@ func (l *Local) openFd(path string, fd int) (File, error) {
 	if st.Size >= WholeRead {
 		return &localFile{l: l, path: path, f: os.NewFile(uintptr(fd), name), size: st.Size}, nil
 	}
-	head := bufpool.Get(WholeRead)
-	defer bufpool.Put(head)
-	n, err := preadFull(fd, head, 0)
+	// One byte more than fstat said: a single pread then both reads the
+	// file and shows it has not grown since (no second read to find the
+	// end), straight into the buffer the File keeps.
+	b := make([]byte, st.Size+1)
+	n, err := preadAtLeast(fd, b, int(st.Size))
 	switch {
 	case err != nil:
 		unix.Close(fd)
 		return nil, l.fail("open", path, err)
-	case n < len(head):
+	case n <= int(st.Size):
 		unix.Close(fd)
-		return &contentsFile{b: bytes.Clone(head[:n])}, nil
+		return &contentsFile{b: b[:n:n]}, nil
 	}
 	// It grew since the fstat.
 	return l.openedFile(path, os.NewFile(uintptr(fd), name))
@@ -284,23 +284,24 @@ func fstat(fd int, st *unix.Stat_t) error {
 	}
 }
 
-// preadFull reads len(p) bytes at off from fd, or as many as there are
-// up to the end of the file.
-func preadFull(fd int, p []byte, off int64) (int, error) {
+// preadAtLeast reads from fd at offset 0 into p until it holds at least
+// want bytes (after one pread at least) or the file ends, and returns how
+// many it holds: a single pread when the file has want bytes.
+func preadAtLeast(fd int, p []byte, want int) (int, error) {
 	done := 0
-	for done < len(p) {
-		n, err := unix.Pread(fd, p[done:], off+int64(done))
+	for {
+		n, err := unix.Pread(fd, p[done:], int64(done))
 		switch {
 		case err == unix.EINTR:
 			continue
 		case err != nil:
 			return done, err
-		case n == 0:
-			return done, nil
 		}
 		done += n
+		if n == 0 || done >= want || done == len(p) {
+			return done, nil
+		}
 	}
-	return done, nil
 }
 
 // openedFile returns the File of f, a file open for reading, once it is
