@@ -26,7 +26,8 @@
 //
 // A node directory that cannot be opened (a missing disk) is reported and
 // treated as a node that is down, so that reads can still reconstruct
-// from the others. Entries of the form root://host:port//prefix are remote
+// from the others; it is tried again every few seconds while in use, and
+// used once it opens (a disk mounted late). It is never created. Entries of the form root://host:port//prefix are remote
 // data servers (a real xrootd, or ecstore node) reached with xrdnode.
 package cluster
 
@@ -40,6 +41,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ecstore/ecstore/internal/node"
@@ -138,7 +141,10 @@ func (c *Cluster) Close() error {
 	}
 	var errs []error
 	for _, n := range c.nodes {
-		if l, ok := n.Node.(*node.Local); ok {
+		switch l := n.Node.(type) {
+		case *node.Local:
+			errs = append(errs, l.Close())
+		case *lateLocal:
 			errs = append(errs, l.Close())
 		}
 	}
@@ -276,7 +282,7 @@ func build(cfg *Config, file, base string, opts Options) (*Cluster, error) {
 			n, err := xrdnode.Open(p, xrdnode.Options{ID: id, Fsync: cfg.Fsync(), Logger: opts.Logger})
 			if err != nil { // a malformed URL
 				info.Err = err
-				info.Node = &downNode{id: id, err: fmt.Errorf("node %s (%s): %w: %v", id, p, ErrNodeDown, err)}
+				info.Node = &downNode{id: id, err: downError(id, p, err)}
 				opts.Logger.Warn("node is down", "node", id, "url", p, "err", err)
 			} else {
 				info.Node = n
@@ -300,8 +306,8 @@ func build(cfg *Config, file, base string, opts Options) (*Cluster, error) {
 		l, err := openLocal(id, abs, cfg.Fsync())
 		if err != nil {
 			info.Err = err
-			info.Node = &downNode{id: id, err: fmt.Errorf("node %s (%s): %w: %v", id, abs, ErrNodeDown, err)}
-			opts.Logger.Warn("node is down", "node", id, "dir", abs, "err", err)
+			info.Node = newLateLocal(id, abs, cfg.Fsync(), err, opts.Logger)
+			opts.Logger.Warn("node is down; it is used once its directory can be opened", "node", id, "dir", abs, "err", err)
 		} else {
 			info.Node = l
 			up++
@@ -541,9 +547,153 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
-// downNode stands for a node whose directory could not be opened: every
-// call fails with ErrNodeDown, so that the engine treats it as
-// unreachable (reads reconstruct, writes fall back on spares).
+// lateLocal is a local node whose directory could not be opened when the
+// cluster was (missing, because its disk was not mounted yet, say). Its
+// calls fail with ErrNodeDown, as a downNode's, until the directory can
+// be opened: a call made at least localRetry after the last attempt
+// tries again, so that a disk mounted later is used without a restart.
+// The directory is never created: a missing one stays down.
+type lateLocal struct {
+	id, dir string
+	fsync   bool
+	log     *slog.Logger
+	up      atomic.Pointer[node.Local]
+	err     atomic.Pointer[error] // why it is down, wrapping ErrNodeDown
+
+	mu     sync.Mutex // held by the attempt to open; guards the fields below
+	tried  time.Time
+	closed bool
+}
+
+// localRetry is how often a lateLocal tries to open its directory again.
+var localRetry = 5 * time.Second
+
+var _ node.Node = (*lateLocal)(nil)
+
+func newLateLocal(id, dir string, fsync bool, err error, log *slog.Logger) *lateLocal {
+	n := &lateLocal{id: id, dir: dir, fsync: fsync, log: log, tried: time.Now()}
+	n.setErr(err)
+	return n
+}
+
+func (n *lateLocal) setErr(err error) {
+	err = downError(n.id, n.dir, err)
+	n.err.Store(&err)
+}
+
+func downError(id, where string, err error) error {
+	return fmt.Errorf("node %s (%s): %w: %v", id, where, ErrNodeDown, err)
+}
+
+// node returns the opened directory, or why the node is down. An attempt
+// in progress (a stat that hangs on a dead mount, say) is not waited
+// for: the callers meanwhile get the last error.
+func (n *lateLocal) node() (*node.Local, error) {
+	if l := n.up.Load(); l != nil {
+		return l, nil
+	}
+	if !n.mu.TryLock() {
+		return nil, *n.err.Load()
+	}
+	defer n.mu.Unlock()
+	if l := n.up.Load(); l != nil {
+		return l, nil
+	}
+	if n.closed || time.Since(n.tried) < localRetry {
+		return nil, *n.err.Load()
+	}
+	n.tried = time.Now()
+	l, err := openLocal(n.id, n.dir, n.fsync)
+	if err != nil {
+		n.setErr(err)
+		return nil, *n.err.Load()
+	}
+	n.up.Store(l)
+	n.log.Warn("node is up", "node", n.id, "dir", n.dir)
+	return l, nil
+}
+
+// Close closes the directory if it was opened; no attempt follows.
+func (n *lateLocal) Close() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.closed = true
+	if l := n.up.Load(); l != nil {
+		return l.Close()
+	}
+	return nil
+}
+
+func (n *lateLocal) ID() string { return n.id }
+
+func (n *lateLocal) Create(ctx context.Context, path string) (node.Upload, error) {
+	l, err := n.node()
+	if err != nil {
+		return nil, err
+	}
+	return l.Create(ctx, path)
+}
+
+func (n *lateLocal) Open(ctx context.Context, path string) (node.File, error) {
+	l, err := n.node()
+	if err != nil {
+		return nil, err
+	}
+	return l.Open(ctx, path)
+}
+
+func (n *lateLocal) Stat(ctx context.Context, path string) (node.FileInfo, error) {
+	l, err := n.node()
+	if err != nil {
+		return node.FileInfo{}, err
+	}
+	return l.Stat(ctx, path)
+}
+
+func (n *lateLocal) List(ctx context.Context, dir string) ([]node.FileInfo, error) {
+	l, err := n.node()
+	if err != nil {
+		return nil, err
+	}
+	return l.List(ctx, dir)
+}
+
+func (n *lateLocal) Remove(ctx context.Context, path string) error {
+	l, err := n.node()
+	if err != nil {
+		return err
+	}
+	return l.Remove(ctx, path)
+}
+
+func (n *lateLocal) Rename(ctx context.Context, oldPath, newPath string) error {
+	l, err := n.node()
+	if err != nil {
+		return err
+	}
+	return l.Rename(ctx, oldPath, newPath)
+}
+
+func (n *lateLocal) Mkdir(ctx context.Context, path string) error {
+	l, err := n.node()
+	if err != nil {
+		return err
+	}
+	return l.Mkdir(ctx, path)
+}
+
+func (n *lateLocal) Space(ctx context.Context) (node.Space, error) {
+	l, err := n.node()
+	if err != nil {
+		return node.Space{}, err
+	}
+	return l.Space(ctx)
+}
+
+// downNode stands for a node that cannot be used at all (its URL is
+// malformed): every call fails with ErrNodeDown, so that the engine
+// treats it as unreachable (reads reconstruct, writes fall back on
+// spares).
 type downNode struct {
 	id  string
 	err error

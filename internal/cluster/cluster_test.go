@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -450,5 +452,53 @@ func TestRemoteNodesDownOrHungAtStart(t *testing.T) {
 	defer cancel()
 	if _, err := infos[1].Node.List(ctx, "/"); err != nil {
 		t.Errorf("the node that refused at start, now up: list /: %v", err)
+	}
+}
+
+// A local node directory missing when the cluster is opened (a disk not
+// mounted yet) is down, and used once it exists: without a restart, new
+// archives go to it. Until then it is not created.
+func TestMissingNodeDirComesBack(t *testing.T) {
+	defer func(d time.Duration) { localRetry = d }(localRetry)
+	localRetry = 20 * time.Millisecond
+	base := t.TempDir()
+	var dirs []string
+	for i := range 3 {
+		dirs = append(dirs, filepath.Join(base, fmt.Sprint("n", i)))
+	}
+	for _, d := range dirs[:2] {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flags := ec21(t)
+	if err := flags.Set(KeyFsync, "false"); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open(Options{Nodes: dirs, Flags: flags})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	infos := c.Nodes()
+	if infos[2].Err == nil {
+		t.Fatalf("the missing directory's node has no Err")
+	}
+	ctx := context.Background()
+	time.Sleep(2 * localRetry)
+	if _, err := infos[2].Node.Space(ctx); !errors.Is(err, ErrNodeDown) {
+		t.Errorf("space of the missing node: %v, want ErrNodeDown", err)
+	}
+	if _, err := os.Stat(dirs[2]); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the missing directory was created: %v", err)
+	}
+	if err := os.Mkdir(dirs[2], 0o755); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * localRetry)
+	data := bytes.Repeat([]byte("late disk "), 1<<17)
+	putGet(t, c, "/late", data)
+	if _, err := os.Stat(filepath.Join(dirs[2], "late")); err != nil {
+		t.Errorf("no archive on the node whose directory appeared: %v", err)
 	}
 }
