@@ -101,10 +101,11 @@ type NodeInfo struct {
 	ID   string
 	Path string // absolute local directory
 	Node node.Node
-	// Err is why the node is down (its directory could not be opened, its
-	// URL is malformed), or why a remote node did not answer when the
-	// cluster was opened (it is used all the same: it reconnects when
-	// used); nil when the node is up.
+	// Err is why the node was down when the cluster was opened (its
+	// directory could not be opened, its URL is malformed), or why a
+	// remote node did not answer then; nil when the node was up. Remote
+	// nodes and local directories that open later are used all the same
+	// (they are tried again when used); a malformed URL stays down.
 	Err error
 }
 
