@@ -81,7 +81,7 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 	heal := fs.Bool("heal", true, "rebuild, in the background, objects that reads and writes find degraded")
 	healRate := fs.String("heal-rate", "20MB", "limit background rebuilding to `SIZE` per second (0: unlimited)")
 	healInterval := fs.Duration("heal-interval", 0, "also run a full repair of the cluster every `DURATION` (0: never)")
-	memLimit := fs.String("memory-limit", "auto", "soft limit of the gateway's memory: auto (40 MiB plus 4 blocks per open\ntransfer, at least 64 MiB: the resident size stays within 64 MiB plus 4\nblocks per open transfer, about 80 MiB with none; unless GOMEMLIMIT is set), a `SIZE`, or off")
+	memLimit := fs.String("memory-limit", "auto", "soft limit of the gateway's memory: auto (40 MiB plus 4 blocks per open\ntransfer, or 4 times the object's size when it is smaller, at least 64 MiB:\nthe resident size stays within 64 MiB plus 4 blocks per open transfer,\nabout 80 MiB with none; unless GOMEMLIMIT is set), a `SIZE`, or off")
 	if _, err := fs.parse(args, 0, 0); err != nil {
 		return err
 	}
@@ -125,12 +125,15 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 	var healer *repair.Healer
 	events := m.Events()
 	var gov atomic.Pointer[memlimit.Governor]
-	if next := events.Transfers; autoLimit {
-		events.Transfers = func(open int) {
+	if autoLimit {
+		next := events.TransferMemory
+		events.TransferMemory = func(blockBufs int64) {
 			if g := gov.Load(); g != nil {
-				g.Update(open)
+				g.Update(blockBufs)
 			}
-			next(open)
+			if next != nil {
+				next(blockBufs)
+			}
 		}
 	}
 	if *heal {
@@ -146,7 +149,8 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 		debug.SetMemoryLimit(fixedLimit)
 	}
 	if autoLimit {
-		// The resident budget is 64 MiB plus 4 blocks per transfer; the
+		// The resident budget is 64 MiB plus 4 blocks per transfer (4
+		// times the object for one smaller than a block); the
 		// Go limit does not count the binary's mapped code (11 MiB) and
 		// other memory outside the Go heap, and a soft limit is overshot
 		// while a collection runs, so it leaves 24 MiB for them (at 64
@@ -156,7 +160,7 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 		// small objects (no transfer open) the gateway holds about 40 MiB,
 		// and a limit there made the collector run back to back (100
 		// collections a second, 60 % of the gateway's CPU).
-		gov.Store(memlimit.New(40<<20, 4*c.Store().Geometry().BlockSize(), 64<<20))
+		gov.Store(memlimit.New(40<<20, 4, 64<<20))
 	}
 	// Under a memory limit (auto, a size or GOMEMLIMIT, which may say
 	// off) the collector need not run at every doubling of a small live

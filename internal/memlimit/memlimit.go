@@ -19,8 +19,9 @@ import (
 	"sync"
 )
 
-// Governor sets the soft memory limit to Base + PerTransfer × open
-// transfers, and never below Floor. It is safe for concurrent use.
+// Governor sets the soft memory limit to Base + PerUnit × the units the
+// open transfers hold (bytes of block buffers, say), and never below
+// Floor. It is safe for concurrent use.
 type Governor struct {
 	base, per int64
 	// floor keeps the limit above what requests other than transfers
@@ -34,22 +35,22 @@ type Governor struct {
 	limit int64
 }
 
-// New returns a Governor with the given base, per-transfer allowance and
+// New returns a Governor with the given base, allowance per unit and
 // floor (bytes) and applies the limit for no open transfers.
-func New(base, perTransfer, floor int64) *Governor {
-	g := &Governor{base: base, per: perTransfer, floor: floor, set: debug.SetMemoryLimit}
+func New(base, perUnit, floor int64) *Governor {
+	g := &Governor{base: base, per: perUnit, floor: floor, set: debug.SetMemoryLimit}
 	g.Update(0)
 	return g
 }
 
-// Update sets the limit for open transfers.
-func (g *Governor) Update(open int) {
+// Update sets the limit for open transfers holding units in all.
+func (g *Governor) Update(units int64) {
 	limit := g.base
-	if open > 0 && g.per > 0 {
-		if int64(open) > (math.MaxInt64-g.base)/g.per {
+	if units > 0 && g.per > 0 {
+		if units > (math.MaxInt64-g.base)/g.per {
 			limit = math.MaxInt64
 		} else {
-			limit += int64(open) * g.per
+			limit += units * g.per
 		}
 	}
 	limit = max(limit, g.floor)

@@ -24,7 +24,7 @@ func TestGovernorFollowsOpenTransfers(t *testing.T) {
 	if g.Limit() != 96<<20 {
 		t.Errorf("Limit() = %d", g.Limit())
 	}
-	g.Update(math.MaxInt32)
+	g.Update(math.MaxInt64 / 2)
 	if g.Limit() <= 0 {
 		t.Errorf("a huge count overflowed the limit: %d", g.Limit())
 	}
@@ -48,7 +48,7 @@ func TestGovernorFloor(t *testing.T) {
 	var last int64
 	g := &Governor{base: 40 << 20, per: 32 << 20, floor: 64 << 20, set: func(l int64) int64 { last = l; return 0 }}
 	for _, c := range []struct {
-		open int
+		open int64
 		want int64
 	}{{0, 64 << 20}, {1, 72 << 20}, {8, 296 << 20}, {0, 64 << 20}} {
 		g.Update(c.open)

@@ -161,3 +161,67 @@ func TestOpenTransfersCounted(t *testing.T) {
 	}
 	check(0)
 }
+
+// TestTransferMemoryCounted checks the figure behind Events.TransferMemory,
+// which the gateway's memory limit follows: a block per transfer, or the
+// size of an object smaller than a block (announced to a writer, found
+// by a reader), grown to a block when a writer's announcement falls
+// short; nothing once every transfer is closed.
+func TestTransferMemoryCounted(t *testing.T) {
+	var last atomic.Int64
+	g := layout.Geometry{K: 3, M: 2, ChunkSize: 4096}
+	bs := g.BlockSize()
+	c := newCluster(t, 6, g, func(o *Options) {
+		o.SmallObjectSize = -1
+		o.Events.TransferMemory = func(b int64) { last.Store(b) }
+	})
+	s, ctx := c.store, context.Background()
+	check := func(want int64) {
+		t.Helper()
+		if last.Load() != want {
+			t.Fatalf("transfer memory reported %d, want %d", last.Load(), want)
+		}
+	}
+	small, err := s.Create(ctx, "/small", &CreateOptions{SizeHint: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(102) // 100 and one byte more, rounded up to a multiple of K
+	big, err := s.Create(ctx, "/big", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(102 + bs)
+	small.Write(make([]byte, 100))
+	if err := small.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check(bs)
+	big.Write(make([]byte, 3*bs+5))
+	if err := big.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check(0)
+	short, err := s.Create(ctx, "/short", &CreateOptions{SizeHint: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(12)
+	short.Write(make([]byte, 2*bs))
+	check(bs) // grown to a block
+	short.Abort()
+	check(0)
+	r, err := s.Open(ctx, "/small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(100)
+	r2, err := s.Open(ctx, "/big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(100 + bs)
+	r.Close()
+	r2.Close()
+	check(0)
+}

@@ -29,6 +29,9 @@ type Reader struct {
 	loc   *located
 	l     layout.Layout
 	codec *erasure.Codec
+	// blockBuf is how much of a block the reader's buffers hold: a block,
+	// or a smaller object's size (counted in Store.transfer).
+	blockBuf int64
 
 	bg     context.Context // background read-ahead; cancelled by Close
 	cancel context.CancelFunc
@@ -110,8 +113,10 @@ func (s *Store) openReader(ctx context.Context, path string, everyNode bool) (*R
 	}
 	loc.closeDebris()
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s.transfer(1)
-	return &Reader{s: s, path: path, loc: loc, l: loc.meta.Layout(), codec: codec,
+	l := loc.meta.Layout()
+	blockBuf := min(l.BlockSize(), max(l.Size, 1))
+	s.transfer(1, blockBuf)
+	return &Reader{s: s, path: path, loc: loc, l: l, blockBuf: blockBuf, codec: codec,
 		bg: bg, cancel: cancel, cache: map[int64]*blockFetch{},
 		fetching:  make(chan struct{}, s.opts.ReadAhead+1),
 		late:      make([]atomic.Pointer[archiveRef], len(loc.slots)),
@@ -155,7 +160,7 @@ func (r *Reader) Close() error {
 			ref.file.Close()
 		}
 	})
-	r.s.transfer(-1)
+	r.s.transfer(-1, r.blockBuf)
 	return nil
 }
 

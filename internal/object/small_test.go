@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"os"
 	"testing"
@@ -399,4 +400,67 @@ func TestTombstoneOrder(t *testing.T) {
 			t.Errorf("%+v should come after %+v", tc.later, tc.earlier)
 		}
 	}
+}
+
+// A write announced smaller than a block fills a buffer of about the
+// announced size, not of a block (a small object's put held a megabyte
+// block and two megabyte copies), and still takes any amount of data:
+// the buffer grows to a block when the announcement falls short, through
+// Write and ReadFrom alike.
+func TestWriteBufferFollowsSizeHint(t *testing.T) {
+	g := layout.Geometry{K: 3, M: 2, ChunkSize: 64 << 10}
+	c := newCluster(t, 5, g, func(o *Options) { o.SmallObjectSize = -1 })
+	r := rand.New(rand.NewPCG(seed(t), 2))
+	bs := g.BlockSize()
+	for _, tc := range []struct{ hint, size int64 }{
+		{1000, 1000}, {1000, 999}, {1000, 1001}, {1000, 1002}, {1000, 1003}, {1000, 5000},
+		{1000, bs}, {1000, bs + 1}, {1000, 3*bs + 7}, {bs - 1, bs - 1}, {bs - 1, bs}, {bs - 2, bs + 5},
+		{1, 0}, {1, 1}, {1, 2},
+	} {
+		data := randBytes(r, tc.size)
+		for _, readFrom := range []bool{false, true} {
+			ctx := context.Background()
+			w, err := c.store.Create(ctx, "/h", &CreateOptions{SizeHint: tc.hint})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if readFrom {
+				_, err = w.ReadFrom(&smallReads{data: data, step: 777})
+			} else {
+				for p := data; len(p) > 0 && err == nil; {
+					n := min(len(p), 333)
+					_, err = w.Write(p[:n])
+					p = p[n:]
+				}
+			}
+			if err != nil {
+				t.Fatalf("hint %d, %d bytes, ReadFrom %v: write: %v", tc.hint, tc.size, readFrom, err)
+			}
+			if tc.size <= tc.hint && tc.hint < bs/2 && w.buf != nil && int64(cap(w.buf)) >= bs {
+				t.Errorf("hint %d, %d bytes: a block's buffer (%d bytes) for an object announced smaller", tc.hint, tc.size, cap(w.buf))
+			}
+			if err := w.Close(); err != nil {
+				t.Fatalf("hint %d, %d bytes, ReadFrom %v: close: %v", tc.hint, tc.size, readFrom, err)
+			}
+			got, err := get(c.store, "/h")
+			if err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("hint %d, %d bytes, ReadFrom %v: read back %d bytes (%v), equal %v", tc.hint, tc.size, readFrom, len(got), err, bytes.Equal(got, data))
+			}
+		}
+	}
+}
+
+// smallReads hands out data step bytes at a time, then io.EOF.
+type smallReads struct {
+	data []byte
+	step int
+}
+
+func (s *smallReads) Read(p []byte) (int, error) {
+	if len(s.data) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, s.data[:min(len(s.data), s.step)])
+	s.data = s.data[n:]
+	return n, nil
 }

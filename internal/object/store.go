@@ -175,6 +175,11 @@ type Events struct {
 	// each time one opens or closes (calls may race; the count each
 	// carries is current when it is taken).
 	Transfers func(open int)
+	// TransferMemory is called, as Transfers, with the bytes of block
+	// buffers the open readers and writers hold at most, in all: a
+	// block's each, or a small object's size for one announced (or
+	// found) smaller than a block. The gateway's memory limit follows it.
+	TransferMemory func(bytes int64)
 	// PendingTempRemovals is called with the number of temporary archives
 	// kept for removal each time it changes: aborted uploads whose node
 	// did not answer the abort, removed once it answers again.
@@ -267,8 +272,9 @@ type Store struct {
 	cleanup sync.WaitGroup // background closes and aborts (see inBackground)
 	space   spaceCache     // the nodes' free space, for placement
 	// leftovers are temporary archives that aborts could not remove.
-	leftovers leftovers
-	open      atomic.Int64 // readers and writers open
+	leftovers  leftovers
+	open       atomic.Int64 // readers and writers open
+	openMemory atomic.Int64 // bytes of block buffers they hold at most (see transfer)
 	// chunkLatency follows chunk read times, for hedgeDelay.
 	chunkLatency latencyEstimate
 	// probeLatency follows lookup probe times, for windowPatience.
@@ -276,10 +282,21 @@ type Store struct {
 }
 
 // transfer counts a reader or writer opening (+1) or closing (-1).
-func (s *Store) transfer(delta int64) {
+// transfer counts a reader or writer opening (delta 1) or closing (-1),
+// holding blocks of blockBuf bytes.
+func (s *Store) transfer(delta, blockBuf int64) {
 	n := s.open.Add(delta)
 	if f := s.opts.Events.Transfers; f != nil {
 		f(int(n))
+	}
+	s.transferMemory(delta * blockBuf)
+}
+
+// transferMemory adds delta bytes to the block buffers of open transfers.
+func (s *Store) transferMemory(delta int64) {
+	m := s.openMemory.Add(delta)
+	if f := s.opts.Events.TransferMemory; f != nil {
+		f(m)
 	}
 }
 

@@ -44,12 +44,16 @@ type Writer struct {
 	failed    atomic.Int32   // slots that failed
 	err       atomic.Pointer[error]
 
-	buf   []byte // block being filled
-	fill  int
-	block int64
-	size  int64
-	sums  *erasure.ObjectSums
-	done  bool
+	buf  []byte // block being filled
+	fill int
+	// firstBuf is the size of the first block's buffer when the object
+	// is announced smaller than a block (0: a whole block): a small
+	// object's write then holds a buffer of its size, not of a block's.
+	firstBuf int
+	block    int64
+	size     int64
+	sums     *erasure.ObjectSums
+	done     bool
 }
 
 // blockJob is one block travelling through the pipeline.
@@ -190,6 +194,14 @@ func (s *Store) Create(ctx context.Context, path string, opt *CreateOptions) (*W
 	w := &Writer{s: s, path: path, geo: geo, quorum: s.quorum(geo), codec: codec, user: user, ctx: wctx, cancel: cancel,
 		inflight: make(chan struct{}, s.opts.InFlight), order: make(chan *blockJob, s.opts.InFlight),
 		sums: erasure.NewObjectSums()}
+	if opt != nil && opt.SizeHint > 0 && opt.SizeHint < geo.BlockSize() {
+		// A multiple of K with room for one byte more than announced: an
+		// object of the announced size fills neither the buffer (no
+		// growing for a read that finds the end) nor, when encoded, more
+		// than the buffer holds (K chunks of the same length).
+		k := int64(geo.K)
+		w.firstBuf = int(min((opt.SizeHint+k)/k*k, geo.BlockSize()))
+	}
 	checked := make(chan error, 1)
 	go func() {
 		err := s.checkCreate(ctx, path, opt != nil && opt.Exclusive)
@@ -220,7 +232,7 @@ func (s *Store) Create(ctx context.Context, path string, opt *CreateOptions) (*W
 		defer close(w.watchDone)
 		w.watch(w.stopWatch)
 	}()
-	s.transfer(1)
+	s.transfer(1, w.blockBuf())
 	return w, nil
 }
 
@@ -395,11 +407,8 @@ func (w *Writer) Write(p []byte) (int, error) {
 	written := 0
 	bs := int(w.geo.BlockSize())
 	for len(p) > 0 {
-		if w.buf == nil {
-			if err := w.acquire(); err != nil {
-				return written, err
-			}
-			w.buf = bufpool.Get(bs)
+		if err := w.room(); err != nil {
+			return written, err
 		}
 		n := copy(w.buf[w.fill:], p)
 		w.fill += n
@@ -423,11 +432,8 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 		if err := w.stickyErr(); err != nil {
 			return total, err
 		}
-		if w.buf == nil {
-			if err := w.acquire(); err != nil {
-				return total, err
-			}
-			w.buf = bufpool.Get(bs)
+		if err := w.room(); err != nil {
+			return total, err
 		}
 		n, err := r.Read(w.buf[w.fill:])
 		w.fill += n
@@ -442,6 +448,43 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 			return total, err
 		}
 	}
+}
+
+// room makes sure the block being filled has a buffer with room left:
+// a new block's (after an in-flight token), or, when the announced size
+// turns out short, a whole block's in place of the first block's smaller
+// one.
+func (w *Writer) room() error {
+	if w.buf == nil {
+		if err := w.acquire(); err != nil {
+			return err
+		}
+		size := int(w.geo.BlockSize())
+		if w.block == 0 && w.firstBuf > 0 {
+			size = w.firstBuf
+		}
+		w.buf = bufpool.Get(size)
+		return nil
+	}
+	if bs := int(w.geo.BlockSize()); w.fill == len(w.buf) && len(w.buf) < bs {
+		grown := bufpool.Get(bs)
+		copy(grown, w.buf[:w.fill])
+		bufpool.Put(w.buf)
+		w.buf = grown
+		w.s.transferMemory(int64(bs - w.firstBuf))
+		w.firstBuf = 0
+	}
+	return nil
+}
+
+// blockBuf is how much of a block the writer's buffers hold: the first
+// block's buffer of an object announced smaller than a block, else a
+// whole block (counted in Store.transfer).
+func (w *Writer) blockBuf() int64 {
+	if w.firstBuf > 0 {
+		return int64(w.firstBuf)
+	}
+	return w.geo.BlockSize()
 }
 
 // acquire takes an in-flight token, waiting for the pipeline.
@@ -486,7 +529,7 @@ func (w *Writer) encode(job *blockJob) {
 		job.chunks[s] = job.data[s*cl : (s+1)*cl]
 	}
 	for s := k; s < width; s++ {
-		job.chunks[s] = bufpool.Get(int(w.geo.ChunkSize))[:cl]
+		job.chunks[s] = bufpool.Get(cl)
 	}
 	if err := w.codec.Encode(job.chunks); err != nil {
 		w.fail(fmt.Errorf("encode block %d: %w", job.block, err))
@@ -713,7 +756,7 @@ func (w *Writer) Close() error {
 		return ErrClosed
 	}
 	w.done = true
-	defer w.s.transfer(-1)
+	defer func() { w.s.transfer(-1, w.blockBuf()) }()
 	defer w.cancel()
 	if w.fill > 0 && w.stickyErr() == nil {
 		w.submit()
@@ -899,7 +942,7 @@ func (w *Writer) Abort() error {
 		return nil
 	}
 	w.done = true
-	defer w.s.transfer(-1)
+	defer func() { w.s.transfer(-1, w.blockBuf()) }()
 	w.fail(fmt.Errorf("aborted"))
 	if w.buf != nil {
 		bufpool.Put(w.buf)
