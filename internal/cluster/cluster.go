@@ -27,8 +27,9 @@
 // A node directory that cannot be opened (a missing disk) is reported and
 // treated as a node that is down, so that reads can still reconstruct
 // from the others; it is tried again every few seconds while in use, and
-// used once it opens (a disk mounted late). It is never created. Entries of the form root://host:port//prefix are remote
-// data servers (a real xrootd, or ecstore node) reached with xrdnode.
+// used once it opens (a disk mounted late). It is never created. Entries
+// of the form root://host:port//prefix are remote data servers (a real
+// xrootd, or ecstore node) reached with xrdnode.
 package cluster
 
 import (
@@ -560,10 +561,10 @@ type lateLocal struct {
 	log     *slog.Logger
 	up      atomic.Pointer[node.Local]
 	err     atomic.Pointer[error] // why it is down, wrapping ErrNodeDown
+	closed  atomic.Bool
 
-	mu     sync.Mutex // held by the attempt to open; guards the fields below
-	tried  time.Time
-	closed bool
+	mu    sync.Mutex // held by the attempt to open; guards tried
+	tried time.Time
 }
 
 // localRetry is how often a lateLocal tries to open its directory again.
@@ -593,14 +594,14 @@ func (n *lateLocal) node() (*node.Local, error) {
 	if l := n.up.Load(); l != nil {
 		return l, nil
 	}
-	if !n.mu.TryLock() {
+	if n.closed.Load() || !n.mu.TryLock() {
 		return nil, *n.err.Load()
 	}
 	defer n.mu.Unlock()
 	if l := n.up.Load(); l != nil {
 		return l, nil
 	}
-	if n.closed || time.Since(n.tried) < localRetry {
+	if time.Since(n.tried) < localRetry {
 		return nil, *n.err.Load()
 	}
 	n.tried = time.Now()
@@ -610,16 +611,22 @@ func (n *lateLocal) node() (*node.Local, error) {
 		return nil, *n.err.Load()
 	}
 	n.up.Store(l)
+	if n.closed.Load() {
+		// Close ran meanwhile: whichever of the two takes l closes it.
+		if l := n.up.Swap(nil); l != nil {
+			l.Close()
+		}
+		return nil, *n.err.Load()
+	}
 	n.log.Warn("node is up", "node", n.id, "dir", n.dir)
 	return l, nil
 }
 
-// Close closes the directory if it was opened; no attempt follows.
+// Close closes the directory if it was opened; no attempt follows, and
+// an attempt in progress is not waited for.
 func (n *lateLocal) Close() error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.closed = true
-	if l := n.up.Load(); l != nil {
+	n.closed.Store(true)
+	if l := n.up.Swap(nil); l != nil {
 		return l.Close()
 	}
 	return nil

@@ -479,7 +479,12 @@ func TestMissingNodeDirComesBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	closed := false
+	defer func() {
+		if !closed {
+			c.Close()
+		}
+	}()
 	infos := c.Nodes()
 	if infos[2].Err == nil {
 		t.Fatalf("the missing directory's node has no Err")
@@ -500,5 +505,15 @@ func TestMissingNodeDirComesBack(t *testing.T) {
 	putGet(t, c, "/late", data)
 	if _, err := os.Stat(filepath.Join(dirs[2], "late")); err != nil {
 		t.Errorf("no archive on the node whose directory appeared: %v", err)
+	}
+	// Closing the cluster closes the directory opened late; the node is
+	// not opened again.
+	closed = true
+	if err := c.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	time.Sleep(2 * localRetry)
+	if _, err := infos[2].Node.Space(ctx); !errors.Is(err, ErrNodeDown) {
+		t.Errorf("space of the late node after the cluster's close: %v, want ErrNodeDown", err)
 	}
 }
