@@ -2,6 +2,7 @@ package xrootd
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -109,7 +110,11 @@ func TestRequestRoundTrip(t *testing.T) {
 		&EndsessRequest{SessionID: [16]byte{1, 2, 3}},
 		&SetRequest{Data: "appid test"},
 		&PrepareRequest{Options: 8, Priority: 1, Port: 1094, OptionsX: 1, Paths: []string{"/a", "/b"}},
-		&RawRequest{ID: ReqFattr, Params: [16]byte{1, 2, 3}, Payload: []byte("x")},
+		&FattrRequest{Op: FattrGet, Path: "/f?x=1", Names: []string{"user.a", "user.b"}},
+		&FattrRequest{Op: FattrSet, Options: FattrIsNew, Path: "/f", Names: []string{"user.a", "user.b"}, Values: [][]byte{[]byte("1"), {}}},
+		&FattrRequest{Op: FattrDel, Handle: FileHandle{1, 2, 3, 4}, Names: []string{"user.a"}},
+		&FattrRequest{Op: FattrList, Options: FattrListValues, Path: "/f"},
+		&RawRequest{ID: ReqBind, Params: [16]byte{1, 2, 3}, Payload: []byte("x")},
 		&RawRequest{ID: 9999},
 	}
 	for _, req := range reqs {
@@ -449,5 +454,50 @@ func BenchmarkPages(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// ParseFattrResponse reads the answers an xrootd server writes to
+// kXR_fattr get, set and del, and refuses one that does not match the
+// names asked for or has bytes left over.
+func TestParseFattrResponse(t *testing.T) {
+	names := []string{"user.a", "user.b"}
+	nameVec := func(rcs ...uint16) []byte {
+		var b []byte
+		for i, n := range names {
+			b = binary.BigEndian.AppendUint16(b, rcs[i])
+			b = append(append(b, n...), 0)
+		}
+		return b
+	}
+	get := append([]byte{1, 2}, nameVec(0, uint16(ErrNotFound))...)
+	get = append(append(get, be32(3)...), "abc"...)
+	get = append(get, be32(0)...)
+	attrs, err := ParseFattrResponse(get, FattrGet, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var xe *Error
+	if string(attrs[0].Value) != "abc" || attrs[0].Err != nil || attrs[1].Value != nil || !errors.As(attrs[1].Err, &xe) || xe.Code != ErrNotFound {
+		t.Errorf("get: %+v", attrs)
+	}
+	if attrs, err := ParseFattrResponse(append([]byte{0, 2}, nameVec(0, 0)...), FattrSet, names); err != nil || AttrErr(attrs) != nil {
+		t.Errorf("set: %+v %v", attrs, err)
+	}
+	for name, body := range map[string][]byte{
+		"empty":         nil,
+		"count":         append([]byte{0, 1}, nameVec(0, 0)...),
+		"other name":    append([]byte{0, 2}, append(nameVec(0, 0)[:9], "x\x00"...)...),
+		"trailing":      append(append([]byte{0, 2}, nameVec(0, 0)...), 7),
+		"no values":     append([]byte{0, 2}, nameVec(0, 0)...),
+		"value too big": append(append([]byte{0, 2}, nameVec(0, 0)...), be32(100)...),
+	} {
+		op := FattrSet
+		if name == "no values" || name == "value too big" {
+			op = FattrGet
+		}
+		if _, err := ParseFattrResponse(body, op, names); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: %v, want ErrMalformed", name, err)
+		}
 	}
 }

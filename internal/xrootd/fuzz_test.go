@@ -165,6 +165,30 @@ func FuzzDirlist(f *testing.F) {
 	})
 }
 
+// FuzzFattrResponse parses kXR_fattr answers for the names (newline
+// separated) asked: never a panic, and a parsed answer has one attribute
+// per name, in order.
+func FuzzFattrResponse(f *testing.F) {
+	f.Fuzz(func(t *testing.T, body []byte, op uint8, names string) {
+		list := strings.Split(names, "\n")
+		attrs, err := ParseFattrResponse(body, FattrOp(op), list)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error %v does not wrap ErrMalformed", err)
+			}
+			return
+		}
+		if len(attrs) != len(list) {
+			t.Fatalf("%d attributes for %d names", len(attrs), len(list))
+		}
+		for i, a := range attrs {
+			if a.Name != list[i] || a.Err != nil && a.Value != nil {
+				t.Fatalf("attribute %d: %+v", i, a)
+			}
+		}
+	})
+}
+
 // FuzzPages checks that AppendPages and DecodePages are inverse, for
 // encoding arbitrary data and for decoding arbitrary page sequences.
 func FuzzPages(f *testing.F) {
@@ -239,6 +263,10 @@ func fuzzSeeds(t testing.TB) map[string]map[string][]any {
 			"prepare":        {req(&PrepareRequest{Options: 8, Paths: []string{"/a"}})},
 			"chmod":          {req(&ChmodRequest{Mode: 0o644, Path: "/big.bin"})},
 			"fattr":          {req(&RawRequest{ID: ReqFattr, Params: [16]byte{4: 1, 5: 1}, Payload: []byte("\x00\x00user.x\x00")})},
+			"fattr-get":      {req(&FattrRequest{Op: FattrGet, Path: "/d1/h.txt", Names: []string{"user.ecstore", "user.b"}})},
+			"fattr-set":      {req(&FattrRequest{Op: FattrSet, Options: FattrIsNew, Path: "/d1/h.txt", Names: []string{"user.ecstore"}, Values: [][]byte{[]byte("v=1&s=12")}})},
+			"fattr-del":      {req(&FattrRequest{Op: FattrDel, Handle: FileHandle{0, 0, 0, 1}, Names: []string{"user.x"}})},
+			"fattr-list":     {req(&FattrRequest{Op: FattrList, Options: FattrListValues, Path: "/d1"})},
 			"negative-dlen":  {RequestHeader{ID: ReqOpen, Dlen: -1}.AppendTo(nil)},
 			"oversized":      {RequestHeader{ID: ReqWrite, Dlen: 1 << 30}.AppendTo(nil)},
 			"truncated":      {append(RequestHeader{ID: ReqOpen, Dlen: 10}.AppendTo(nil), "/a"...)},
@@ -286,6 +314,12 @@ func fuzzSeeds(t testing.TB) map[string]map[string][]any {
 			"empty-dstat": {[]byte(".\n0 0 0 0\x00")},
 			"odd":         {[]byte(".\n0 0 0 0\nname\x00")},
 		},
+		"FuzzFattrResponse": {
+			"get":     {append(append([]byte{1, 2, 0, 0}, "a\x00\x0b\xd3b\x00"...), append(be32(3), "abc\x00\x00\x00\x00"...)...), uint8(FattrGet), "a\nb"},
+			"set":     {[]byte("\x00\x01\x00\x00user.ecstore\x00"), uint8(FattrSet), "user.ecstore"},
+			"short":   {[]byte{0}, uint8(FattrDel), "a"},
+			"garbage": {[]byte("\x00\x01\xff\xff\xff\xff"), uint8(FattrGet), ""},
+		},
 		"FuzzPages": {
 			"hello":     {uint64(0), []byte("hello\n")},
 			"unaligned": {uint64(4095), []byte(strings.Repeat("x", 5000))},
@@ -312,6 +346,8 @@ func TestWriteFuzzSeeds(t *testing.T) {
 					fmt.Fprintf(&b, "string(%q)\n", v)
 				case uint64:
 					fmt.Fprintf(&b, "uint64(%d)\n", v)
+				case uint8:
+					fmt.Fprintf(&b, "byte(%q)\n", v)
 				default:
 					t.Fatalf("seed %s/%s: unsupported argument %T", target, name, a)
 				}

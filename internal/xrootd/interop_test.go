@@ -469,3 +469,60 @@ func TestInteropClientWithXrootd(t *testing.T) {
 		t.Errorf("dirlist after rmdir: %+v %v", list, err)
 	}
 }
+
+// Client's kXR_fattr against a real xrootd: attributes set, got, kept
+// when set again with onlyNew, missing ones reported per attribute,
+// deleted; on disk under xrootd's U. namespace.
+func TestInteropClientAttrsWithXrootd(t *testing.T) {
+	addr := startXrootd(t)
+	c := dial(t, addr, nil)
+	ctx := testCtx(t)
+	f, err := c.Open(ctx, "/attrs/f", OpenNew|OpenMkpath, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	summary := []byte("v=AAECAwQFBgcICQoLDA0ODw&s=27000&e=1%2B2&c=1MiB&n=0")
+	set, err := c.SetAttrs(ctx, "/attrs/f", []Attr{{Name: "user.ecstore", Value: summary}, {Name: "user.empty", Value: []byte{}}}, false)
+	if err != nil || AttrErr(set) != nil {
+		t.Fatalf("set: %v %v", err, AttrErr(set))
+	}
+	got, err := c.GetAttrs(ctx, "/attrs/f", "user.ecstore", "user.missing", "user.empty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got[0].Value, summary) || got[0].Err != nil {
+		t.Errorf("user.ecstore: %q %v", got[0].Value, got[0].Err)
+	}
+	var xe *Error
+	if !errors.As(got[1].Err, &xe) || xe.Code != ErrAttrNotFound || got[1].Value != nil {
+		t.Errorf("user.missing: %q %v, want AttrNotFound", got[1].Value, got[1].Err)
+	}
+	if got[2].Err != nil || len(got[2].Value) != 0 {
+		t.Errorf("user.empty: %q %v", got[2].Value, got[2].Err)
+	}
+	if again, err := c.SetAttrs(ctx, "/attrs/f", []Attr{{Name: "user.ecstore", Value: []byte("other")}}, true); err != nil || again[0].Err == nil {
+		t.Errorf("set of an existing attribute with onlyNew: %v, want the attribute's error", err)
+	}
+	if got, err := c.GetAttrs(ctx, "/attrs/f", "user.ecstore"); err != nil || !bytes.Equal(got[0].Value, summary) {
+		t.Errorf("after the refused set: %v", err)
+	}
+	del, err := c.DelAttrs(ctx, "/attrs/f", "user.ecstore")
+	if err != nil || AttrErr(del) != nil {
+		t.Fatalf("del: %v %v", err, AttrErr(del))
+	}
+	if got, err := c.GetAttrs(ctx, "/attrs/f", "user.ecstore"); err != nil || got[0].Err == nil {
+		t.Errorf("after del: %v, want the attribute's error", err)
+	}
+	// A missing file is reported per attribute, not for the request.
+	if got, err := c.GetAttrs(ctx, "/attrs/nofile", "user.ecstore"); err != nil {
+		t.Errorf("get on a missing file: %v", err)
+	} else if !errors.As(got[0].Err, &xe) || xe.Code != ErrNotFound {
+		t.Errorf("get on a missing file: attribute %v, want NotFound", got[0].Err)
+	}
+	if _, err := c.GetAttrs(ctx, "/attrs/f"); err == nil {
+		t.Errorf("get of no attribute was sent")
+	}
+}

@@ -177,8 +177,13 @@ func TestHostileFrames(t *testing.T) {
 			rc.ping(sid)
 		}},
 		{"unsupported fattr", true, func(rc *rawConn) {
-			rc.write(rawHeader(sid, ReqFattr, 0))
+			rc.send(sid, &FattrRequest{Op: FattrGet, Path: "/f", Names: []string{"user.a"}})
 			rc.expectError(sid, ErrUnsupported)
+			rc.ping(sid)
+		}},
+		{"malformed fattr", true, func(rc *rawConn) {
+			rc.write(rawHeader(sid, ReqFattr, 0)) // a delete of no attribute
+			rc.expectError(sid, ErrArgInvalid)
 			rc.ping(sid)
 		}},
 		{"auth refused", true, func(rc *rawConn) {

@@ -113,6 +113,8 @@ func ParseRequest(f *RequestFrame) (Request, error) {
 		return &PrepareRequest{Options: p[0], Priority: p[1], Port: getU16(p[2:]), OptionsX: getU16(p[4:]), Paths: splitList(cstring(pl))}, nil
 	case ReqChmod:
 		return &ChmodRequest{Mode: getU16(p[14:]), Path: cstring(pl)}, nil
+	case ReqFattr:
+		return parseFattr(p, pl)
 	}
 	return &RawRequest{ID: f.ID, Params: f.Params, Payload: pl}, nil
 }
@@ -618,8 +620,8 @@ func (r *ChmodRequest) marshal(p *[16]byte) []byte {
 	return []byte(r.Path)
 }
 
-// RawRequest is a request this package has no type for (kXR_fattr,
-// kXR_bind, kXR_writev, unknown codes, ...), kept as it arrived.
+// RawRequest is a request this package has no type for (kXR_bind,
+// kXR_writev, unknown codes, ...), kept as it arrived.
 type RawRequest struct {
 	ID      RequestID // request code
 	Params  [16]byte  // the 16 parameter bytes

@@ -1,0 +1,246 @@
+package xrootd
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// FattrOp is the subcode of a kXR_fattr request.
+type FattrOp uint8
+
+// kXR_fattr subcodes (xfaSubCode).
+const (
+	FattrDel  FattrOp = 0 // kXR_fattrDel
+	FattrGet  FattrOp = 1 // kXR_fattrGet
+	FattrList FattrOp = 2 // kXR_fattrList
+	FattrSet  FattrOp = 3 // kXR_fattrSet
+)
+
+// kXR_fattr options.
+const (
+	FattrIsNew      = 0x01 // set: only attributes that do not exist yet
+	FattrListValues = 0x10 // list: with the values
+)
+
+// kXR_fattr limits (xfaLimits).
+const (
+	MaxFattrAttrs = 16    // attributes per request
+	MaxFattrName  = 248   // bytes of an attribute name
+	MaxFattrValue = 65536 // bytes of an attribute value
+)
+
+// FattrRequest is kXR_fattr: delete, get, list or set extended attributes
+// of the file at Path, or, with an empty Path, of the open file Handle.
+// Names (every operation but list) and Values (set only, one per name)
+// travel as the protocol's name and value vectors.
+type FattrRequest struct {
+	Handle  FileHandle
+	Op      FattrOp
+	Options uint8
+	Path    string // path, optionally followed by ?CGI; empty: Handle
+	Names   []string
+	Values  [][]byte
+}
+
+// RequestID returns ReqFattr.
+func (*FattrRequest) RequestID() RequestID { return ReqFattr }
+
+func (r *FattrRequest) marshal(p *[16]byte) []byte {
+	copy(p[0:4], r.Handle[:])
+	p[4], p[5], p[6] = byte(r.Op), byte(len(r.Names)), r.Options
+	b := append([]byte(r.Path), 0)
+	for _, n := range r.Names {
+		b = append(b, 0, 0)
+		b = append(b, n...)
+		b = append(b, 0)
+	}
+	for _, v := range r.Values {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(v)))
+		b = append(b, v...)
+	}
+	return b
+}
+
+// parseFattr decodes a kXR_fattr request as an xrootd server checks it:
+// a known subcode, 1 to MaxFattrAttrs names (none for list), each marked
+// by two zero bytes and NUL-terminated, values (for set) within
+// MaxFattrValue, and nothing left over.
+func parseFattr(p *[16]byte, pl []byte) (Request, error) {
+	r := &FattrRequest{Handle: handleAt(p, 0), Op: FattrOp(p[4]), Options: p[6]}
+	n := int(p[5])
+	switch {
+	case r.Op > FattrSet:
+		return nil, fmt.Errorf("%w: fattr subcode %d", ErrMalformed, r.Op)
+	case r.Op == FattrList && n != 0, r.Op != FattrList && (n == 0 || n > MaxFattrAttrs):
+		return nil, fmt.Errorf("%w: fattr with %d attributes", ErrMalformed, n)
+	}
+	if len(pl) == 0 {
+		if n != 0 {
+			return nil, fmt.Errorf("%w: fattr without its arguments", ErrMalformed)
+		}
+		return r, nil
+	}
+	end := bytes.IndexByte(pl, 0)
+	if end < 0 {
+		return nil, fmt.Errorf("%w: fattr path not terminated", ErrMalformed)
+	}
+	r.Path, pl = string(pl[:end]), pl[end+1:]
+	for range n {
+		if len(pl) < 3 || pl[0] != 0 || pl[1] != 0 {
+			return nil, fmt.Errorf("%w: fattr name vector", ErrMalformed)
+		}
+		end := bytes.IndexByte(pl[2:], 0)
+		if end <= 0 || end > MaxFattrName {
+			return nil, fmt.Errorf("%w: fattr name of bad length", ErrMalformed)
+		}
+		r.Names = append(r.Names, string(pl[2:2+end]))
+		pl = pl[2+end+1:]
+	}
+	if r.Op == FattrSet {
+		for range n {
+			if len(pl) < 4 {
+				return nil, fmt.Errorf("%w: fattr value vector", ErrMalformed)
+			}
+			vl := int(int32(getU32(pl)))
+			if vl < 0 || vl > MaxFattrValue || vl > len(pl)-4 {
+				return nil, fmt.Errorf("%w: fattr value of bad length", ErrMalformed)
+			}
+			r.Values = append(r.Values, pl[4:4+vl])
+			pl = pl[4+vl:]
+		}
+	}
+	if len(pl) != 0 {
+		return nil, fmt.Errorf("%w: %d bytes after the fattr arguments", ErrMalformed, len(pl))
+	}
+	return r, nil
+}
+
+// Attr is one extended attribute in a kXR_fattr answer: its value, or
+// why the server could not get, set or delete it.
+type Attr struct {
+	Name  string
+	Value []byte
+	Err   error // an *Error (ErrNotFound for a missing attribute), or nil
+}
+
+// GetAttrs gets the named extended attributes of path (kXR_fattr get);
+// the answer has one Attr per name, in order. A plain xrootd keeps them
+// on disk as user.U.<name>.
+func (c *Client) GetAttrs(ctx context.Context, path string, names ...string) ([]Attr, error) {
+	return c.fattr(ctx, &FattrRequest{Op: FattrGet, Path: path, Names: names})
+}
+
+// SetAttrs sets extended attributes of path (kXR_fattr set); with
+// onlyNew, an attribute that exists is left as it is and its Attr says
+// so. The answer has one Attr per attribute, in order.
+func (c *Client) SetAttrs(ctx context.Context, path string, attrs []Attr, onlyNew bool) ([]Attr, error) {
+	r := &FattrRequest{Op: FattrSet, Path: path}
+	if onlyNew {
+		r.Options = FattrIsNew
+	}
+	for _, a := range attrs {
+		r.Names = append(r.Names, a.Name)
+		r.Values = append(r.Values, a.Value)
+	}
+	return c.fattr(ctx, r)
+}
+
+// DelAttrs deletes the named extended attributes of path (kXR_fattr
+// del); the answer has one Attr per name, in order.
+func (c *Client) DelAttrs(ctx context.Context, path string, names ...string) ([]Attr, error) {
+	return c.fattr(ctx, &FattrRequest{Op: FattrDel, Path: path, Names: names})
+}
+
+// fattr sends a get, set or del request and decodes its answer.
+func (c *Client) fattr(ctx context.Context, r *FattrRequest) ([]Attr, error) {
+	if err := checkFattr(r); err != nil {
+		return nil, fmt.Errorf("xrootd: fattr %s: %w", r.Path, err)
+	}
+	body, err := c.collect(ctx, r)
+	if err != nil {
+		return nil, fmt.Errorf("xrootd: fattr %s: %w", r.Path, err)
+	}
+	attrs, err := ParseFattrResponse(body, r.Op, r.Names)
+	if err != nil {
+		return nil, fmt.Errorf("xrootd: fattr %s: %w", r.Path, err)
+	}
+	return attrs, nil
+}
+
+// checkFattr refuses what a server would: too many or too few
+// attributes, names empty, too long or holding a NUL, values too long.
+func checkFattr(r *FattrRequest) error {
+	if len(r.Names) == 0 || len(r.Names) > MaxFattrAttrs {
+		return fmt.Errorf("%d attributes: want 1 to %d", len(r.Names), MaxFattrAttrs)
+	}
+	for _, n := range r.Names {
+		if n == "" || len(n) > MaxFattrName || bytes.IndexByte([]byte(n), 0) >= 0 {
+			return fmt.Errorf("attribute name %q: want 1 to %d bytes, no NUL", n, MaxFattrName)
+		}
+	}
+	for _, v := range r.Values {
+		if len(v) > MaxFattrValue {
+			return fmt.Errorf("attribute value of %d bytes exceeds %d", len(v), MaxFattrValue)
+		}
+	}
+	return nil
+}
+
+// ParseFattrResponse decodes the answer to a kXR_fattr get, set or del
+// request for names: the error count and the attribute count, the name
+// vector with each entry's status, and for get the value vector.
+func ParseFattrResponse(body []byte, op FattrOp, names []string) ([]Attr, error) {
+	if len(body) < 2 || int(body[1]) != len(names) {
+		return nil, fmt.Errorf("%w: fattr answer for %d attributes", ErrMalformed, len(names))
+	}
+	b := body[2:]
+	attrs := make([]Attr, len(names))
+	for i, want := range names {
+		end := -1
+		if len(b) >= 2 {
+			end = bytes.IndexByte(b[2:], 0)
+		}
+		if end < 0 || string(b[2:2+end]) != want {
+			return nil, fmt.Errorf("%w: fattr answer's name %d is not %q", ErrMalformed, i, want)
+		}
+		attrs[i].Name = want
+		if code := ErrorCode(getU16(b)); code != 0 {
+			attrs[i].Err = &Error{Code: code, Message: "attribute " + want}
+		}
+		b = b[2+end+1:]
+	}
+	if op == FattrGet {
+		for i := range attrs {
+			if len(b) < 4 {
+				return nil, fmt.Errorf("%w: fattr answer's value vector", ErrMalformed)
+			}
+			vl := int(int32(getU32(b)))
+			if vl < 0 || vl > len(b)-4 {
+				return nil, fmt.Errorf("%w: fattr answer's value of bad length", ErrMalformed)
+			}
+			if attrs[i].Err == nil {
+				attrs[i].Value = bytes.Clone(b[4 : 4+vl])
+			}
+			b = b[4+vl:]
+		}
+	}
+	if len(b) != 0 {
+		return nil, fmt.Errorf("%w: %d bytes after the fattr answer", ErrMalformed, len(b))
+	}
+	return attrs, nil
+}
+
+// AttrErr returns the first error among attrs, nil when every one
+// succeeded.
+func AttrErr(attrs []Attr) error {
+	var errs []error
+	for _, a := range attrs {
+		if a.Err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", a.Name, a.Err))
+		}
+	}
+	return errors.Join(errs...)
+}
