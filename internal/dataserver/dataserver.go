@@ -3,7 +3,9 @@
 // "all.export /" and "oss.localroot DIR", for `ecstore node --dir DIR`.
 //
 // FS implements xrootd.FileSystem and the optional Remover, Renamer,
-// DirMaker, DirRemover and SpaceReporter; its files implement
+// DirMaker, DirRemover, SpaceReporter and AttrKeeper (kXR_fattr get, set
+// and del; an attribute N lies on disk as user.U.N, where xrootd keeps
+// it); its files implement
 // xrootd.FileWriter, FileSyncer and FileAborter. Run it with
 //
 //	srv := &xrootd.Server{Handler: fs}
@@ -38,8 +40,9 @@
 // symbolic link, reaches outside the directory; such paths are refused
 // with kXR_NotAuthorized.
 //
-// Not supported: extended attributes, checksums (kXR_query checksum),
-// truncate, chmod. Durability: see Options.Fsync.
+// Not supported: listing extended attributes, checksums (kXR_query
+// checksum), truncate, chmod. Durability: see Options.Fsync; an attribute
+// set or deleted is fsynced before the answer.
 package dataserver
 
 import (

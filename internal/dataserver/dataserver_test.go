@@ -740,3 +740,63 @@ func TestCreateSyncsEntryWithTheFile(t *testing.T) {
 		}
 	}
 }
+
+// Extended attributes over kXR_fattr: set, get (a missing one is
+// AttrNotFound, the others still answered), set-if-new refused, del; on
+// disk as user.U.<name>, as a plain xrootd keeps them; a missing file,
+// a path escaping the directory and a FIFO are refused.
+func TestAttrs(t *testing.T) {
+	dir, addr := serve(t, Options{Fsync: true})
+	c := dial(t, addr)
+	ctx := testCtx(t)
+	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	value := bytes.Repeat([]byte{0, 1, 2, 255}, 300)
+	set, err := c.SetAttrs(ctx, "/f", []xrootd.Attr{{Name: "user.ecstore", Value: value}, {Name: "b", Value: nil}}, false)
+	if err != nil || xrootd.AttrErr(set) != nil {
+		t.Fatalf("set: %v %v", err, xrootd.AttrErr(set))
+	}
+	onDisk := make([]byte, 2000)
+	if n, err := unix.Getxattr(filepath.Join(dir, "f"), "user.U.user.ecstore", onDisk); err != nil || !bytes.Equal(onDisk[:n], value) {
+		t.Errorf("on disk: %d bytes, %v", n, err)
+	}
+	got, err := c.GetAttrs(ctx, "/f", "user.ecstore", "missing", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got[0].Value, value) || got[0].Err != nil || got[2].Err != nil || len(got[2].Value) != 0 {
+		t.Errorf("get: %+v", got)
+	}
+	wantCode(t, "a missing attribute", got[1].Err, xrootd.ErrAttrNotFound)
+	again, err := c.SetAttrs(ctx, "/f", []xrootd.Attr{{Name: "b", Value: []byte("new")}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, "set-if-new of an existing attribute", again[0].Err, xrootd.ErrItExists)
+	if del, err := c.DelAttrs(ctx, "/f", "user.ecstore", "missing"); err != nil {
+		t.Fatal(err)
+	} else {
+		if del[0].Err != nil {
+			t.Errorf("del: %v", del[0].Err)
+		}
+		wantCode(t, "del of a missing attribute", del[1].Err, xrootd.ErrAttrNotFound)
+	}
+	got, err = c.GetAttrs(ctx, "/nofile", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, "an attribute of a missing file", got[0].Err, xrootd.ErrNotFound)
+	got, err = c.GetAttrs(ctx, "/../etc/passwd", "b")
+	if err == nil && got[0].Err == nil {
+		t.Errorf("an attribute of a path outside the directory was read")
+	}
+	if err := unix.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err = c.GetAttrs(ctx, "/fifo", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, "an attribute of a FIFO", got[0].Err, xrootd.ErrNotFile)
+}

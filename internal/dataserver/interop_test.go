@@ -19,6 +19,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // tool returns the path of an external tool; a missing tool skips the
@@ -151,4 +153,26 @@ func TestInteropXrdfs(t *testing.T) {
 	if !strings.Contains(out, "Total:") || !strings.Contains(out, "Free:") {
 		t.Errorf("spaceinfo:\n%s", out)
 	}
+}
+
+// xrdfs xattr against an ecstore node: an attribute set with xrdfs is got
+// back by xrdfs and lies on disk where a plain xrootd keeps it.
+func TestInteropXrdfsAttrs(t *testing.T) {
+	xrdfs := tool(t, "xrdfs")
+	dir, addr := serve(t, Options{Fsync: true})
+	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	url := "root://" + addr
+	run(t, false, xrdfs, url, "xattr", "/f", "set", "user.ecstore=v=AAEC&s=27000")
+	out := run(t, false, xrdfs, url, "xattr", "/f", "get", "user.ecstore")
+	if !strings.Contains(out, `user.ecstore="v=AAEC&s=27000"`) {
+		t.Errorf("xrdfs xattr get: %q", out)
+	}
+	buf := make([]byte, 100)
+	if n, err := unix.Getxattr(filepath.Join(dir, "f"), "user.U.user.ecstore", buf); err != nil || string(buf[:n]) != "v=AAEC&s=27000" {
+		t.Errorf("on disk: %q %v", buf[:max(n, 0)], err)
+	}
+	out = run(t, true, xrdfs, url, "xattr", "/f", "get", "user.missing")
+	t.Logf("xrdfs xattr get of a missing attribute: %s", strings.TrimSpace(out))
 }

@@ -162,6 +162,8 @@ func (s *session) handle(sid StreamID, req Request) {
 			}
 			return h.Truncate(ctx, name, r.Size)
 		})
+	case *FattrRequest:
+		err = s.doFattr(ctx, sid, r)
 	case *QueryRequest:
 		err = s.doQuery(ctx, sid, r)
 	case *LocateRequest:

@@ -15,11 +15,12 @@
 // The server is a data server (kXR_DataServer): it never redirects. Login
 // is anonymous; no security protocol is offered, kXR_auth is refused and
 // request signing (kXR_sigver) is not supported. TLS, kXR_bind sub-streams,
-// kXR_fattr, kXR_writev, kXR_gpfile, kXR_chkpoint and third-party copy are
-// not implemented and answer kXR_error kXR_Unsupported (kXR_fattr requests
-// are decoded and checked, a malformed one answered kXR_ArgInvalid; the
-// Client gets, sets and deletes attributes on servers that keep them, as
-// a plain xrootd does). A pgwrite page
+// kXR_writev, kXR_gpfile, kXR_chkpoint and third-party copy are not
+// implemented and answer kXR_error kXR_Unsupported. kXR_fattr get, set and
+// del by path are served by handlers that keep attributes (AttrKeeper);
+// lists, requests on an open file's handle and other handlers' requests
+// answer kXR_Unsupported, a malformed request kXR_ArgInvalid. The Client
+// gets, sets and deletes attributes too. A pgwrite page
 // that fails its CRC32C fails the whole request with kXR_ChkSumErr instead
 // of asking the client to resend the page, because handlers may accept
 // only sequential writes.

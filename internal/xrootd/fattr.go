@@ -244,3 +244,77 @@ func AttrErr(attrs []Attr) error {
 	}
 	return errors.Join(errs...)
 }
+
+// doFattr answers kXR_fattr get, set and del by path from an AttrKeeper,
+// in xrootd's format: the error count, the attribute count, the name
+// vector with each attribute's status, and for get the value vector.
+// Lists and requests on an open file's handle are not supported.
+func (s *session) doFattr(ctx context.Context, sid StreamID, r *FattrRequest) error {
+	h, ok := s.srv.Handler.(AttrKeeper)
+	switch {
+	case !ok:
+		return Errorf(ErrUnsupported, "fattr request is not supported")
+	case r.Op == FattrList:
+		return Errorf(ErrUnsupported, "fattr list is not supported")
+	case r.Path == "":
+		return Errorf(ErrUnsupported, "fattr on an open file is not supported")
+	}
+	name, _, err := cleanPath(r.Path)
+	if err != nil {
+		return err
+	}
+	var attrs []Attr
+	switch r.Op {
+	case FattrGet:
+		attrs, err = h.GetAttrs(ctx, name, r.Names)
+	case FattrSet:
+		in := make([]Attr, len(r.Names))
+		for i := range in {
+			in[i] = Attr{Name: r.Names[i], Value: r.Values[i]}
+		}
+		attrs, err = h.SetAttrs(ctx, name, in, r.Options&FattrIsNew != 0)
+	case FattrDel:
+		attrs, err = h.DelAttrs(ctx, name, r.Names)
+	}
+	if err == nil && len(attrs) != len(r.Names) {
+		err = Errorf(ErrServerError, "fattr: %d answers for %d attributes", len(attrs), len(r.Names))
+	}
+	if err != nil {
+		attrs = make([]Attr, len(r.Names))
+		for i := range attrs {
+			attrs[i] = Attr{Err: err}
+		}
+	}
+	return sent(s.sendOK(sid, AppendFattrResponse(nil, r.Op, r.Names, attrs)))
+}
+
+// AppendFattrResponse appends the answer to a kXR_fattr get, set or del
+// of names whose outcomes are attrs (one each, in order).
+func AppendFattrResponse(b []byte, op FattrOp, names []string, attrs []Attr) []byte {
+	nerrs := 0
+	for _, a := range attrs {
+		if a.Err != nil {
+			nerrs++
+		}
+	}
+	b = append(b, byte(nerrs), byte(len(names)))
+	for i, n := range names {
+		code := uint16(0)
+		if attrs[i].Err != nil {
+			code = uint16(toProtocolError(attrs[i].Err).Code)
+		}
+		b = binary.BigEndian.AppendUint16(b, code)
+		b = append(append(b, n...), 0)
+	}
+	if op == FattrGet {
+		for _, a := range attrs {
+			v := a.Value
+			if a.Err != nil {
+				v = nil
+			}
+			b = binary.BigEndian.AppendUint32(b, uint32(len(v)))
+			b = append(b, v...)
+		}
+	}
+	return b
+}

@@ -175,6 +175,19 @@ type Chmoder interface {
 	Chmod(ctx context.Context, name string, perm fs.FileMode) error
 }
 
+// AttrKeeper is implemented by file systems that keep extended attributes
+// of files (kXR_fattr get, set and del, by path; xrdfs xattr). Each
+// method answers one Attr per attribute asked, in order, with its own
+// error (ErrAttrNotFound for a missing one, ErrItExists for one set with
+// onlyNew that exists): one attribute's failure does not fail the
+// others. An error returned for the whole call (the file is missing,
+// say) is the error of every attribute.
+type AttrKeeper interface {
+	GetAttrs(ctx context.Context, name string, names []string) ([]Attr, error)
+	SetAttrs(ctx context.Context, name string, attrs []Attr, onlyNew bool) ([]Attr, error)
+	DelAttrs(ctx context.Context, name string, names []string) ([]Attr, error)
+}
+
 // Checksummer is implemented by file systems that answer kXR_query
 // kXR_Qcksum (xrdfs query checksum, xrdcp --cksum).
 type Checksummer interface {

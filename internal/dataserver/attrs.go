@@ -1,0 +1,108 @@
+package dataserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ecstore/ecstore/internal/fsutil"
+	"github.com/ecstore/ecstore/internal/xrootd"
+)
+
+// attrPrefix is where an attribute named N over kXR_fattr is kept on
+// disk: user.U.N, as a plain xrootd keeps it, so that either server reads
+// the attributes the other set.
+const attrPrefix = "user.U."
+
+var _ xrootd.AttrKeeper = (*FS)(nil)
+
+// GetAttrs implements xrootd.AttrKeeper.
+func (s *FS) GetAttrs(ctx context.Context, name string, names []string) ([]xrootd.Attr, error) {
+	buf := make([]byte, xrootd.MaxFattrValue)
+	return s.eachAttr(ctx, name, names, false, func(fd, _ int, a *xrootd.Attr) error {
+		n, err := unix.Fgetxattr(fd, attrPrefix+a.Name, buf)
+		if err != nil {
+			return err
+		}
+		a.Value = bytes.Clone(buf[:n])
+		return nil
+	})
+}
+
+// SetAttrs implements xrootd.AttrKeeper. When the server is durable the
+// file is fsynced before the answer, as the attributes are metadata that
+// the file's own syncs may not cover (they skip a file not written to).
+func (s *FS) SetAttrs(ctx context.Context, name string, attrs []xrootd.Attr, onlyNew bool) ([]xrootd.Attr, error) {
+	flags := 0
+	if onlyNew {
+		flags = unix.XATTR_CREATE
+	}
+	names := make([]string, len(attrs))
+	for i, a := range attrs {
+		names[i] = a.Name
+	}
+	return s.eachAttr(ctx, name, names, true, func(fd, i int, a *xrootd.Attr) error {
+		return unix.Fsetxattr(fd, attrPrefix+a.Name, attrs[i].Value, flags)
+	})
+}
+
+// DelAttrs implements xrootd.AttrKeeper.
+func (s *FS) DelAttrs(ctx context.Context, name string, names []string) ([]xrootd.Attr, error) {
+	return s.eachAttr(ctx, name, names, true, func(fd, _ int, a *xrootd.Attr) error {
+		return unix.Fremovexattr(fd, attrPrefix+a.Name)
+	})
+}
+
+// eachAttr opens name (a regular file or a directory, beneath the
+// server's directory), runs fn on each attribute in turn with the open
+// descriptor (i is the attribute's index), and answers one Attr per name
+// with fn's error, a missing
+// attribute's as ErrAttrNotFound. With modify, a durable server fsyncs
+// the file after fn has run for every attribute.
+func (s *FS) eachAttr(ctx context.Context, name string, names []string, modify bool, fn func(fd, i int, a *xrootd.Attr) error) ([]xrootd.Attr, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// O_NONBLOCK keeps a FIFO planted in the tree from blocking the open.
+	f, err := s.beneath.OpenFile(s.root, fsutil.Rel(name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, osErr(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, osErr(err)
+	}
+	if !fi.Mode().IsRegular() && !fi.IsDir() {
+		return nil, xrootd.Errorf(xrootd.ErrNotFile, "%s is not a regular file", name)
+	}
+	attrs := make([]xrootd.Attr, len(names))
+	raw, err := f.SyscallConn()
+	if err != nil {
+		return nil, osErr(err)
+	}
+	cerr := raw.Control(func(fd uintptr) {
+		for i, n := range names {
+			attrs[i].Name = n
+			switch err := fn(int(fd), i, &attrs[i]); {
+			case errors.Is(err, unix.ENODATA):
+				attrs[i].Err = xrootd.Errorf(xrootd.ErrAttrNotFound, "%s has no attribute %s", name, n)
+			case err != nil:
+				attrs[i].Err = &os.PathError{Op: "xattr " + n, Path: name, Err: err}
+			}
+		}
+	})
+	if cerr != nil {
+		return nil, osErr(cerr)
+	}
+	if modify && s.fsync {
+		if err := f.Sync(); err != nil {
+			return nil, osErr(err)
+		}
+	}
+	return attrs, nil
+}
