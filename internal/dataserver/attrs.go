@@ -80,6 +80,22 @@ func (s *FS) eachAttr(ctx context.Context, name string, names []string, modify b
 	if !fi.Mode().IsRegular() && !fi.IsDir() {
 		return nil, xrootd.Errorf(xrootd.ErrNotFile, "%s is not a regular file", name)
 	}
+	attrs, err := attrsOn(f, name, names, fn)
+	if err != nil {
+		return nil, err
+	}
+	if modify && s.fsync {
+		if err := f.Sync(); err != nil {
+			return nil, osErr(err)
+		}
+	}
+	return attrs, nil
+}
+
+// attrsOn runs fn on each attribute of the open file f (for name) in
+// turn, and answers one Attr per name with fn's error, a missing
+// attribute's as ErrAttrNotFound.
+func attrsOn(f *os.File, name string, names []string, fn func(fd, i int, a *xrootd.Attr) error) ([]xrootd.Attr, error) {
 	attrs := make([]xrootd.Attr, len(names))
 	raw, err := f.SyscallConn()
 	if err != nil {
@@ -99,10 +115,64 @@ func (s *FS) eachAttr(ctx context.Context, name string, names []string, modify b
 	if cerr != nil {
 		return nil, osErr(cerr)
 	}
-	if modify && s.fsync {
-		if err := f.Sync(); err != nil {
-			return nil, osErr(err)
-		}
-	}
 	return attrs, nil
+}
+
+var _ xrootd.FileAttrKeeper = (*file)(nil)
+
+// GetAttrs implements xrootd.FileAttrKeeper.
+func (f *file) GetAttrs(ctx context.Context, names []string) ([]xrootd.Attr, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, xrootd.MaxFattrValue)
+	return attrsOn(f.f, f.name, names, func(fd, _ int, a *xrootd.Attr) error {
+		n, err := unix.Fgetxattr(fd, attrPrefix+a.Name, buf)
+		if err != nil {
+			return err
+		}
+		a.Value = bytes.Clone(buf[:n])
+		return nil
+	})
+}
+
+// SetAttrs implements xrootd.FileAttrKeeper. The change counts as a write:
+// the file's next sync or close makes it durable, with no fsync of its
+// own (a set by path costs one).
+func (f *file) SetAttrs(ctx context.Context, attrs []xrootd.Attr, onlyNew bool) ([]xrootd.Attr, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	flags := 0
+	if onlyNew {
+		flags = unix.XATTR_CREATE
+	}
+	names := make([]string, len(attrs))
+	for i, a := range attrs {
+		names[i] = a.Name
+	}
+	f.changed()
+	return attrsOn(f.f, f.name, names, func(fd, i int, a *xrootd.Attr) error {
+		return unix.Fsetxattr(fd, attrPrefix+a.Name, attrs[i].Value, flags)
+	})
+}
+
+// DelAttrs implements xrootd.FileAttrKeeper, counting as a write as
+// SetAttrs does.
+func (f *file) DelAttrs(ctx context.Context, names []string) ([]xrootd.Attr, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	f.changed()
+	return attrsOn(f.f, f.name, names, func(fd, _ int, a *xrootd.Attr) error {
+		return unix.Fremovexattr(fd, attrPrefix+a.Name)
+	})
+}
+
+// changed counts a change to the file that its next sync or close must
+// make durable.
+func (f *file) changed() {
+	f.mu.Lock()
+	f.writes++
+	f.mu.Unlock()
 }

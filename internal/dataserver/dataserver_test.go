@@ -800,3 +800,68 @@ func TestAttrs(t *testing.T) {
 	}
 	wantCode(t, "an attribute of a FIFO", got[0].Err, xrootd.ErrNotFile)
 }
+
+// Extended attributes on an open file's handle: set on a file being
+// written, made durable by its close (counted as a write, no fsync of
+// their own); got over the wire on a file open for reading, which
+// refuses a set.
+func TestAttrsOnHandle(t *testing.T) {
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	s, err := New(dir, Options{Fsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var syncs []string
+	s.synced = func(what string) { syncs = append(syncs, what) }
+	f, err := s.Open(ctx, "/h", xrootd.OpenOptions{Flags: xrootd.OpenNew})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.(xrootd.FileWriter).WriteAt(ctx, []byte("data"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.(xrootd.FileSyncer).Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	syncs = nil
+	set, err := f.(xrootd.FileAttrKeeper).SetAttrs(ctx, []xrootd.Attr{{Name: "user.ecstore", Value: []byte("v=1")}}, false)
+	if err != nil || xrootd.AttrErr(set) != nil {
+		t.Fatalf("set on the open file: %v %v", err, xrootd.AttrErr(set))
+	}
+	if len(syncs) != 0 {
+		t.Errorf("the set fsynced at once: %v", syncs)
+	}
+	if err := f.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(syncs, []string{"file"}) {
+		t.Errorf("the close after a set fsynced %q, want the file", syncs)
+	}
+	buf := make([]byte, 16)
+	if n, err := unix.Getxattr(filepath.Join(dir, "h"), "user.U.user.ecstore", buf); err != nil || string(buf[:n]) != "v=1" {
+		t.Errorf("on disk: %q %v", buf[:max(n, 0)], err)
+	}
+
+	sdir, addr := serve(t, Options{Fsync: true})
+	if err := os.WriteFile(filepath.Join(sdir, "h"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Setxattr(filepath.Join(sdir, "h"), "user.U.user.ecstore", []byte("v=2"), 0); err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, addr)
+	r, err := c.Open(ctx, "/h", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(ctx)
+	got, err := r.GetAttrs(ctx, "user.ecstore", "missing")
+	if err != nil || string(got[0].Value) != "v=2" {
+		t.Fatalf("get by handle: %+v %v", got, err)
+	}
+	wantCode(t, "a missing attribute by handle", got[1].Err, xrootd.ErrAttrNotFound)
+	_, err = r.SetAttrs(ctx, []xrootd.Attr{{Name: "x", Value: []byte("y")}}, false)
+	wantCode(t, "a set on a file open for reading", err, xrootd.ErrInvalidRequest)
+}

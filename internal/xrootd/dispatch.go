@@ -72,6 +72,12 @@ func (s *session) dispatch(f *RequestFrame) {
 			s.queueFileOp(sid, id, r.Handle, f, func(of *openFile) { s.doFileTruncate(sid, of, r.Size) })
 			return
 		}
+	case *FattrRequest:
+		if r.Path == "" && r.Op != FattrList {
+			// In order with the file's writes, sync and close.
+			s.queueFileOp(sid, id, r.Handle, f, func(of *openFile) { s.doFileFattr(sid, of, r) })
+			return
+		}
 	}
 	workers.Go(func() {
 		defer s.finish(f)

@@ -137,14 +137,8 @@ func (c *Client) GetAttrs(ctx context.Context, path string, names ...string) ([]
 // onlyNew, an attribute that exists is left as it is and its Attr says
 // so. The answer has one Attr per attribute, in order.
 func (c *Client) SetAttrs(ctx context.Context, path string, attrs []Attr, onlyNew bool) ([]Attr, error) {
-	r := &FattrRequest{Op: FattrSet, Path: path}
-	if onlyNew {
-		r.Options = FattrIsNew
-	}
-	for _, a := range attrs {
-		r.Names = append(r.Names, a.Name)
-		r.Values = append(r.Values, a.Value)
-	}
+	r := setRequest(attrs, onlyNew)
+	r.Path = path
 	return c.fattr(ctx, r)
 }
 
@@ -154,18 +148,50 @@ func (c *Client) DelAttrs(ctx context.Context, path string, names ...string) ([]
 	return c.fattr(ctx, &FattrRequest{Op: FattrDel, Path: path, Names: names})
 }
 
+// GetAttrs gets the named extended attributes of the open file, as
+// Client.GetAttrs does by path.
+func (f *ClientFile) GetAttrs(ctx context.Context, names ...string) ([]Attr, error) {
+	return f.c.fattr(ctx, &FattrRequest{Op: FattrGet, Handle: f.fh, Names: names})
+}
+
+// SetAttrs sets extended attributes of the file, which must be open for
+// writing, as Client.SetAttrs does by path. A server may make them durable
+// only with the file's next sync or close (ecstore node does).
+func (f *ClientFile) SetAttrs(ctx context.Context, attrs []Attr, onlyNew bool) ([]Attr, error) {
+	r := setRequest(attrs, onlyNew)
+	r.Handle = f.fh
+	return f.c.fattr(ctx, r)
+}
+
+// setRequest is the kXR_fattr set of attrs.
+func setRequest(attrs []Attr, onlyNew bool) *FattrRequest {
+	r := &FattrRequest{Op: FattrSet}
+	if onlyNew {
+		r.Options = FattrIsNew
+	}
+	for _, a := range attrs {
+		r.Names = append(r.Names, a.Name)
+		r.Values = append(r.Values, a.Value)
+	}
+	return r
+}
+
 // fattr sends a get, set or del request and decodes its answer.
 func (c *Client) fattr(ctx context.Context, r *FattrRequest) ([]Attr, error) {
+	what := r.Path
+	if what == "" {
+		what = fmt.Sprintf("handle %x", r.Handle)
+	}
 	if err := checkFattr(r); err != nil {
-		return nil, fmt.Errorf("xrootd: fattr %s: %w", r.Path, err)
+		return nil, fmt.Errorf("xrootd: fattr %s: %w", what, err)
 	}
 	body, err := c.collect(ctx, r)
 	if err != nil {
-		return nil, fmt.Errorf("xrootd: fattr %s: %w", r.Path, err)
+		return nil, fmt.Errorf("xrootd: fattr %s: %w", what, err)
 	}
 	attrs, err := ParseFattrResponse(body, r.Op, r.Names)
 	if err != nil {
-		return nil, fmt.Errorf("xrootd: fattr %s: %w", r.Path, err)
+		return nil, fmt.Errorf("xrootd: fattr %s: %w", what, err)
 	}
 	return attrs, nil
 }
@@ -248,7 +274,7 @@ func AttrErr(attrs []Attr) error {
 // doFattr answers kXR_fattr get, set and del by path from an AttrKeeper,
 // in xrootd's format: the error count, the attribute count, the name
 // vector with each attribute's status, and for get the value vector.
-// Lists and requests on an open file's handle are not supported.
+// Lists are not supported; requests on a handle go to doFileFattr.
 func (s *session) doFattr(ctx context.Context, sid StreamID, r *FattrRequest) error {
 	h, ok := s.srv.Handler.(AttrKeeper)
 	switch {
@@ -256,25 +282,55 @@ func (s *session) doFattr(ctx context.Context, sid StreamID, r *FattrRequest) er
 		return Errorf(ErrUnsupported, "fattr request is not supported")
 	case r.Op == FattrList:
 		return Errorf(ErrUnsupported, "fattr list is not supported")
-	case r.Path == "":
-		return Errorf(ErrUnsupported, "fattr on an open file is not supported")
 	}
 	name, _, err := cleanPath(r.Path)
 	if err != nil {
 		return err
 	}
+	attrs := runFattr(r, func() ([]Attr, error) { return h.GetAttrs(ctx, name, r.Names) },
+		func(in []Attr, onlyNew bool) ([]Attr, error) { return h.SetAttrs(ctx, name, in, onlyNew) },
+		func() ([]Attr, error) { return h.DelAttrs(ctx, name, r.Names) })
+	return sent(s.sendOK(sid, AppendFattrResponse(nil, r.Op, r.Names, attrs)))
+}
+
+// doFileFattr answers kXR_fattr get, set and del on an open file, from
+// its FileAttrKeeper; set and del need the file open for writing.
+func (s *session) doFileFattr(sid StreamID, of *openFile, r *FattrRequest) {
+	h, ok := of.f.(FileAttrKeeper)
+	switch {
+	case !ok:
+		s.fail(sid, ReqFattr, Errorf(ErrUnsupported, "fattr on %s is not supported", of.name))
+		return
+	case r.Op != FattrGet && !of.writable:
+		s.fail(sid, ReqFattr, Errorf(ErrInvalidRequest, "fattr request modifies %s, open for reading", of.name))
+		return
+	}
+	ctx := s.ctx
+	attrs := runFattr(r, func() ([]Attr, error) { return h.GetAttrs(ctx, r.Names) },
+		func(in []Attr, onlyNew bool) ([]Attr, error) { return h.SetAttrs(ctx, in, onlyNew) },
+		func() ([]Attr, error) { return h.DelAttrs(ctx, r.Names) })
+	s.sendOK(sid, AppendFattrResponse(nil, r.Op, r.Names, attrs))
+}
+
+// runFattr runs the get, set or del r asks for and returns one Attr per
+// name: an error of the whole call, or a wrong number of answers, becomes
+// every attribute's error.
+func runFattr(r *FattrRequest, get func() ([]Attr, error), set func([]Attr, bool) ([]Attr, error), del func() ([]Attr, error)) []Attr {
 	var attrs []Attr
+	var err error
 	switch r.Op {
 	case FattrGet:
-		attrs, err = h.GetAttrs(ctx, name, r.Names)
+		attrs, err = get()
 	case FattrSet:
 		in := make([]Attr, len(r.Names))
 		for i := range in {
 			in[i] = Attr{Name: r.Names[i], Value: r.Values[i]}
 		}
-		attrs, err = h.SetAttrs(ctx, name, in, r.Options&FattrIsNew != 0)
+		attrs, err = set(in, r.Options&FattrIsNew != 0)
 	case FattrDel:
-		attrs, err = h.DelAttrs(ctx, name, r.Names)
+		attrs, err = del()
+	default:
+		err = Errorf(ErrUnsupported, "fattr subcode %d is not supported", r.Op)
 	}
 	if err == nil && len(attrs) != len(r.Names) {
 		err = Errorf(ErrServerError, "fattr: %d answers for %d attributes", len(attrs), len(r.Names))
@@ -282,10 +338,10 @@ func (s *session) doFattr(ctx context.Context, sid StreamID, r *FattrRequest) er
 	if err != nil {
 		attrs = make([]Attr, len(r.Names))
 		for i := range attrs {
-			attrs[i] = Attr{Err: err}
+			attrs[i] = Attr{Name: r.Names[i], Err: err}
 		}
 	}
-	return sent(s.sendOK(sid, AppendFattrResponse(nil, r.Op, r.Names, attrs)))
+	return attrs
 }
 
 // AppendFattrResponse appends the answer to a kXR_fattr get, set or del

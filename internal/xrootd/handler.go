@@ -188,6 +188,15 @@ type AttrKeeper interface {
 	DelAttrs(ctx context.Context, name string, names []string) ([]Attr, error)
 }
 
+// FileAttrKeeper is implemented by open files that keep extended
+// attributes (kXR_fattr get, set and del on a file handle), answering as
+// AttrKeeper does. Set and del come only on files open for writing.
+type FileAttrKeeper interface {
+	GetAttrs(ctx context.Context, names []string) ([]Attr, error)
+	SetAttrs(ctx context.Context, attrs []Attr, onlyNew bool) ([]Attr, error)
+	DelAttrs(ctx context.Context, names []string) ([]Attr, error)
+}
+
 // Checksummer is implemented by file systems that answer kXR_query
 // kXR_Qcksum (xrdfs query checksum, xrdcp --cksum).
 type Checksummer interface {

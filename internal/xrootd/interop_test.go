@@ -477,9 +477,16 @@ func TestInteropClientAttrsWithXrootd(t *testing.T) {
 	addr := startXrootd(t)
 	c := dial(t, addr, nil)
 	ctx := testCtx(t)
-	f, err := c.Open(ctx, "/attrs/f", OpenNew|OpenMkpath, 0o644)
+	f, err := c.Open(ctx, "/attrs/f", OpenNew|OpenUpdate|OpenMkpath, 0o644)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// On the handle of a file being written, then read back by handle.
+	if set, err := f.SetAttrs(ctx, []Attr{{Name: "user.h", Value: []byte("by handle")}}, false); err != nil || AttrErr(set) != nil {
+		t.Fatalf("set by handle: %v %v", err, AttrErr(set))
+	}
+	if got, err := f.GetAttrs(ctx, "user.h"); err != nil || string(got[0].Value) != "by handle" {
+		t.Fatalf("get by handle: %v", err)
 	}
 	if err := f.Close(ctx); err != nil {
 		t.Fatal(err)
