@@ -22,21 +22,39 @@ var _ xrootd.AttrKeeper = (*FS)(nil)
 
 // GetAttrs implements xrootd.AttrKeeper.
 func (s *FS) GetAttrs(ctx context.Context, name string, names []string) ([]xrootd.Attr, error) {
-	buf := make([]byte, xrootd.MaxFattrValue)
-	return s.eachAttr(ctx, name, names, false, func(fd, _ int, a *xrootd.Attr) error {
-		n, err := unix.Fgetxattr(fd, attrPrefix+a.Name, buf)
-		if err != nil {
-			return err
-		}
-		a.Value = bytes.Clone(buf[:n])
-		return nil
-	})
+	return s.eachAttr(ctx, name, names, false, getAttr())
 }
 
 // SetAttrs implements xrootd.AttrKeeper. When the server is durable the
 // file is fsynced before the answer, as the attributes are metadata that
 // the file's own syncs may not cover (they skip a file not written to).
 func (s *FS) SetAttrs(ctx context.Context, name string, attrs []xrootd.Attr, onlyNew bool) ([]xrootd.Attr, error) {
+	names, set := setAttr(attrs, onlyNew)
+	return s.eachAttr(ctx, name, names, true, set)
+}
+
+// DelAttrs implements xrootd.AttrKeeper.
+func (s *FS) DelAttrs(ctx context.Context, name string, names []string) ([]xrootd.Attr, error) {
+	return s.eachAttr(ctx, name, names, true, delAttr)
+}
+
+// getAttr returns the operation of a get: the value of attribute a into
+// a.Value.
+func getAttr() func(fd, i int, a *xrootd.Attr) error {
+	buf := make([]byte, xrootd.MaxFattrValue)
+	return func(fd, _ int, a *xrootd.Attr) error {
+		n, err := unix.Fgetxattr(fd, attrPrefix+a.Name, buf)
+		if err != nil {
+			return err
+		}
+		a.Value = bytes.Clone(buf[:n])
+		return nil
+	}
+}
+
+// setAttr returns the names of attrs and the operation that sets the
+// i-th one (only if it does not exist, with onlyNew).
+func setAttr(attrs []xrootd.Attr, onlyNew bool) ([]string, func(fd, i int, a *xrootd.Attr) error) {
 	flags := 0
 	if onlyNew {
 		flags = unix.XATTR_CREATE
@@ -45,16 +63,14 @@ func (s *FS) SetAttrs(ctx context.Context, name string, attrs []xrootd.Attr, onl
 	for i, a := range attrs {
 		names[i] = a.Name
 	}
-	return s.eachAttr(ctx, name, names, true, func(fd, i int, a *xrootd.Attr) error {
+	return names, func(fd, i int, a *xrootd.Attr) error {
 		return unix.Fsetxattr(fd, attrPrefix+a.Name, attrs[i].Value, flags)
-	})
+	}
 }
 
-// DelAttrs implements xrootd.AttrKeeper.
-func (s *FS) DelAttrs(ctx context.Context, name string, names []string) ([]xrootd.Attr, error) {
-	return s.eachAttr(ctx, name, names, true, func(fd, _ int, a *xrootd.Attr) error {
-		return unix.Fremovexattr(fd, attrPrefix+a.Name)
-	})
+// delAttr is the operation of a del.
+func delAttr(fd, _ int, a *xrootd.Attr) error {
+	return unix.Fremovexattr(fd, attrPrefix+a.Name)
 }
 
 // eachAttr opens name (a regular file or a directory, beneath the
@@ -125,15 +141,7 @@ func (f *file) GetAttrs(ctx context.Context, names []string) ([]xrootd.Attr, err
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	buf := make([]byte, xrootd.MaxFattrValue)
-	return attrsOn(f.f, f.name, names, func(fd, _ int, a *xrootd.Attr) error {
-		n, err := unix.Fgetxattr(fd, attrPrefix+a.Name, buf)
-		if err != nil {
-			return err
-		}
-		a.Value = bytes.Clone(buf[:n])
-		return nil
-	})
+	return attrsOn(f.f, f.name, names, getAttr())
 }
 
 // SetAttrs implements xrootd.FileAttrKeeper. The change counts as a write:
@@ -143,18 +151,9 @@ func (f *file) SetAttrs(ctx context.Context, attrs []xrootd.Attr, onlyNew bool) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	flags := 0
-	if onlyNew {
-		flags = unix.XATTR_CREATE
-	}
-	names := make([]string, len(attrs))
-	for i, a := range attrs {
-		names[i] = a.Name
-	}
+	names, set := setAttr(attrs, onlyNew)
 	f.changed()
-	return attrsOn(f.f, f.name, names, func(fd, i int, a *xrootd.Attr) error {
-		return unix.Fsetxattr(fd, attrPrefix+a.Name, attrs[i].Value, flags)
-	})
+	return attrsOn(f.f, f.name, names, set)
 }
 
 // DelAttrs implements xrootd.FileAttrKeeper, counting as a write as
@@ -164,9 +163,7 @@ func (f *file) DelAttrs(ctx context.Context, names []string) ([]xrootd.Attr, err
 		return nil, err
 	}
 	f.changed()
-	return attrsOn(f.f, f.name, names, func(fd, _ int, a *xrootd.Attr) error {
-		return unix.Fremovexattr(fd, attrPrefix+a.Name)
-	})
+	return attrsOn(f.f, f.name, names, delAttr)
 }
 
 // changed counts a change to the file that its next sync or close must
