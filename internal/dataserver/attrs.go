@@ -74,11 +74,9 @@ func delAttr(fd, _ int, a *xrootd.Attr) error {
 }
 
 // eachAttr opens name (a regular file or a directory, beneath the
-// server's directory), runs fn on each attribute in turn with the open
-// descriptor (i is the attribute's index), and answers one Attr per name
-// with fn's error, a missing
-// attribute's as ErrAttrNotFound. With modify, a durable server fsyncs
-// the file after fn has run for every attribute.
+// server's directory) and answers for its attributes as attrsOn does.
+// With modify, a durable server fsyncs the file after fn has run for
+// every attribute.
 func (s *FS) eachAttr(ctx context.Context, name string, names []string, modify bool, fn func(fd, i int, a *xrootd.Attr) error) ([]xrootd.Attr, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -109,8 +107,9 @@ func (s *FS) eachAttr(ctx context.Context, name string, names []string, modify b
 }
 
 // attrsOn runs fn on each attribute of the open file f (for name) in
-// turn, and answers one Attr per name with fn's error, a missing
-// attribute's as ErrAttrNotFound.
+// turn, with its descriptor and the attribute's index, and answers one
+// Attr per name with fn's error, a missing attribute's as
+// ErrAttrNotFound.
 func attrsOn(f *os.File, name string, names []string, fn func(fd, i int, a *xrootd.Attr) error) ([]xrootd.Attr, error) {
 	attrs := make([]xrootd.Attr, len(names))
 	raw, err := f.SyscallConn()

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // FattrOp is the subcode of a kXR_fattr request.
@@ -203,7 +204,7 @@ func checkFattr(r *FattrRequest) error {
 		return fmt.Errorf("%d attributes: want 1 to %d", len(r.Names), MaxFattrAttrs)
 	}
 	for _, n := range r.Names {
-		if n == "" || len(n) > MaxFattrName || bytes.IndexByte([]byte(n), 0) >= 0 {
+		if n == "" || len(n) > MaxFattrName || strings.IndexByte(n, 0) >= 0 {
 			return fmt.Errorf("attribute name %q: want 1 to %d bytes, no NUL", n, MaxFattrName)
 		}
 	}
@@ -259,8 +260,8 @@ func ParseFattrResponse(body []byte, op FattrOp, names []string) ([]Attr, error)
 	return attrs, nil
 }
 
-// AttrErr returns the first error among attrs, nil when every one
-// succeeded.
+// AttrErr joins the errors of attrs, each with its attribute's name; nil
+// when every one succeeded.
 func AttrErr(attrs []Attr) error {
 	var errs []error
 	for _, a := range attrs {
