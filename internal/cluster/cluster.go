@@ -570,7 +570,10 @@ type lateLocal struct {
 // localRetry is how often a lateLocal tries to open its directory again.
 var localRetry = 5 * time.Second
 
-var _ node.Node = (*lateLocal)(nil)
+var (
+	_ node.Node       = (*lateLocal)(nil)
+	_ node.AttrReader = (*lateLocal)(nil)
+)
 
 func newLateLocal(id, dir string, fsync bool, err error, log *slog.Logger) *lateLocal {
 	n := &lateLocal{id: id, dir: dir, fsync: fsync, log: log, tried: time.Now()}
@@ -688,6 +691,21 @@ func (n *lateLocal) Mkdir(ctx context.Context, path string) error {
 		return err
 	}
 	return l.Mkdir(ctx, path)
+}
+
+// ReadAttrs implements node.AttrReader.
+func (n *lateLocal) ReadAttrs(ctx context.Context, path string) (map[string]string, error) {
+	l, err := n.node()
+	if err != nil {
+		return nil, err
+	}
+	return l.ReadAttrs(ctx, path)
+}
+
+// KeepsAttrs implements node.AttrReader: false while the node is down.
+func (n *lateLocal) KeepsAttrs() bool {
+	l := n.up.Load()
+	return l != nil && l.KeepsAttrs()
 }
 
 func (n *lateLocal) Space(ctx context.Context) (node.Space, error) {

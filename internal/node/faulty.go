@@ -21,20 +21,21 @@ type Op uint32
 
 // The operations of a node, its uploads and its files.
 const (
-	OpCreate   Op = 1 << iota // Node.Create
-	OpWrite                   // Upload.Write
-	OpFinish                  // Upload.Finish
-	OpCommit                  // Upload.Commit
-	OpAbort                   // Upload.Abort
-	OpSetAttrs                // Attributes.SetAttrs
-	OpOpen                    // Node.Open
-	OpRead                    // File.ReadAt
-	OpStat                    // Node.Stat
-	OpList                    // Node.List
-	OpRemove                  // Node.Remove
-	OpRename                  // Node.Rename
-	OpMkdir                   // Node.Mkdir
-	OpSpace                   // Node.Space
+	OpCreate    Op = 1 << iota // Node.Create
+	OpWrite                    // Upload.Write
+	OpFinish                   // Upload.Finish
+	OpCommit                   // Upload.Commit
+	OpAbort                    // Upload.Abort
+	OpSetAttrs                 // Attributes.SetAttrs
+	OpOpen                     // Node.Open
+	OpRead                     // File.ReadAt
+	OpStat                     // Node.Stat
+	OpList                     // Node.List
+	OpRemove                   // Node.Remove
+	OpRename                   // Node.Rename
+	OpMkdir                    // Node.Mkdir
+	OpSpace                    // Node.Space
+	OpReadAttrs                // AttrReader.ReadAttrs
 
 	opEnd // one past the last operation
 
@@ -44,7 +45,7 @@ const (
 
 var opNames = [...]string{
 	"create", "write", "finish", "commit", "abort", "setattrs", "open",
-	"read", "stat", "list", "remove", "rename", "mkdir", "space",
+	"read", "stat", "list", "remove", "rename", "mkdir", "space", "readattrs",
 }
 
 // String returns the operation names joined by "|", or "any" for OpAny.
@@ -360,6 +361,25 @@ func (f *Faulty) Stat(ctx context.Context, path string) (FileInfo, error) {
 		return FileInfo{}, err
 	}
 	return f.n.Stat(ctx, path)
+}
+
+// ReadAttrs implements AttrReader when the inner node does; otherwise it
+// fails with ErrNoAttrs.
+func (f *Faulty) ReadAttrs(ctx context.Context, path string) (map[string]string, error) {
+	a, ok := f.n.(AttrReader)
+	if !ok {
+		return nil, fmt.Errorf("node %s: readattrs %s: %w", f.n.ID(), path, ErrNoAttrs)
+	}
+	if _, err := f.fault(ctx, OpReadAttrs, path); err != nil {
+		return nil, err
+	}
+	return a.ReadAttrs(ctx, path)
+}
+
+// KeepsAttrs implements AttrReader: whether the inner node does.
+func (f *Faulty) KeepsAttrs() bool {
+	a, ok := f.n.(AttrReader)
+	return ok && a.KeepsAttrs()
 }
 
 // List implements Node.

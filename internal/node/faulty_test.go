@@ -66,6 +66,10 @@ func TestFaultyFail(t *testing.T) {
 		{"rename", node.OpRename, func(n node.Node) error { return n.Rename(ctx, "/f", "/g") }},
 		{"mkdir", node.OpMkdir, func(n node.Node) error { return n.Mkdir(ctx, "/d") }},
 		{"space", node.OpSpace, func(n node.Node) error { _, err := n.Space(ctx); return err }},
+		{"readattrs", node.OpReadAttrs, func(n node.Node) error {
+			_, err := n.(node.AttrReader).ReadAttrs(ctx, "/f")
+			return err
+		}},
 		{"write", node.OpWrite, func(n node.Node) error {
 			return withUpload(n, func(u node.Upload) error { return u.Write(ctx, []byte("x")) })
 		}},

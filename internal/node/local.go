@@ -11,7 +11,6 @@ import (
 	"io"
 	"io/fs"
 	"maps"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -350,6 +349,48 @@ func (l *Local) Stat(ctx context.Context, path string) (FileInfo, error) {
 	return info, nil
 }
 
+// ReadAttrs implements AttrReader: an open of the file, a getxattr and a
+// close (with no read of the file, and no fstat). A directory at path has
+// no attributes.
+func (l *Local) ReadAttrs(ctx context.Context, path string) (map[string]string, error) {
+	if err := l.check(ctx, "readattrs", path); err != nil {
+		return nil, err
+	}
+	if l.noAttr.Load() {
+		return nil, l.wrap("readattrs", path, ErrNoAttrs)
+	}
+	const flag = os.O_RDONLY | syscall.O_NONBLOCK
+	read := func(fd int) map[string]string {
+		return l.readAttrs(
+			func(b []byte) (int, error) { return unix.Flistxattr(fd, b) },
+			func(a string, b []byte) (int, error) { return unix.Fgetxattr(fd, a, b) })
+	}
+	var attrs map[string]string
+	if l.beneath != nil {
+		fd, done, err := l.beneath.OpenFd(fsutil.Rel(path), flag, 0)
+		if done {
+			if err != nil {
+				return nil, l.fail("readattrs", path, err)
+			}
+			attrs = read(fd)
+			unix.Close(fd)
+			return attrs, nil
+		}
+	}
+	f, err := l.openFile(path, flag, 0)
+	if err != nil {
+		return nil, l.fail("readattrs", path, err)
+	}
+	defer f.Close()
+	if err := control(f, func(fd int) { attrs = read(fd) }); err != nil {
+		return nil, l.fail("readattrs", path, err)
+	}
+	return attrs, nil
+}
+
+// KeepsAttrs implements AttrReader.
+func (l *Local) KeepsAttrs() bool { return !l.noAttr.Load() }
+
 // List implements Node. Entries are not followed if they are symbolic
 // links.
 func (l *Local) List(ctx context.Context, dir string) ([]FileInfo, error) {
@@ -417,7 +458,7 @@ func (l *Local) readAttrs(list func([]byte) (int, error), get func(string, []byt
 	val, err := xattrCall(func(b []byte) (int, error) { return get(attrsXattr, b) }, 512)
 	switch {
 	case err == nil:
-		return decodeAttrs(val)
+		return DecodeAttrs(val)
 	case isNotSup(err):
 		l.noAttr.Store(true)
 		return nil
@@ -451,30 +492,6 @@ func (l *Local) readAttrs(list func([]byte) (int, error), get func(string, []byt
 			attrs = make(map[string]string)
 		}
 		attrs[key] = string(val)
-	}
-	return attrs
-}
-
-// encodeAttrs and decodeAttrs convert attributes to and from the value
-// of attrsXattr. A value that does not decode yields what decodes of it.
-func encodeAttrs(attrs map[string]string) []byte {
-	v := make(url.Values, len(attrs))
-	for k, val := range attrs {
-		v.Set(k, val)
-	}
-	return []byte(v.Encode())
-}
-
-func decodeAttrs(b []byte) map[string]string {
-	v, _ := url.ParseQuery(string(b))
-	if len(v) == 0 {
-		return nil
-	}
-	attrs := make(map[string]string, len(v))
-	for k, vals := range v {
-		if validKey(k) && len(vals) > 0 {
-			attrs[k] = vals[len(vals)-1]
-		}
 	}
 	return attrs
 }
@@ -731,6 +748,7 @@ type localUpload struct {
 var (
 	_ Upload     = (*localUpload)(nil)
 	_ Attributes = (*localUpload)(nil)
+	_ AttrReader = (*Local)(nil)
 )
 
 func (u *localUpload) Write(ctx context.Context, p []byte) error {
@@ -868,7 +886,7 @@ func (u *localUpload) SetAttrs(ctx context.Context, attrs map[string]string) err
 		return u.l.wrap("setattrs", u.path, err)
 	}
 	for k := range attrs {
-		if !validKey(k) {
+		if !ValidAttrKey(k) {
 			return u.l.wrap("setattrs", u.path, fmt.Errorf("invalid attribute key %q", k))
 		}
 	}
@@ -880,7 +898,7 @@ func (u *localUpload) SetAttrs(ctx context.Context, attrs map[string]string) err
 		u.attrs = make(map[string]string, len(attrs))
 	}
 	maps.Copy(u.attrs, attrs)
-	val := encodeAttrs(u.attrs)
+	val := EncodeAttrs(u.attrs)
 	var serr error
 	err := control(u.f, func(fd int) {
 		serr = unix.Fsetxattr(fd, attrsXattr, val, 0)
@@ -901,20 +919,6 @@ func (u *localUpload) SetAttrs(ctx context.Context, attrs map[string]string) err
 		}
 	}
 	return nil
-}
-
-// validKey reports whether k is an acceptable attribute key.
-func validKey(k string) bool {
-	if k == "" || len(k) > 200 {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // localFile is the File of a Local node.

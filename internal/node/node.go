@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -186,6 +187,65 @@ type Space struct {
 // the "user." prefix.
 type Attributes interface {
 	SetAttrs(ctx context.Context, attrs map[string]string) error
+}
+
+// AttrReader is implemented by nodes that read the attributes of a file
+// (see Attributes) by its path, in one request and without opening it:
+// cheaper than reading the file when the attributes say enough.
+type AttrReader interface {
+	// ReadAttrs returns the attributes kept for the file at path (nil
+	// when it has none), an error wrapping ErrNotExist when there is no
+	// file, or ErrNoAttrs when the node keeps no attributes.
+	ReadAttrs(ctx context.Context, path string) (map[string]string, error)
+	// KeepsAttrs reports whether the node may keep attributes: false
+	// once it was found not to (ReadAttrs would fail with ErrNoAttrs).
+	KeepsAttrs() bool
+}
+
+// ErrNoAttrs means that a node keeps no attributes.
+var ErrNoAttrs = errors.New("node: attributes not kept")
+
+// EncodeAttrs and DecodeAttrs convert attributes to and from the one
+// value that keeps them all (a URL query: "k=v&k2=v2"), as Local keeps
+// them in its user.ecstore extended attribute and remote nodes in their
+// "ecstore" file attribute. A value that does not decode yields what
+// decodes of it (nil for nothing).
+func EncodeAttrs(attrs map[string]string) []byte {
+	v := make(url.Values, len(attrs))
+	for k, val := range attrs {
+		v.Set(k, val)
+	}
+	return []byte(v.Encode())
+}
+
+// DecodeAttrs is the inverse of EncodeAttrs.
+func DecodeAttrs(b []byte) map[string]string {
+	v, _ := url.ParseQuery(string(b))
+	if len(v) == 0 {
+		return nil
+	}
+	attrs := make(map[string]string, len(v))
+	for k, vals := range v {
+		if ValidAttrKey(k) && len(vals) > 0 {
+			attrs[k] = vals[len(vals)-1]
+		}
+	}
+	return attrs
+}
+
+// ValidAttrKey reports whether k is an acceptable attribute key: 1 to
+// 200 ASCII letters, digits, '.', '_' and '-'.
+func ValidAttrKey(k string) bool {
+	if k == "" || len(k) > 200 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // tempMarker is embedded in every temporary file name.

@@ -401,7 +401,7 @@ func TestFinishWriteSendsAllBeforeAnAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.FinishWrite(ctx, []byte("0123456789"), 0, false, true); err != nil {
+	if _, err := f.FinishWrite(ctx, []byte("0123456789"), 0, FinishOptions{Sync: true}); err != nil {
 		t.Fatalf("finish: %v", err)
 	}
 	if string(wrote) != "0123456789" {
@@ -429,7 +429,7 @@ func TestFinishWriteReportsAFailedSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	var xe *Error
-	if err := f.FinishWrite(ctx, []byte("data"), 0, false, true); !errors.As(err, &xe) || xe.Code != ErrIOError {
+	if _, err := f.FinishWrite(ctx, []byte("data"), 0, FinishOptions{Sync: true}); !errors.As(err, &xe) || xe.Code != ErrIOError {
 		t.Fatalf("finish with a failed sync: %v", err)
 	}
 }

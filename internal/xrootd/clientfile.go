@@ -285,12 +285,22 @@ func checkPgWriteStatus(fr *ResponseFrame) error {
 	return nil
 }
 
+// FinishOptions say how FinishWrite ends a file.
+type FinishOptions struct {
+	Pages bool   // send the data with kXR_pgwrite (page checksums)
+	Sync  bool   // kXR_sync before the close
+	Attrs []Attr // set on the file (kXR_fattr) after the data
+}
+
 // FinishWrite ends the writing of a file in one round trip: it sends p at
-// off (kXR_write, or kXR_pgwrite with pages; nothing when p is empty), a
-// kXR_sync when sync is set, and kXR_close, each without waiting for the
-// answer to the one before, and then waits for every answer. It returns
-// the first error; whatever the outcome, the handle is not to be used
-// again.
+// off (kXR_write, or kXR_pgwrite with o.Pages; nothing when p is empty),
+// a kXR_fattr set of o.Attrs if any, a kXR_sync with o.Sync, and
+// kXR_close, each without waiting for the answer to the one before, and
+// then waits for every answer. It returns the first error of the writes,
+// the sync and the close in err; whatever the outcome, the handle is not
+// to be used again. How the attributes fared is in attrErr (the
+// request's error, or AttrErr of its answer), which does not fail the
+// others: a server without attributes answers kXR_Unsupported.
 //
 // Only a server that runs each file's write-side requests in the order
 // they arrive may be sent this, as this package's Server does (it
@@ -298,17 +308,28 @@ func checkPgWriteStatus(fr *ResponseFrame) error {
 // close the file before the write or the sync has run, or ask for one of
 // them to be sent again (kXR_wait) once the file is closed, which is
 // reported as an error.
-func (f *ClientFile) FinishWrite(ctx context.Context, p []byte, off int64, pages, sync bool) error {
+func (f *ClientFile) FinishWrite(ctx context.Context, p []byte, off int64, o FinishOptions) (attrErr, err error) {
 	if off < 0 {
-		return fmt.Errorf("xrootd: finish %s: negative offset %d", f.name, off)
+		return nil, fmt.Errorf("xrootd: finish %s: negative offset %d", f.name, off)
 	}
 	var reqs []Request
 	for pos := 0; pos < len(p); {
 		n := min(len(p)-pos, f.c.opts.WriteChunk)
-		reqs = append(reqs, f.writeRequest(p[pos:pos+n], off+int64(pos), pages))
+		reqs = append(reqs, f.writeRequest(p[pos:pos+n], off+int64(pos), o.Pages))
 		pos += n
 	}
-	if sync {
+	var fattr *FattrRequest
+	fattrAt := -1 // its index in reqs
+	if len(o.Attrs) > 0 {
+		fattr = setRequest(o.Attrs, false)
+		fattr.Handle = f.fh
+		if err := checkFattr(fattr); err != nil {
+			return nil, fmt.Errorf("xrootd: finish %s: %w", f.name, err)
+		}
+		fattrAt = len(reqs)
+		reqs = append(reqs, fattr)
+	}
+	if o.Sync {
 		reqs = append(reqs, &SyncRequest{Handle: f.fh})
 	}
 	reqs = append(reqs, &CloseRequest{Handle: f.fh})
@@ -323,7 +344,13 @@ func (f *ClientFile) FinishWrite(ctx context.Context, p []byte, off int64, pages
 		sent = append(sent, pd)
 	}
 	for i, pd := range sent {
-		fr, err := pd.wait(ctx, func(*ResponseFrame) error { return nil })
+		var body []byte
+		fr, err := pd.wait(ctx, func(fr *ResponseFrame) error {
+			if i == fattrAt && fr.Status != StatusStatus && len(body)+len(fr.Body) <= f.c.opts.MaxResponse {
+				body = append(body, fr.Body...)
+			}
+			return nil
+		})
 		if err == nil {
 			// kXR_wait is not followed: the requests after it were sent.
 			err = statusError(fr)
@@ -331,11 +358,26 @@ func (f *ClientFile) FinishWrite(ctx context.Context, p []byte, off int64, pages
 				err = checkPgWriteStatus(fr)
 			}
 		}
+		if i == fattrAt {
+			if err == nil {
+				var attrs []Attr
+				if attrs, err = ParseFattrResponse(body, FattrSet, fattr.Names); err == nil {
+					err = AttrErr(attrs)
+				}
+			}
+			if err != nil {
+				attrErr = fmt.Errorf("xrootd: finish %s: fattr: %w", f.name, err)
+			}
+			continue
+		}
 		if err != nil && first == nil {
 			first = fmt.Errorf("xrootd: finish %s: %v: %w", f.name, reqs[i].RequestID(), err)
 		}
 	}
-	return first
+	if fattrAt >= len(sent) {
+		attrErr = fmt.Errorf("xrootd: finish %s: fattr not sent", f.name)
+	}
+	return attrErr, first
 }
 
 // Sync asks the server to make the written data durable.

@@ -1041,7 +1041,7 @@ func TestServerRunsFinishWriteInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.FinishWrite(ctx, data, 0, false, true); err != nil {
+	if _, err := f.FinishWrite(ctx, data, 0, FinishOptions{Sync: true}); err != nil {
 		t.Fatal(err)
 	}
 	ofs.mu.Lock()

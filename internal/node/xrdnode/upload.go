@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"sync/atomic"
 
 	"github.com/ecstore/ecstore/internal/bufpool"
@@ -47,6 +48,8 @@ type upload struct {
 	err        error // sticky
 	fileClosed bool
 
+	attrs map[string]string // SetAttrs, set by Finish
+
 	buf   []byte // being filled; nil when none
 	off   int64  // file offset of buf[0]
 	nbufs int    // buffers taken from the pool
@@ -60,7 +63,10 @@ type upload struct {
 	werr      atomic.Pointer[error] // the writer's first error
 }
 
-var _ node.Upload = (*upload)(nil)
+var (
+	_ node.Upload     = (*upload)(nil)
+	_ node.Attributes = (*upload)(nil)
+)
 
 func newUpload(n *Node, cn *conn, f *xrootd.ClientFile, path, tmp string) *upload {
 	u := &upload{
@@ -317,17 +323,29 @@ func (u *upload) Finish(ctx context.Context) error {
 		return u.stick("finish", err)
 	}
 	if u.cn.ordered {
-		err := u.f.FinishWrite(ctx, u.buf, u.off, u.n.pages, u.n.opts.Fsync)
+		attrErr, err := u.f.FinishWrite(ctx, u.buf, u.off, xrootd.FinishOptions{
+			Pages: u.n.pages, Sync: u.n.opts.Fsync, Attrs: u.fileAttrs()})
 		u.off += int64(len(u.buf))
 		u.releaseBufs()
 		u.n.pool.observe(u.cn, err)
 		if err != nil {
 			return u.stick("finish", err)
 		}
+		u.n.attrsSet(attrErr)
 		u.fileClosed = true
 		return nil
 	}
 	u.releaseBufs()
+	if attrs := u.fileAttrs(); attrs != nil {
+		got, err := u.f.SetAttrs(ctx, attrs, false)
+		if err == nil {
+			err = xrootd.AttrErr(got)
+		}
+		if ctx.Err() != nil {
+			return u.stick("finish", err)
+		}
+		u.n.attrsSet(err)
+	}
 	if u.n.opts.Fsync {
 		if err := u.f.Sync(ctx); err != nil {
 			u.n.pool.observe(u.cn, err)
@@ -341,6 +359,60 @@ func (u *upload) Finish(ctx context.Context) error {
 	}
 	u.fileClosed = true
 	return nil
+}
+
+// SetAttrs implements node.Attributes: the attributes are set on the file
+// by Finish, in the same round trip as its last write, sync and close
+// where the server allows (see xrootd.ClientFile.FinishWrite), as one
+// file attribute (attrName) that holds them all. Attributes are kept
+// only where the server keeps file attributes: they are an aid, not
+// part of the file, and Finish does not fail for them.
+//
+// After Finish (the file closed) they are set by the temporary file's
+// path, in a request of their own.
+func (u *upload) SetAttrs(ctx context.Context, attrs map[string]string) error {
+	if u.state != upWriting && u.state != upFinished {
+		return u.n.wrap("setattrs", u.path, errors.New("upload already committed or aborted"))
+	}
+	if err := ctx.Err(); err != nil {
+		return u.n.wrap("setattrs", u.path, err)
+	}
+	for k := range attrs {
+		if !node.ValidAttrKey(k) {
+			return u.n.wrap("setattrs", u.path, fmt.Errorf("invalid attribute key %q", k))
+		}
+	}
+	if u.attrs == nil {
+		u.attrs = make(map[string]string, len(attrs))
+	}
+	maps.Copy(u.attrs, attrs)
+	fa := u.fileAttrs()
+	if u.state != upFinished || fa == nil {
+		return nil
+	}
+	var got []xrootd.Attr
+	err := u.n.pool.call(ctx, true, func(c *xrootd.Client) error {
+		var err error
+		got, err = c.SetAttrs(ctx, u.n.remote(u.tmp), fa, false)
+		return err
+	})
+	if err == nil {
+		err = xrootd.AttrErr(got)
+	}
+	if ctx.Err() != nil {
+		return u.n.wrap("setattrs", u.path, err)
+	}
+	u.n.attrsSet(err)
+	return nil
+}
+
+// fileAttrs is the file attribute that holds the attributes set, or nil
+// when there are none or the node keeps none.
+func (u *upload) fileAttrs() []xrootd.Attr {
+	if len(u.attrs) == 0 || !u.n.KeepsAttrs() {
+		return nil
+	}
+	return []xrootd.Attr{{Name: attrName, Value: node.EncodeAttrs(u.attrs)}}
 }
 
 // Commit implements node.Upload: kXR_mv of the temporary file onto the

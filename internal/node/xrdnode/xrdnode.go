@@ -134,6 +134,9 @@ type Node struct {
 	pool     pool
 	pages    bool // Options.PageChecksums
 	closed   atomic.Bool
+	// noAttrs: the server answered a file attribute request with
+	// kXR_Unsupported; no more are sent.
+	noAttrs atomic.Bool
 	// prefixMade: the prefix directory is known to exist on the server
 	// (made by Check, or by the first connection that could).
 	prefixMade atomic.Bool
@@ -143,7 +146,10 @@ type Node struct {
 	cancel context.CancelFunc
 }
 
-var _ node.Node = (*Node)(nil)
+var (
+	_ node.Node       = (*Node)(nil)
+	_ node.AttrReader = (*Node)(nil)
+)
 
 // New returns a node for the data server at rawURL (see the package
 // doc). It connects within ctx, logs in and creates the prefix directory
@@ -349,7 +355,7 @@ func (n *Node) Create(ctx context.Context, path string) (node.Upload, error) {
 			isDir = err == nil && fi.IsDir()
 		}()
 		var err error
-		f, err = c.c.Open(ctx, n.remote(tmp), xrootd.OpenNew|xrootd.OpenMkpath, 0o644)
+		f, err = c.c.Open(ctx, n.remote(tmp), n.createFlags(), 0o644)
 		cn = c
 		<-stat
 		switch {
@@ -377,6 +383,76 @@ func (n *Node) Create(ctx context.Context, path string) (node.Upload, error) {
 		return nil, n.wrap("create", path, node.ErrIsDir)
 	}
 	return u, nil
+}
+
+// createFlags are the open flags of an upload's temporary file: new, with
+// its missing parents, and open for update where the node may keep file
+// attributes, as a plain xrootd sets them on an open file only then.
+func (n *Node) createFlags() xrootd.OpenFlags {
+	f := xrootd.OpenNew | xrootd.OpenMkpath
+	if n.KeepsAttrs() {
+		f |= xrootd.OpenUpdate
+	}
+	return f
+}
+
+// attrName is the file attribute that keeps a file's attributes (see
+// node.Attributes), encoded by node.EncodeAttrs. A plain xrootd keeps it
+// on disk as the extended attribute user.U.ecstore.
+const attrName = "ecstore"
+
+// KeepsAttrs implements node.AttrReader: true until the server answers
+// a file attribute request with kXR_Unsupported.
+func (n *Node) KeepsAttrs() bool { return !n.noAttrs.Load() }
+
+// attrsSet notes how setting a file's attributes fared: a server that
+// does not support them is asked no more. Other failures leave the file
+// without attributes, which only costs its readers the cheap lookup.
+func (n *Node) attrsSet(err error) {
+	if isUnsupported(err) && !n.noAttrs.Swap(true) {
+		n.log.Info("node keeps no file attributes: objects on it are looked up by reading their archives",
+			"node", n.id, "err", err)
+	}
+}
+
+// isUnsupported reports whether err is a kXR_Unsupported answer.
+func isUnsupported(err error) bool {
+	var xe *xrootd.Error
+	return errors.As(err, &xe) && xe.Code == xrootd.ErrUnsupported
+}
+
+// ReadAttrs implements node.AttrReader with one kXR_fattr get of attrName
+// by path. A missing file is node.ErrNotExist; a file without the
+// attribute has none (nil).
+func (n *Node) ReadAttrs(ctx context.Context, path string) (map[string]string, error) {
+	if err := n.check(ctx, "readattrs", path); err != nil {
+		return nil, err
+	}
+	if !n.KeepsAttrs() {
+		return nil, n.wrap("readattrs", path, node.ErrNoAttrs)
+	}
+	var got []xrootd.Attr
+	err := n.pool.call(ctx, true, func(c *xrootd.Client) error {
+		var err error
+		got, err = c.GetAttrs(ctx, n.remote(path), attrName)
+		return err
+	})
+	if isUnsupported(err) {
+		n.attrsSet(err)
+		return nil, n.wrap("readattrs", path, node.ErrNoAttrs)
+	}
+	if err != nil {
+		return nil, n.fail("readattrs", path, err)
+	}
+	var xe *xrootd.Error
+	switch a := got[0]; {
+	case a.Err == nil:
+		return node.DecodeAttrs(a.Value), nil
+	case errors.As(a.Err, &xe) && xe.Code == xrootd.ErrAttrNotFound:
+		return nil, nil
+	default:
+		return nil, n.wrap("readattrs", path, mapErr(a.Err))
+	}
 }
 
 // Open implements node.Node. Size is the size the server reported with
