@@ -48,6 +48,11 @@ type located struct {
 	// not ask for being known to hang: a missing slot of theirs may be
 	// there all the same, and a reader may look again (Reader.reopen).
 	unanswered map[string]bool
+	// lazy holds, by slot, the nodes whose archive of the version only
+	// its summary is known of (locateBySummary): it is opened when a
+	// read needs it (Reader.openLazy). Such slots are nil in slots but
+	// count in found.
+	lazy map[int]node.Node
 }
 
 // close closes every archive found, concurrently: closing a remote file
@@ -430,11 +435,25 @@ func (s *Store) locateOnce(ctx context.Context, path string, everyNode bool) (*l
 		results []probeResult
 		waiting []node.Node // nodes of earlier windows that had not answered
 		askedAt = map[string]time.Time{}
+		asked   int // nodes asked, in rank order
 	)
-	asked := 0
 	windows := s.probeWindows(len(ranked))
 	if everyNode {
 		windows = windows[len(windows)-1:]
+	}
+	if !everyNode {
+		loc, first, late, ok := s.locateBySummary(ctx, path, ranked[:windows[0]])
+		switch {
+		case ok:
+			return loc, nil, nil
+		case first != nil:
+			results = append(results, *first)
+			asked = 1
+		case !late.IsZero():
+			waiting = append(waiting, ranked[0])
+			askedAt[ranked[0].ID()] = late
+			asked = 1
+		}
 	}
 	for i, upTo := range windows {
 		nodes := slices.Clip(ranked[asked:upTo]) // the last window appends to it
@@ -484,6 +503,161 @@ func (s *Store) locateOnce(ctx context.Context, path string, everyNode bool) (*l
 	}
 	return loc, results, err
 }
+
+// locateBySummary is locateOnce's first window when its nodes read
+// archive summaries cheaply (node.AttrReader: on a remote node one
+// request instead of an open, a read and a close): the first node in rank
+// order is probed as usual while the others are asked for the summaries
+// of their archives only, at once. When the first node's archive is of
+// the newest version in the window and the summaries account for all its
+// other slots, that is what probing the whole window would find, and
+// locate's answer (ok): the version with every archive in the first
+// window (see probeWindows). The other archives are then opened only if
+// a read needs them (located.lazy).
+//
+// Only an object that this archive serves alone takes this path: one
+// block stored as copies (K = 1, as small objects are), the archive
+// being slot 0, the copy reads ask for. A read of another archive is
+// then a failure's fallback: an archive opened after the lookup may have
+// been replaced by an overwrite meanwhile (it is then missing), where one
+// the lookup opened would still read the version found.
+//
+// Otherwise (an archive or summary missing, a newer version, a node
+// failing, slow or suspect, a directory, a larger object) locate probes
+// as usual, and first, when not nil, is the first node's probe result,
+// which it need not ask again; when the first node had not answered
+// within windowPatience, late is when it was asked, and locate leaves it
+// for its last window as it does a window's stragglers (marked slow if
+// other nodes' summaries came meanwhile). The summaries are awaited for
+// windowPatience at most too. Only the first node's probe counts
+// in probeLatency: a summary is cheaper to read than an archive.
+func (s *Store) locateBySummary(ctx context.Context, path string, window []node.Node) (loc *located, first *probeResult, late time.Time, ok bool) {
+	if len(window) < 2 {
+		return nil, nil, late, false
+	}
+	readers := make([]node.AttrReader, len(window))
+	for i, n := range window {
+		a, isReader := n.(node.AttrReader)
+		if !isReader || !a.KeepsAttrs() || s.isSuspect(n.ID()) {
+			return nil, nil, late, false
+		}
+		readers[i] = a
+	}
+	patience := time.NewTimer(s.windowPatience())
+	defer patience.Stop()
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel() // the summaries not read by then are not needed
+	type answer struct {
+		n     node.Node
+		sum   summary
+		found bool // an archive with a summary is there
+		err   error
+	}
+	answers := make(chan answer, len(window)-1)
+	for i, a := range readers[1:] {
+		n := window[i+1]
+		workers.Go(func() {
+			attrs, err := a.ReadAttrs(wctx, path)
+			ans := answer{n: n}
+			switch {
+			case errors.Is(err, node.ErrNotExist) || errors.Is(err, node.ErrNotDir):
+			case err != nil:
+				ans.err = err
+			default:
+				ans.sum, ans.found = parseSummary(attrs)
+				if !ans.found || ans.sum.slot < 0 {
+					ans.err = errNoSummary
+				}
+			}
+			answers <- ans
+		})
+	}
+	// The first node's probe is an ordinary one, with the node's probe
+	// timeout: if it outlasts the patience, a later answer is dropped.
+	firstCh := make(chan probeResult, 1)
+	var mu sync.Mutex
+	gaveUp := false
+	asked := time.Now()
+	workers.Go(func() {
+		pctx, cancel := context.WithTimeout(ctx, s.nodeTimeout(window[0].ID(), s.opts.ProbeTimeout))
+		defer cancel()
+		r := probeOne(pctx, path, window[0])
+		if r.err != nil && ctx.Err() == nil {
+			s.opts.Events.nodeError(window[0].ID(), "probe", r.err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if gaveUp {
+			if r.ref != nil {
+				r.ref.file.Close()
+			}
+			return
+		}
+		firstCh <- r
+	})
+	var got probeResult
+	select {
+	case got = <-firstCh:
+		s.probeLatency.addMedian([]time.Duration{time.Since(asked)})
+	case <-patience.C:
+		mu.Lock()
+		gaveUp = true
+		mu.Unlock()
+		select {
+		case got = <-firstCh: // sent just before
+		default:
+			// Others answered meanwhile: it is late, as probeNodes
+			// takes a window's stragglers to be.
+			if len(answers) > 0 && !s.isSuspect(window[0].ID()) {
+				s.markSlow(window[0].ID())
+			}
+			return nil, nil, asked, false
+		}
+	case <-ctx.Done():
+		return nil, nil, late, false
+	}
+	if got.ref == nil {
+		return nil, &got, late, false // absent, a directory, or failed
+	}
+	meta := got.ref.idx.Meta
+	loc = &located{meta: meta, slots: make([]*archiveRef, len(meta.Placement)), found: 1,
+		lazy: map[int]node.Node{}}
+	loc.slots[meta.Slot] = got.ref
+	if meta.K != 1 || meta.Slot != 0 || meta.Layout().Blocks() > 1 || len(loc.slots) > len(window) {
+		return nil, &got, late, false // reads would need more than this archive
+	}
+	ok = true
+	for range len(window) - 1 {
+		var a answer
+		select {
+		case a = <-answers:
+		case <-patience.C:
+			return nil, &got, late, false
+		case <-ctx.Done():
+			return nil, &got, late, false
+		}
+		sum := a.sum
+		switch {
+		case a.err != nil:
+			ok = false
+		case !a.found || sum.version < meta.Version:
+			// Absent, or debris of an older version.
+		case sum.version > meta.Version || sum.geo.K != meta.K || sum.geo.M != meta.M ||
+			sum.slot >= len(loc.slots) || sum.slot == meta.Slot || loc.lazy[sum.slot] != nil:
+			ok = false // newer, or not one of the version's other slots
+		default:
+			loc.lazy[sum.slot] = a.n
+			loc.found++
+		}
+	}
+	if !ok || loc.found < len(loc.slots) {
+		return nil, &got, late, false
+	}
+	return loc, nil, late, true
+}
+
+// errNoSummary means that an archive's attributes hold no summary.
+var errNoSummary = errors.New("archive has no summary")
 
 func (l *located) markUnanswered(id string) {
 	if l.unanswered == nil {

@@ -54,6 +54,11 @@ type Reader struct {
 	// marks the slots looked for. Read through slotRef; Close closes them.
 	late      []atomic.Pointer[archiveRef]
 	reopening []atomic.Bool
+	// lazyMu serializes the opens of each lazy slot (openLazy), and
+	// lazyGone marks those found not to hold the version: they are
+	// missing from then on.
+	lazyMu   []sync.Mutex
+	lazyGone []atomic.Bool
 }
 
 // blockFetch is a (possibly in-flight) fetch of a block's data chunks.
@@ -120,7 +125,9 @@ func (s *Store) openReader(ctx context.Context, path string, everyNode bool) (*R
 		bg: bg, cancel: cancel, cache: map[int64]*blockFetch{},
 		fetching:  make(chan struct{}, s.opts.ReadAhead+1),
 		late:      make([]atomic.Pointer[archiveRef], len(loc.slots)),
-		reopening: make([]atomic.Bool, len(loc.slots))}, nil
+		reopening: make([]atomic.Bool, len(loc.slots)),
+		lazyMu:    make([]sync.Mutex, len(loc.slots)),
+		lazyGone:  make([]atomic.Bool, len(loc.slots))}, nil
 }
 
 // Size is the object's size in bytes.
@@ -495,7 +502,7 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 	for s, n := range need {
 		switch {
 		case !n:
-		case r.slotRef(r.l.Slot(b, s)) == nil:
+		case r.slotRef(r.l.Slot(b, s)) == nil && !r.isLazy(r.l.Slot(b, s)):
 			failed = append(failed, s)
 			causes = append(causes, r.missing(r.l.Slot(b, s)))
 		case !r.s.isSuspect(r.nodeOf(b, s)):
@@ -711,7 +718,49 @@ func (r *Reader) nodeOf(b int64, s int) string {
 	if ref := r.slotRef(slot); ref != nil {
 		return ref.node.ID()
 	}
+	if n := r.loc.lazy[slot]; n != nil {
+		return n.ID()
+	}
 	return r.loc.meta.Placement[slot]
+}
+
+// isLazy reports whether slot's archive is known by its summary only and
+// may still be opened (openLazy).
+func (r *Reader) isLazy(slot int) bool {
+	return r.loc.lazy[slot] != nil && !r.lazyGone[slot].Load()
+}
+
+// openLazy opens the archive of a lazy slot (located.lazy) for a read
+// that needs it, within ctx, and reads from it from then on. A node that
+// answers without the version's archive (gone, or replaced meanwhile)
+// makes the slot missing; a failure to answer is returned as it is, and
+// the next read tries again.
+func (r *Reader) openLazy(ctx context.Context, slot int) (*archiveRef, error) {
+	n := r.loc.lazy[slot]
+	r.lazyMu[slot].Lock()
+	defer r.lazyMu[slot].Unlock()
+	if ref := r.slotRef(slot); ref != nil {
+		return ref, nil
+	}
+	if r.lazyGone[slot].Load() {
+		return nil, fmt.Errorf("slot %d (node %s): %w", slot, n.ID(), errMissing)
+	}
+	res := probeOne(ctx, r.path, n)
+	if res.err != nil && !res.malformed {
+		return nil, res.err
+	}
+	if res.ref != nil {
+		m := res.ref.idx.Meta
+		if m.Slot == slot && m.SameObject(r.loc.meta) && r.adoptLate(slot, res.ref) {
+			return res.ref, nil
+		}
+		res.ref.file.Close()
+		if ref := r.slotRef(slot); ref != nil {
+			return ref, nil
+		}
+	}
+	r.lazyGone[slot].Store(true)
+	return nil, fmt.Errorf("slot %d (node %s): %w", slot, n.ID(), errMissing)
 }
 
 // slotRef is the archive read for slot: the one the lookup found, or one
@@ -855,6 +904,12 @@ var (
 func (r *Reader) readChunk(ctx context.Context, b int64, s int) (data, buf []byte, answered bool, err error) {
 	slot := r.l.Slot(b, s)
 	ref := r.slotRef(slot)
+	if ref == nil && r.isLazy(slot) {
+		ref, err = r.openLazy(ctx, slot)
+		if err != nil {
+			return nil, nil, false, err
+		}
+	}
 	if ref == nil {
 		return nil, nil, false, r.missing(slot)
 	}

@@ -75,6 +75,7 @@ type summary struct {
 	size    int64
 	mtime   time.Time
 	geo     layout.Geometry // ChunkSize 0 when written before it was kept
+	slot    int             // the archive's slot; -1 when not kept
 }
 
 // parseSummary reads the summary in an archive's attributes, in either
@@ -83,6 +84,7 @@ func parseSummary(a map[string]string) (summary, bool) {
 	var (
 		s                        summary
 		sizeKey, ecKey, chunkKey = attrSize, attrEC, attrChunk
+		slotKey                  = attrSlot
 		parseChunk               = layout.ParseSize
 		err                      error
 	)
@@ -105,7 +107,7 @@ func parseSummary(a map[string]string) (summary, bool) {
 			return summary{}, false
 		}
 		s.mtime = time.Unix(0, ns).UTC()
-		sizeKey, ecKey, chunkKey = legacySize, legacyEC, legacyChunk
+		sizeKey, ecKey, chunkKey, slotKey = legacySize, legacyEC, legacyChunk, legacySlot
 		parseChunk = func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }
 	}
 	if s.geo.K, s.geo.M, err = layout.ParseEC(a[ecKey]); err != nil {
@@ -115,6 +117,10 @@ func parseSummary(a map[string]string) (summary, bool) {
 		return summary{}, false
 	}
 	s.geo.ChunkSize, _ = parseChunk(a[chunkKey])
+	s.slot = -1
+	if n, err := strconv.Atoi(a[slotKey]); err == nil && n >= 0 && n < s.geo.Width() {
+		s.slot = n
+	}
 	return s, true
 }
 
