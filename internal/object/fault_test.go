@@ -1162,7 +1162,7 @@ func TestRemoveWaitsForASlowNode(t *testing.T) {
 	c, fs := faultyCluster(t, 6, g)
 	data := randBytes(rand.New(rand.NewPCG(seed(t), 23)), 3*g.BlockSize())
 	put(t, c.store, "/slow", data)
-	slow := node.Inject(node.OpOpen, node.Delay(4*c.store.opts.HedgeDelay))
+	slow := node.Inject(node.OpOpen|node.OpReadAttrs, node.Delay(4*c.store.opts.HedgeDelay))
 	nodes := slices.Clone(c.nodes)
 	nodes[5] = node.Wrap(fs[5], slow)
 	s, err := New(nodes, c.store.opts)

@@ -13,6 +13,7 @@ import (
 	"github.com/ecstore/ecstore/internal/archive"
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/node"
+	"github.com/ecstore/ecstore/internal/workers"
 )
 
 // Info describes an object or a directory.
@@ -264,6 +265,9 @@ func (s *Store) Remove(ctx context.Context, path string) error {
 	if path == "/" {
 		return fmt.Errorf("object: remove /: %w", ErrIsDir)
 	}
+	if done, err := s.removeBySummary(ctx, path); done {
+		return err
+	}
 	results := s.probe(ctx, path, s.nodes)
 	loc, err := s.resolve(ctx, path, results)
 	var unrecoverable *UnrecoverableError
@@ -301,8 +305,15 @@ func (s *Store) Remove(ctx context.Context, path string) error {
 			return nil
 		}
 	}
-	if n := s.writeTombstones(ctx, path, newest.Version); n < newest.M+1 {
-		return fmt.Errorf("object: remove %s: %w: only %d nodes could record the removal, need %d", path, ErrQuorum, n, newest.M+1)
+	return s.removeEverywhere(ctx, path, newest.Version, newest.M)
+}
+
+// removeEverywhere removes version v (or older) of path, stored with M
+// parity: it records tombstones (at least m+1 must take them) and then
+// removes the archives on every node that answers.
+func (s *Store) removeEverywhere(ctx context.Context, path string, v archive.Version, m int) error {
+	if n := s.writeTombstones(ctx, path, v); n < m+1 {
+		return fmt.Errorf("object: remove %s: %w: only %d nodes could record the removal, need %d", path, ErrQuorum, n, m+1)
 	}
 	var removed atomic.Int32
 	errs2 := s.forEach(ctx, func(ctx context.Context, n node.Node) error {
@@ -323,6 +334,102 @@ func (s *Store) Remove(ctx context.Context, path string) error {
 		s.opts.Logger.Warn("remove left archives on unreachable nodes", "obj", path, "removed", removed.Load(), "err", err)
 	}
 	return nil
+}
+
+// removeBySummary is Remove when every node reads archive summaries by
+// path (node.AttrReader), answers and is not suspect (one that times out
+// is marked hung, as by a probe): it asks every node
+// for the summary of its archive at path instead of opening and reading
+// it (on a remote node one request instead of three), and when the
+// newest version is visible (at least K of its slots found, and more
+// than M unless all: not remnants that tombstones may hide) it removes
+// every archive found; if one cannot be removed, tombstones record the
+// removal (removeEverywhere). done is false, and Remove goes on as
+// usual, when a node fails, a file has no summary (a directory, say) or
+// the version may be remnants; with no archive anywhere the object does
+// not exist.
+func (s *Store) removeBySummary(ctx context.Context, path string) (done bool, err error) {
+	readers := make([]node.AttrReader, len(s.nodes))
+	for i, n := range s.nodes {
+		a, ok := n.(node.AttrReader)
+		if !ok || !a.KeepsAttrs() || s.isSuspect(n.ID()) {
+			return false, nil
+		}
+		readers[i] = a
+	}
+	sums := make([]*summary, len(s.nodes))
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for i, a := range readers {
+		wg.Add(1)
+		workers.Go(func() {
+			defer wg.Done()
+			n := s.nodes[i]
+			nctx, cancel := context.WithTimeout(ctx, s.nodeTimeout(n.ID(), s.opts.ProbeTimeout))
+			defer cancel()
+			attrs, err := a.ReadAttrs(nctx, path)
+			switch {
+			case errors.Is(err, node.ErrNotExist) || errors.Is(err, node.ErrNotDir):
+			case err != nil:
+				failed.Store(true)
+				if ctx.Err() == nil {
+					s.opts.Events.nodeError(n.ID(), "probe", err)
+					if nctx.Err() != nil {
+						s.markSuspect(n.ID(), true) // as a probe that times out
+					}
+				}
+			default:
+				sum, ok := parseSummary(attrs)
+				if !ok || sum.slot < 0 {
+					failed.Store(true)
+					return
+				}
+				sums[i] = &sum
+			}
+		})
+	}
+	wg.Wait()
+	if failed.Load() || ctx.Err() != nil {
+		return false, nil
+	}
+	var newest *summary
+	for _, sum := range sums {
+		if sum != nil && (newest == nil || sum.version > newest.version) {
+			newest = sum
+		}
+	}
+	if newest == nil {
+		return true, fmt.Errorf("object: remove %s: %w", path, fmt.Errorf("object %s: %w", path, ErrNotExist))
+	}
+	slots := map[int]bool{}
+	for _, sum := range sums {
+		if sum != nil && sum.version == newest.version {
+			slots[sum.slot] = true
+		}
+	}
+	g := newest.geo
+	if len(slots) < g.K || len(slots) <= g.M && len(slots) < g.Width() {
+		return false, nil
+	}
+	var wg2 sync.WaitGroup
+	var kept atomic.Bool
+	for i, sum := range sums {
+		if sum == nil {
+			continue
+		}
+		wg2.Add(1)
+		workers.Go(func() {
+			defer wg2.Done()
+			if err := s.nodes[i].Remove(ctx, path); err != nil && !errors.Is(err, node.ErrNotExist) {
+				kept.Store(true)
+			}
+		})
+	}
+	wg2.Wait()
+	if !kept.Load() {
+		return true, nil
+	}
+	return true, s.removeEverywhere(ctx, path, newest.version, g.M)
 }
 
 // removeFound removes the archives the probe found, in parallel, and

@@ -3,6 +3,7 @@ package object
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -238,5 +239,70 @@ func corrupt(t *testing.T, p string, off int64) {
 	b[0] ^= 0xff
 	if _, err := f.WriteAt(b, off); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An object is removed by reading its archives' summaries, not the
+// archives: with every archive removed, no tombstone is needed.
+func TestRemoveBySummaryReadsNoArchive(t *testing.T) {
+	c, fs, _ := smallLookupCluster(t, nil)
+	large := randBytes(rand.New(rand.NewPCG(seed(t), 73)), 3*c.store.Geometry().BlockSize())
+	put(t, c.store, "/l", large)
+	s, lc := countedStore(t, c, fs, nil)
+	ctx := context.Background()
+	for _, p := range []string{"/s", "/l"} {
+		opens, attrs := lc.total(lc.opens), lc.total(lc.attrs)
+		if err := s.Remove(ctx, p); err != nil {
+			t.Fatalf("remove %s: %v", p, err)
+		}
+		if o, a := lc.total(lc.opens)-opens, lc.total(lc.attrs)-attrs; o != 0 || a != len(fs) {
+			t.Errorf("remove %s opened %d files and read %d summaries; want none and every node's", p, o, a)
+		}
+		if left := c.archivesOf(p); len(left) != 0 {
+			t.Errorf("remove %s left %v", p, left)
+		}
+		if _, err := s.Stat(ctx, p); !errors.Is(err, ErrNotExist) {
+			t.Errorf("stat of removed %s: %v; want ErrNotExist", p, err)
+		}
+		if left := c.archivesOf(tombstonePath(p)); len(left) != 0 {
+			t.Errorf("remove %s wrote tombstones %v", p, left)
+		}
+	}
+	opens := lc.total(lc.opens)
+	if err := s.Remove(ctx, "/s"); !errors.Is(err, ErrNotExist) {
+		t.Errorf("second remove: %v; want ErrNotExist", err)
+	}
+	if o := lc.total(lc.opens) - opens; o != 0 {
+		t.Errorf("remove of a missing object opened %d files; want none", o)
+	}
+}
+
+// An archive that cannot be removed is hidden by tombstones.
+func TestRemoveBySummaryRecordsTombstonesWhenAnArchiveStays(t *testing.T) {
+	c, fs, _ := smallLookupCluster(t, nil)
+	ctx := context.Background()
+	holder := c.store.rank("/s")[1].ID()
+	nodes := make([]node.Node, len(fs))
+	for i, f := range fs {
+		nodes[i] = f
+		if f.ID() == holder {
+			nodes[i] = node.Wrap(f, node.Inject(node.OpRemove, node.Fail(errors.New("injected"))).Path(func(p string) bool { return p == "/s" }))
+		}
+	}
+	s, err := New(nodes, c.store.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Remove(ctx, "/s"); err != nil {
+		t.Fatalf("remove: %v", err)
+	}
+	if left := c.archivesOf("/s"); len(left) != 1 {
+		t.Errorf("archives left: %v; want the one that could not be removed", left)
+	}
+	if left := c.archivesOf(tombstonePath("/s")); len(left) < 3 {
+		t.Errorf("tombstones %v; want at least M+1", left)
+	}
+	if _, err := get(s, "/s"); !errors.Is(err, ErrNotExist) {
+		t.Errorf("read of the removed object: %v; want ErrNotExist", err)
 	}
 }
