@@ -498,9 +498,16 @@ streams_once() {
     sp+=($!)
     pids+=($!)
   done
-  for i in "${sp[@]}"; do
-    wait "$i" || nfail=$((nfail + 1))
-    forget "$i"
+  for i in "${!sp[@]}"; do
+    local st=0
+    wait "${sp[$i]}" || st=$?
+    forget "${sp[$i]}"
+    if [ "$st" != 0 ]; then
+      nfail=$((nfail + 1))
+      # xrdcp killed by a signal, or that printed nothing, leaves no
+      # error line: say how it ended.
+      printf 'xrdcp %s %s/%s/s%s: error: exit status %s\n' "$kind" "$url" "$dir" "$i" "$st" >>"$work/stream-$kind$i.log"
+    fi
   done
   elapsed_ns=$(($(now) - t0))
   [ "$nfail" = 0 ]

@@ -85,6 +85,13 @@ func slotRuleStore(t *testing.T, blocks int64, stream uint64, rule, then *node.R
 		rules = append(rules, then)
 	}
 	nodes[hung] = node.Wrap(fs[hung], rules...)
+	return data, c.storeOver(t, nodes, mod), rule, nodes[hung].ID()
+}
+
+// storeOver returns a store over nodes with c's store's options, changed
+// by mod when not nil.
+func (c *cluster) storeOver(t *testing.T, nodes []node.Node, mod func(*Options)) *Store {
+	t.Helper()
 	opts := c.store.opts
 	if mod != nil {
 		mod(&opts)
@@ -93,7 +100,7 @@ func slotRuleStore(t *testing.T, blocks int64, stream uint64, rule, then *node.R
 	if err != nil {
 		t.Fatal(err)
 	}
-	return data, s, rule, nodes[hung].ID()
+	return s
 }
 
 // A node that keeps a chunk read waiting past the hedge delay is avoided

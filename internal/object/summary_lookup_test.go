@@ -39,15 +39,7 @@ func countedStore(t *testing.T, c *cluster, fs []*node.Faulty, mod func(*Options
 		lc.opens, lc.attrs = append(lc.opens, open), append(lc.attrs, attrs)
 		nodes[i] = node.Wrap(fs[i], open, attrs)
 	}
-	opts := c.store.opts
-	if mod != nil {
-		mod(&opts)
-	}
-	s, err := New(nodes, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, lc
+	return c.storeOver(t, nodes, mod), lc
 }
 
 // smallLookupCluster is 8 local nodes (4+2, small objects up to 20000
@@ -189,10 +181,7 @@ func TestSummaryLookupSeesANewerVersion(t *testing.T) {
 			nodes[i] = node.Wrap(f, node.Inject(node.OpCreate, node.Fail(node.ErrNoSpace)))
 		}
 	}
-	w, err := New(nodes, c.store.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := c.storeOver(t, nodes, nil)
 	newer := randBytes(rand.New(rand.NewPCG(seed(t), 72)), 2000)
 	putHint(t, w, "/s", newer, int64(len(newer)))
 	s, lc := countedStore(t, c, fs, nil)
@@ -289,10 +278,7 @@ func TestRemoveBySummaryRecordsTombstonesWhenAnArchiveStays(t *testing.T) {
 			nodes[i] = node.Wrap(f, node.Inject(node.OpRemove, node.Fail(errors.New("injected"))).Path(func(p string) bool { return p == "/s" }))
 		}
 	}
-	s, err := New(nodes, c.store.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := c.storeOver(t, nodes, nil)
 	if err := s.Remove(ctx, "/s"); err != nil {
 		t.Fatalf("remove: %v", err)
 	}
