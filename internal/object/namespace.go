@@ -337,16 +337,16 @@ func (s *Store) removeEverywhere(ctx context.Context, path string, v archive.Ver
 }
 
 // removeBySummary is Remove when every node reads archive summaries by
-// path (node.AttrReader), answers and is not suspect (one that times out
-// is marked hung, as by a probe): it asks every node
-// for the summary of its archive at path instead of opening and reading
-// it (on a remote node one request instead of three), and when the
-// newest version is visible (at least K of its slots found, and more
+// path (node.AttrReader) and is not suspect (one that times out is
+// marked hung, as by a probe): it asks every node for the summary of its
+// archive at path instead of opening and reading it (on a remote node
+// one request instead of three), and when the newest version is visible (at least K of its slots found, and more
 // than M unless all: not remnants that tombstones may hide) it removes
-// every archive found; if one cannot be removed, tombstones record the
-// removal (removeEverywhere). done is false, and Remove goes on as
-// usual, when a node fails, a file has no summary (a directory, say) or
-// the version may be remnants; with no archive anywhere the object does
+// every archive found; if one cannot be removed, or a node failed to
+// answer, tombstones record the removal (removeEverywhere), as Remove
+// does. done is false, and Remove goes on as usual, when a file has no
+// summary (a directory, say), the version may be remnants, or nothing
+// was found but a node failed; with no archive anywhere the object does
 // not exist.
 func (s *Store) removeBySummary(ctx context.Context, path string) (done bool, err error) {
 	readers := make([]node.AttrReader, len(s.nodes))
@@ -358,7 +358,7 @@ func (s *Store) removeBySummary(ctx context.Context, path string) (done bool, er
 		readers[i] = a
 	}
 	sums := make([]*summary, len(s.nodes))
-	var failed atomic.Bool
+	var failed, noSummary atomic.Bool
 	var wg sync.WaitGroup
 	for i, a := range readers {
 		wg.Add(1)
@@ -381,7 +381,7 @@ func (s *Store) removeBySummary(ctx context.Context, path string) (done bool, er
 			default:
 				sum, ok := parseSummary(attrs)
 				if !ok || sum.slot < 0 {
-					failed.Store(true)
+					noSummary.Store(true)
 					return
 				}
 				sums[i] = &sum
@@ -389,7 +389,7 @@ func (s *Store) removeBySummary(ctx context.Context, path string) (done bool, er
 		})
 	}
 	wg.Wait()
-	if failed.Load() || ctx.Err() != nil {
+	if noSummary.Load() || ctx.Err() != nil {
 		return false, nil
 	}
 	var newest *summary
@@ -398,7 +398,10 @@ func (s *Store) removeBySummary(ctx context.Context, path string) (done bool, er
 			newest = sum
 		}
 	}
-	if newest == nil {
+	switch {
+	case newest == nil && failed.Load():
+		return false, nil // Remove says which nodes failed
+	case newest == nil:
 		return true, fmt.Errorf("object: remove %s: %w", path, fmt.Errorf("object %s: %w", path, ErrNotExist))
 	}
 	slots := map[int]bool{}
@@ -410,6 +413,10 @@ func (s *Store) removeBySummary(ctx context.Context, path string) (done bool, er
 	g := newest.geo
 	if len(slots) < g.K || len(slots) <= g.M && len(slots) < g.Width() {
 		return false, nil
+	}
+	if failed.Load() {
+		// A node that failed may hold archives: tombstones hide them.
+		return true, s.removeEverywhere(ctx, path, newest.version, g.M)
 	}
 	var wg2 sync.WaitGroup
 	var kept atomic.Bool

@@ -292,3 +292,37 @@ func TestRemoveBySummaryRecordsTombstonesWhenAnArchiveStays(t *testing.T) {
 		t.Errorf("read of the removed object: %v; want ErrNotExist", err)
 	}
 }
+
+// A node that fails to answer an rm by summaries may hold archives:
+// tombstones record the removal, as when Remove probes.
+func TestRemoveBySummaryWithANodeDown(t *testing.T) {
+	c, fs, _ := smallLookupCluster(t, nil)
+	ctx := context.Background()
+	holders := map[string]bool{}
+	info, err := c.store.Stat(ctx, "/s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range info.Placement {
+		holders[id] = true
+	}
+	i := slices.IndexFunc(fs, func(f *node.Faulty) bool { return !holders[f.ID()] })
+	fs[i].SetDown(true)
+	s, lc := countedStore(t, c, fs, nil)
+	if err := s.Remove(ctx, "/s"); err != nil {
+		t.Fatalf("remove with a node down: %v", err)
+	}
+	if a := lc.total(lc.attrs); a != len(fs) {
+		t.Errorf("remove read %d summaries; want every node's", a)
+	}
+	if left := c.archivesOf("/s"); len(left) != 0 {
+		t.Errorf("archives left: %v", left)
+	}
+	if ts := c.archivesOf(tombstonePath("/s")); len(ts) < 3 {
+		t.Errorf("tombstones on %d nodes; want at least M+1", len(ts))
+	}
+	fs[i].SetDown(false)
+	if _, err := s.Stat(ctx, "/s"); !errors.Is(err, ErrNotExist) {
+		t.Errorf("stat after rm: %v; want ErrNotExist", err)
+	}
+}
