@@ -528,8 +528,8 @@ func (s *Store) locateOnce(ctx context.Context, path string, everyNode bool) (*l
 // which it need not ask again; when the first node had not answered
 // within windowPatience, late is when it was asked, and locate leaves it
 // for its last window as it does a window's stragglers (marked slow if
-// other nodes' summaries came meanwhile). The summaries are awaited for
-// windowPatience at most too. Only the first node's probe counts
+// other nodes' summaries came meanwhile). The summaries are read within
+// windowPatience too. Only the first node's probe counts
 // in probeLatency: a summary is cheaper to read than an archive.
 func (s *Store) locateBySummary(ctx context.Context, path string, window []node.Node) (loc *located, first *probeResult, late time.Time, ok bool) {
 	if len(window) < 2 {
@@ -543,10 +543,13 @@ func (s *Store) locateBySummary(ctx context.Context, path string, window []node.
 		}
 		readers[i] = a
 	}
-	patience := time.NewTimer(s.windowPatience())
+	wait := s.windowPatience()
+	patience := time.NewTimer(wait)
 	defer patience.Stop()
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel() // the summaries not read by then are not needed
+	// The summaries are read within the patience too: a read that has
+	// not answered by then fails (and so does the lookup by summaries).
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
 	type answer struct {
 		n     node.Node
 		sum   summary
@@ -595,17 +598,27 @@ func (s *Store) locateBySummary(ctx context.Context, path string, window []node.
 		}
 		firstCh <- r
 	})
+	// giveUp stops waiting for the first node: its answer, if sent just
+	// before, is taken all the same; a later one is dropped (and its
+	// archive closed) by the probe.
+	giveUp := func() (probeResult, bool) {
+		mu.Lock()
+		gaveUp = true
+		mu.Unlock()
+		select {
+		case r := <-firstCh:
+			return r, true
+		default:
+			return probeResult{}, false
+		}
+	}
 	var got probeResult
 	select {
 	case got = <-firstCh:
 		s.probeLatency.addMedian([]time.Duration{time.Since(asked)})
 	case <-patience.C:
-		mu.Lock()
-		gaveUp = true
-		mu.Unlock()
-		select {
-		case got = <-firstCh: // sent just before
-		default:
+		var answered bool
+		if got, answered = giveUp(); !answered {
 			// Others answered meanwhile: it is late, as probeNodes
 			// takes a window's stragglers to be.
 			if len(answers) > 0 && !s.isSuspect(window[0].ID()) {
@@ -614,6 +627,9 @@ func (s *Store) locateBySummary(ctx context.Context, path string, window []node.
 			return nil, nil, asked, false
 		}
 	case <-ctx.Done():
+		if got, answered := giveUp(); answered {
+			return nil, &got, late, false
+		}
 		return nil, nil, late, false
 	}
 	if got.ref == nil {
@@ -628,14 +644,7 @@ func (s *Store) locateBySummary(ctx context.Context, path string, window []node.
 	}
 	ok = true
 	for range len(window) - 1 {
-		var a answer
-		select {
-		case a = <-answers:
-		case <-patience.C:
-			return nil, &got, late, false
-		case <-ctx.Done():
-			return nil, &got, late, false
-		}
+		a := <-answers // within wctx's deadline
 		sum := a.sum
 		switch {
 		case a.err != nil:

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/node"
@@ -324,5 +325,29 @@ func TestRemoveBySummaryWithANodeDown(t *testing.T) {
 	fs[i].SetDown(false)
 	if _, err := s.Stat(ctx, "/s"); !errors.Is(err, ErrNotExist) {
 		t.Errorf("stat after rm: %v; want ErrNotExist", err)
+	}
+}
+
+// A node that hangs when asked for a summary holds a lookup up for the
+// window's patience, not longer.
+func TestSummaryLookupGivesUpOnAHungSummary(t *testing.T) {
+	hedge := 200 * time.Millisecond
+	c, fs, data := smallLookupCluster(t, nil)
+	second := c.store.rank("/s")[1].ID()
+	nodes := make([]node.Node, len(fs))
+	for i, f := range fs {
+		nodes[i] = f
+		if f.ID() == second {
+			nodes[i] = node.Wrap(f, node.Inject(node.OpReadAttrs, node.Hang()))
+		}
+	}
+	s := c.storeOver(t, nodes, func(o *Options) { o.HedgeDelay = hedge })
+	start := time.Now()
+	got, err := get(s, "/s")
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("get with a node hung on summaries: %d bytes, %v", len(got), err)
+	}
+	if d := time.Since(start); d > 2*hedge {
+		t.Errorf("get took %v; want at most the window's patience (%v) and a probe", d, hedge)
 	}
 }
