@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ecstore/ecstore/internal/archive"
@@ -435,28 +436,33 @@ func (s *Store) locateOnce(ctx context.Context, path string, everyNode bool) (*l
 		results []probeResult
 		waiting []node.Node // nodes of earlier windows that had not answered
 		askedAt = map[string]time.Time{}
-		asked   int // nodes asked, in rank order
+		asked   int // windows' nodes asked, in rank order
 	)
 	windows := s.probeWindows(len(ranked))
 	if everyNode {
 		windows = windows[len(windows)-1:]
 	}
 	if !everyNode {
-		loc, first, late, ok := s.locateBySummary(ctx, path, ranked[:windows[0]])
-		switch {
-		case ok:
+		loc, answered, late, ok := s.locateBySummary(ctx, path, ranked[:windows[0]])
+		if ok {
 			return loc, nil, nil
-		case first != nil:
-			results = append(results, *first)
-			asked = 1
-		case !late.IsZero():
+		}
+		results = answered
+		if !late.IsZero() {
 			waiting = append(waiting, ranked[0])
 			askedAt[ranked[0].ID()] = late
-			asked = 1
 		}
 	}
 	for i, upTo := range windows {
 		nodes := slices.Clip(ranked[asked:upTo]) // the last window appends to it
+		if i == 0 && (len(results) > 0 || len(waiting) > 0) {
+			// Nodes the lookup by summaries answered for, or left for
+			// the last window, are not asked again.
+			nodes = slices.DeleteFunc(slices.Clone(nodes), func(n node.Node) bool {
+				return askedAt[n.ID()] != (time.Time{}) ||
+					slices.ContainsFunc(results, func(r probeResult) bool { return r.node.ID() == n.ID() })
+			})
+		}
 		var patience <-chan time.Time
 		if i < len(windows)-1 {
 			// A hung node must not hold up the next window: after
@@ -524,14 +530,16 @@ func (s *Store) locateOnce(ctx context.Context, path string, everyNode bool) (*l
 //
 // Otherwise (an archive or summary missing, a newer version, a node
 // failing, slow or suspect, a directory, a larger object) locate probes
-// as usual, and first, when not nil, is the first node's probe result,
-// which it need not ask again; when the first node had not answered
-// within windowPatience, late is when it was asked, and locate leaves it
-// for its last window as it does a window's stragglers (marked slow if
-// other nodes' summaries came meanwhile). The summaries are read within
-// windowPatience too. Only the first node's probe counts
-// in probeLatency: a summary is cheaper to read than an archive.
-func (s *Store) locateBySummary(ctx context.Context, path string, window []node.Node) (loc *located, first *probeResult, late time.Time, ok bool) {
+// as usual. answered then holds the results it need not ask for again:
+// the first node's probe, and the nodes whose summary read found nothing
+// at path (a stat of a path not there, as xrdcp makes before every put,
+// asks no node twice). When the first node had not answered within
+// windowPatience, late is when it was asked, and locate leaves it for its
+// last window as it does a window's stragglers (marked slow if other
+// nodes' summaries came meanwhile). The summaries are read within
+// windowPatience too. Only the first node's probe counts in
+// probeLatency: a summary is cheaper to read than an archive.
+func (s *Store) locateBySummary(ctx context.Context, path string, window []node.Node) (loc *located, answered []probeResult, late time.Time, ok bool) {
 	if len(window) < 2 {
 		return nil, nil, late, false
 	}
@@ -557,10 +565,14 @@ func (s *Store) locateBySummary(ctx context.Context, path string, window []node.
 		err   error
 	}
 	answers := make(chan answer, len(window)-1)
+	var replied atomic.Int32 // summary reads the nodes answered (not cut short)
 	for i, a := range readers[1:] {
 		n := window[i+1]
 		workers.Go(func() {
 			attrs, err := a.ReadAttrs(wctx, path)
+			if wctx.Err() == nil {
+				replied.Add(1)
+			}
 			ans := answer{n: n}
 			switch {
 			case errors.Is(err, node.ErrNotExist) || errors.Is(err, node.ErrNotDir):
@@ -612,45 +624,62 @@ func (s *Store) locateBySummary(ctx context.Context, path string, window []node.
 			return probeResult{}, false
 		}
 	}
+	// rest collects the summaries not read yet (all answer within wctx):
+	// the nodes that hold nothing at path are answered for locate.
+	read := 0
+	rest := func() {
+		for ; read < len(window)-1; read++ {
+			if a := <-answers; a.err == nil && !a.found {
+				answered = append(answered, probeResult{node: a.n})
+			}
+		}
+	}
 	var got probeResult
 	select {
 	case got = <-firstCh:
 		s.probeLatency.addMedian([]time.Duration{time.Since(asked)})
 	case <-patience.C:
-		var answered bool
-		if got, answered = giveUp(); !answered {
+		var ok bool
+		if got, ok = giveUp(); !ok {
 			// Others answered meanwhile: it is late, as probeNodes
 			// takes a window's stragglers to be.
-			if len(answers) > 0 && !s.isSuspect(window[0].ID()) {
+			if replied.Load() > 0 && !s.isSuspect(window[0].ID()) {
 				s.markSlow(window[0].ID())
 			}
-			return nil, nil, asked, false
+			rest()
+			return nil, answered, asked, false
 		}
 	case <-ctx.Done():
-		if got, answered := giveUp(); answered {
-			return nil, &got, late, false
+		if r, ok := giveUp(); ok {
+			answered = append(answered, r)
 		}
-		return nil, nil, late, false
+		rest()
+		return nil, answered, late, false
 	}
+	answered = append(answered, got)
 	if got.ref == nil {
-		return nil, &got, late, false // absent, a directory, or failed
+		rest() // absent, a directory, or failed
+		return nil, answered, late, false
 	}
 	meta := got.ref.idx.Meta
+	if meta.K != 1 || meta.Slot != 0 || meta.Layout().Blocks() > 1 || len(meta.Placement) > len(window) {
+		rest() // reads would need more than this archive
+		return nil, answered, late, false
+	}
 	loc = &located{meta: meta, slots: make([]*archiveRef, len(meta.Placement)), found: 1,
 		lazy: map[int]node.Node{}}
 	loc.slots[meta.Slot] = got.ref
-	if meta.K != 1 || meta.Slot != 0 || meta.Layout().Blocks() > 1 || len(loc.slots) > len(window) {
-		return nil, &got, late, false // reads would need more than this archive
-	}
 	ok = true
-	for range len(window) - 1 {
+	for ; read < len(window)-1; read++ {
 		a := <-answers // within wctx's deadline
 		sum := a.sum
 		switch {
 		case a.err != nil:
 			ok = false
-		case !a.found || sum.version < meta.Version:
-			// Absent, or debris of an older version.
+		case !a.found:
+			answered = append(answered, probeResult{node: a.n})
+		case sum.version < meta.Version:
+			// Debris of an older version.
 		case sum.version > meta.Version || sum.geo.K != meta.K || sum.geo.M != meta.M ||
 			sum.slot >= len(loc.slots) || sum.slot == meta.Slot || loc.lazy[sum.slot] != nil:
 			ok = false // newer, or not one of the version's other slots
@@ -660,7 +689,7 @@ func (s *Store) locateBySummary(ctx context.Context, path string, window []node.
 		}
 	}
 	if !ok || loc.found < len(loc.slots) {
-		return nil, &got, late, false
+		return nil, answered, late, false
 	}
 	return loc, nil, late, true
 }

@@ -351,3 +351,17 @@ func TestSummaryLookupGivesUpOnAHungSummary(t *testing.T) {
 		t.Errorf("get took %v; want at most the window's patience (%v) and a probe", d, hedge)
 	}
 }
+
+// A stat of a path that holds nothing (xrdcp makes one before every put)
+// asks each node once: the nodes whose summary read found nothing are not
+// probed again.
+func TestStatOfAMissingPathAsksEachNodeOnce(t *testing.T) {
+	c, fs, _ := smallLookupCluster(t, nil)
+	s, lc := countedStore(t, c, fs, nil)
+	if _, err := s.Stat(context.Background(), "/nothing"); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("stat: %v; want ErrNotExist", err)
+	}
+	if o, a := lc.total(lc.opens), lc.total(lc.attrs); o+a != len(fs) || a == 0 {
+		t.Errorf("%d opens and %d summary reads for %d nodes; want one request per node", o, a, len(fs))
+	}
+}
