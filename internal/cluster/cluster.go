@@ -281,7 +281,9 @@ func build(cfg *Config, file, base string, opts Options) (*Cluster, error) {
 		id := fmt.Sprintf("%0*d", max(2, width), i)
 		if strings.HasPrefix(p, "root://") || strings.HasPrefix(p, "xroot://") {
 			info := NodeInfo{ID: id, Path: p}
-			n, err := xrdnode.Open(p, xrdnode.Options{ID: id, Fsync: cfg.Fsync(), Logger: opts.Logger})
+			// The store asks every node whether a path is a directory
+			// before it writes there (Store.checkCreate).
+			n, err := xrdnode.Open(p, xrdnode.Options{ID: id, Fsync: cfg.Fsync(), Logger: opts.Logger, NoDirCheck: true})
 			if err != nil { // a malformed URL
 				info.Err = err
 				info.Node = &downNode{id: id, err: downError(id, p, err)}

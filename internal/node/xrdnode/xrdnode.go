@@ -112,6 +112,13 @@ type Options struct {
 	// Client tunes the xrootd client (chunk sizes, windows, a custom
 	// dialer). Its Logger defaults to Logger. Nil selects the defaults.
 	Client *xrootd.DialOptions
+	// NoDirCheck leaves out the kXR_stat of the path that Create sends
+	// with its open, to fail at once when a directory is there: the
+	// Commit then fails on it instead (node.ErrIsDir). For callers that
+	// look at the path themselves before they write, as the object store
+	// does (every create asks all nodes whether the path is a
+	// directory): one request less per upload.
+	NoDirCheck bool
 }
 
 // Default option values.
@@ -320,9 +327,10 @@ func (n *Node) remote(p string) string {
 }
 
 // Create implements node.Node. The temporary file is created with
-// kXR_new|kXR_mkpath while the target is looked at (kXR_stat), in one
-// round trip; a directory at path fails the create with node.ErrIsDir,
-// and a file in the way of path's directory with node.ErrNotDir.
+// kXR_new|kXR_mkpath while the target is looked at (kXR_stat, unless
+// Options.NoDirCheck), in one round trip; a directory at path fails the
+// create with node.ErrIsDir, and a file in the way of path's directory
+// with node.ErrNotDir.
 func (n *Node) Create(ctx context.Context, path string) (node.Upload, error) {
 	if err := n.check(ctx, "create", path); err != nil {
 		return nil, err
@@ -349,11 +357,15 @@ func (n *Node) Create(ctx context.Context, path string) (node.Upload, error) {
 		_, _ = rand.Read(sfx[:]) // never fails (crypto/rand docs)
 		tmp = node.Join(dir, node.TempName(base, hex.EncodeToString(sfx[:])))
 		stat := make(chan struct{})
-		go func() {
-			defer close(stat)
-			fi, err := c.c.Stat(ctx, n.remote(path))
-			isDir = err == nil && fi.IsDir()
-		}()
+		if n.opts.NoDirCheck {
+			close(stat)
+		} else {
+			go func() {
+				defer close(stat)
+				fi, err := c.c.Stat(ctx, n.remote(path))
+				isDir = err == nil && fi.IsDir()
+			}()
+		}
 		var err error
 		f, err = c.c.Open(ctx, n.remote(tmp), n.createFlags(), 0o644)
 		cn = c

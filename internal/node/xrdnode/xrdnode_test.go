@@ -322,6 +322,53 @@ func testRenameOntoDirectory(t *testing.T, n node.Node) {
 	}
 }
 
+// TestNoDirCheck: with Options.NoDirCheck, a create where a directory
+// stands is not refused at once (no stat of the path is sent); its Commit
+// fails with node.ErrIsDir and the directory stays. A file is written as
+// usual.
+func TestNoDirCheck(t *testing.T) {
+	s := startOurs(t, "", "127.0.0.1:0")
+	n := newNode(t, "root://"+s.addr+"//nd", Options{NoDirCheck: true})
+	ctx := context.Background()
+	if err := n.Mkdir(ctx, "/d/sub"); err != nil {
+		t.Fatal(err)
+	}
+	u, err := n.Create(ctx, "/d")
+	if err != nil {
+		t.Fatalf("Create onto a directory with NoDirCheck: %v; want the error at Commit", err)
+	}
+	if err := u.Write(ctx, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Commit(ctx); !errors.Is(err, node.ErrIsDir) {
+		t.Errorf("Commit onto a directory = %v; want ErrIsDir", err)
+	}
+	if err := u.Abort(ctx); err != nil {
+		t.Errorf("Abort: %v", err)
+	}
+	if fi, err := n.Stat(ctx, "/d"); err != nil || !fi.IsDir {
+		t.Errorf("Stat(/d) = %+v, %v; want the directory", fi, err)
+	}
+	u, err = n.Create(ctx, "/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Write(ctx, []byte("data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(readAll(t, n, ctx, "/f")); got != "data" {
+		t.Errorf("/f = %q", got)
+	}
+	// Without the option the create itself is refused.
+	plain := newNode(t, "root://"+s.addr+"//nd", Options{})
+	if _, err := plain.Create(ctx, "/d"); !errors.Is(err, node.ErrIsDir) {
+		t.Errorf("Create onto a directory = %v; want ErrIsDir", err)
+	}
+}
+
 // TestWriteErrorIsSticky checks that a failure of the background writer
 // reaches the caller and that Abort still cleans up.
 func TestWriteErrorIsSticky(t *testing.T) {
