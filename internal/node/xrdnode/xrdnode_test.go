@@ -349,16 +349,7 @@ func TestNoDirCheck(t *testing.T) {
 	if fi, err := n.Stat(ctx, "/d"); err != nil || !fi.IsDir {
 		t.Errorf("Stat(/d) = %+v, %v; want the directory", fi, err)
 	}
-	u, err = n.Create(ctx, "/f")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := u.Write(ctx, []byte("data")); err != nil {
-		t.Fatal(err)
-	}
-	if err := u.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	putFile(t, n, "/f", []byte("data"))
 	if got := string(readAll(t, n, ctx, "/f")); got != "data" {
 		t.Errorf("/f = %q", got)
 	}
