@@ -569,20 +569,13 @@ func (s *Store) locateBySummary(ctx context.Context, path string, window []node.
 	for i, a := range readers[1:] {
 		n := window[i+1]
 		workers.Go(func() {
-			attrs, err := a.ReadAttrs(wctx, path)
+			sum, err := readSummary(wctx, a, path)
 			if wctx.Err() == nil {
 				replied.Add(1)
 			}
-			ans := answer{n: n}
-			switch {
-			case errors.Is(err, node.ErrNotExist) || errors.Is(err, node.ErrNotDir):
-			case err != nil:
-				ans.err = err
-			default:
-				ans.sum, ans.found = parseSummary(attrs)
-				if !ans.found || ans.sum.slot < 0 {
-					ans.err = errNoSummary
-				}
+			ans := answer{n: n, err: err}
+			if sum != nil {
+				ans.sum, ans.found = *sum, true
 			}
 			answers <- ans
 		})
@@ -696,6 +689,25 @@ func (s *Store) locateBySummary(ctx context.Context, path string, window []node.
 
 // errNoSummary means that an archive's attributes hold no summary.
 var errNoSummary = errors.New("archive has no summary")
+
+// readSummary reads the summary of the archive at path on a node that
+// reads attributes: nil when there is no file (or a file in the way of a
+// directory), errNoSummary when the file's attributes hold none (a
+// directory, or an archive written without), or the node's error.
+func readSummary(ctx context.Context, a node.AttrReader, path string) (*summary, error) {
+	attrs, err := a.ReadAttrs(ctx, path)
+	switch {
+	case errors.Is(err, node.ErrNotExist) || errors.Is(err, node.ErrNotDir):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	sum, ok := parseSummary(attrs)
+	if !ok || sum.slot < 0 {
+		return nil, errNoSummary
+	}
+	return &sum, nil
+}
 
 func (l *located) markUnanswered(id string) {
 	if l.unanswered == nil {

@@ -338,7 +338,7 @@ func (s *Store) removeEverywhere(ctx context.Context, path string, v archive.Ver
 
 // removeBySummary is Remove when every node reads archive summaries by
 // path (node.AttrReader) and is not suspect (one that times out is
-// marked hung, as by a probe): it asks every node for the summary of its
+// marked hung, as by forEach): it asks every node for the summary of its
 // archive at path instead of opening and reading it (on a remote node
 // one request instead of three), and when the newest version is visible (at least K of its slots found, and more
 // than M unless all: not remnants that tombstones may hide) it removes
@@ -349,47 +349,30 @@ func (s *Store) removeEverywhere(ctx context.Context, path string, v archive.Ver
 // was found but a node failed; with no archive anywhere the object does
 // not exist.
 func (s *Store) removeBySummary(ctx context.Context, path string) (done bool, err error) {
-	readers := make([]node.AttrReader, len(s.nodes))
+	idx := make(map[string]int, len(s.nodes))
 	for i, n := range s.nodes {
 		a, ok := n.(node.AttrReader)
 		if !ok || !a.KeepsAttrs() || s.isSuspect(n.ID()) {
 			return false, nil
 		}
-		readers[i] = a
+		idx[n.ID()] = i
 	}
 	sums := make([]*summary, len(s.nodes))
-	var failed, noSummary atomic.Bool
-	var wg sync.WaitGroup
-	for i, a := range readers {
-		wg.Add(1)
-		workers.Go(func() {
-			defer wg.Done()
-			n := s.nodes[i]
-			nctx, cancel := context.WithTimeout(ctx, s.nodeTimeout(n.ID(), s.opts.ProbeTimeout))
-			defer cancel()
-			attrs, err := a.ReadAttrs(nctx, path)
-			switch {
-			case errors.Is(err, node.ErrNotExist) || errors.Is(err, node.ErrNotDir):
-			case err != nil:
-				failed.Store(true)
-				if ctx.Err() == nil {
-					s.opts.Events.nodeError(n.ID(), "probe", err)
-					if nctx.Err() != nil {
-						s.markSuspect(n.ID(), true) // as a probe that times out
-					}
-				}
-			default:
-				sum, ok := parseSummary(attrs)
-				if !ok || sum.slot < 0 {
-					noSummary.Store(true)
-					return
-				}
-				sums[i] = &sum
-			}
-		})
+	errs := s.forNodes(ctx, s.nodes, func(ctx context.Context, n node.Node) error {
+		sum, err := readSummary(ctx, n.(node.AttrReader), path)
+		sums[idx[n.ID()]] = sum
+		return err
+	})
+	failed, noSummary := false, false
+	for _, err := range errs {
+		switch {
+		case errors.Is(err, errNoSummary):
+			noSummary = true
+		case err != nil:
+			failed = true
+		}
 	}
-	wg.Wait()
-	if noSummary.Load() || ctx.Err() != nil {
+	if noSummary || ctx.Err() != nil {
 		return false, nil
 	}
 	var newest *summary
@@ -399,7 +382,7 @@ func (s *Store) removeBySummary(ctx context.Context, path string) (done bool, er
 		}
 	}
 	switch {
-	case newest == nil && failed.Load():
+	case newest == nil && failed:
 		return false, nil // Remove says which nodes failed
 	case newest == nil:
 		return true, fmt.Errorf("object: remove %s: %w", path, fmt.Errorf("object %s: %w", path, ErrNotExist))
@@ -414,26 +397,17 @@ func (s *Store) removeBySummary(ctx context.Context, path string) (done bool, er
 	if len(slots) < g.K || len(slots) <= g.M && len(slots) < g.Width() {
 		return false, nil
 	}
-	if failed.Load() {
+	if failed {
 		// A node that failed may hold archives: tombstones hide them.
 		return true, s.removeEverywhere(ctx, path, newest.version, g.M)
 	}
-	var wg2 sync.WaitGroup
-	var kept atomic.Bool
+	var holders []node.Node
 	for i, sum := range sums {
-		if sum == nil {
-			continue
+		if sum != nil {
+			holders = append(holders, s.nodes[i])
 		}
-		wg2.Add(1)
-		workers.Go(func() {
-			defer wg2.Done()
-			if err := s.nodes[i].Remove(ctx, path); err != nil && !errors.Is(err, node.ErrNotExist) {
-				kept.Store(true)
-			}
-		})
 	}
-	wg2.Wait()
-	if !kept.Load() {
+	if removeOn(ctx, path, holders) {
 		return true, nil
 	}
 	return true, s.removeEverywhere(ctx, path, newest.version, g.M)
@@ -442,19 +416,28 @@ func (s *Store) removeBySummary(ctx context.Context, path string) (done bool, er
 // removeFound removes the archives the probe found, in parallel, and
 // reports whether every one was removed.
 func (s *Store) removeFound(ctx context.Context, path string, results []probeResult) bool {
+	var holders []node.Node
+	for _, r := range results {
+		if r.ref != nil {
+			holders = append(holders, r.node)
+		}
+	}
+	return removeOn(ctx, path, holders)
+}
+
+// removeOn removes path on the given nodes, in parallel, and reports
+// whether it is gone from every one.
+func removeOn(ctx context.Context, path string, nodes []node.Node) bool {
 	var wg sync.WaitGroup
 	var failed atomic.Bool
-	for _, r := range results {
-		if r.ref == nil {
-			continue
-		}
+	for _, n := range nodes {
 		wg.Add(1)
-		go func() {
+		workers.Go(func() {
 			defer wg.Done()
-			if err := r.node.Remove(ctx, path); err != nil && !errors.Is(err, node.ErrNotExist) {
+			if err := n.Remove(ctx, path); err != nil && !errors.Is(err, node.ErrNotExist) {
 				failed.Store(true)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return !failed.Load()
