@@ -56,7 +56,7 @@ type Reader struct {
 	reopening []atomic.Bool
 	// lazyMu serializes the opens of each lazy slot (openLazy), and
 	// lazyGone marks those found not to hold the version: they are
-	// missing from then on.
+	// missing from then on. Both are nil when no slot is lazy.
 	lazyMu   []sync.Mutex
 	lazyGone []atomic.Bool
 }
@@ -121,13 +121,15 @@ func (s *Store) openReader(ctx context.Context, path string, everyNode bool) (*R
 	l := loc.meta.Layout()
 	blockBuf := min(l.BlockSize(), max(l.Size, 1))
 	s.transfer(1, blockBuf)
-	return &Reader{s: s, path: path, loc: loc, l: l, blockBuf: blockBuf, codec: codec,
+	r := &Reader{s: s, path: path, loc: loc, l: l, blockBuf: blockBuf, codec: codec,
 		bg: bg, cancel: cancel, cache: map[int64]*blockFetch{},
 		fetching:  make(chan struct{}, s.opts.ReadAhead+1),
 		late:      make([]atomic.Pointer[archiveRef], len(loc.slots)),
-		reopening: make([]atomic.Bool, len(loc.slots)),
-		lazyMu:    make([]sync.Mutex, len(loc.slots)),
-		lazyGone:  make([]atomic.Bool, len(loc.slots))}, nil
+		reopening: make([]atomic.Bool, len(loc.slots))}
+	if len(loc.lazy) > 0 {
+		r.lazyMu, r.lazyGone = make([]sync.Mutex, len(loc.slots)), make([]atomic.Bool, len(loc.slots))
+	}
+	return r, nil
 }
 
 // Size is the object's size in bytes.
