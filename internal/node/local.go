@@ -336,15 +336,7 @@ func (l *Local) Stat(ctx context.Context, path string) (FileInfo, error) {
 		info.Name = "/"
 	}
 	if fi.Mode().IsRegular() && !l.noAttr.Load() {
-		f, err := l.openFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-		if err == nil {
-			_ = control(f, func(fd int) {
-				info.Attrs = l.readAttrs(
-					func(b []byte) (int, error) { return unix.Flistxattr(fd, b) },
-					func(a string, b []byte) (int, error) { return unix.Fgetxattr(fd, a, b) })
-			})
-			f.Close()
-		}
+		info.Attrs, _ = l.attrsAt(path) // best effort
 	}
 	return info, nil
 }
@@ -359,33 +351,44 @@ func (l *Local) ReadAttrs(ctx context.Context, path string) (map[string]string, 
 	if l.noAttr.Load() {
 		return nil, l.wrap("readattrs", path, ErrNoAttrs)
 	}
-	const flag = os.O_RDONLY | syscall.O_NONBLOCK
-	read := func(fd int) map[string]string {
-		return l.readAttrs(
-			func(b []byte) (int, error) { return unix.Flistxattr(fd, b) },
-			func(a string, b []byte) (int, error) { return unix.Fgetxattr(fd, a, b) })
+	attrs, err := l.attrsAt(path)
+	if err != nil {
+		return nil, l.fail("readattrs", path, err)
 	}
-	var attrs map[string]string
+	return attrs, nil
+}
+
+// attrsAt opens the file at path (not following a final symbolic link
+// out of the node) and reads its attributes (readAttrs).
+func (l *Local) attrsAt(path string) (map[string]string, error) {
+	const flag = os.O_RDONLY | syscall.O_NONBLOCK
 	if l.beneath != nil {
 		fd, done, err := l.beneath.OpenFd(fsutil.Rel(path), flag, 0)
 		if done {
 			if err != nil {
-				return nil, l.fail("readattrs", path, err)
+				return nil, err
 			}
-			attrs = read(fd)
-			unix.Close(fd)
-			return attrs, nil
+			defer unix.Close(fd)
+			return l.fdAttrs(fd), nil
 		}
 	}
 	f, err := l.openFile(path, flag, 0)
 	if err != nil {
-		return nil, l.fail("readattrs", path, err)
+		return nil, err
 	}
 	defer f.Close()
-	if err := control(f, func(fd int) { attrs = read(fd) }); err != nil {
-		return nil, l.fail("readattrs", path, err)
+	var attrs map[string]string
+	if err := control(f, func(fd int) { attrs = l.fdAttrs(fd) }); err != nil {
+		return nil, err
 	}
 	return attrs, nil
+}
+
+// fdAttrs reads the attributes of the file open as fd (readAttrs).
+func (l *Local) fdAttrs(fd int) map[string]string {
+	return l.readAttrs(
+		func(b []byte) (int, error) { return unix.Flistxattr(fd, b) },
+		func(a string, b []byte) (int, error) { return unix.Fgetxattr(fd, a, b) })
 }
 
 // KeepsAttrs implements AttrReader.
@@ -444,9 +447,7 @@ func (l *Local) entryAttrs(dirfd int, name string) map[string]string {
 		return nil
 	}
 	defer unix.Close(fd)
-	return l.readAttrs(
-		func(b []byte) (int, error) { return unix.Flistxattr(fd, b) },
-		func(a string, b []byte) (int, error) { return unix.Fgetxattr(fd, a, b) })
+	return l.fdAttrs(fd)
 }
 
 // readAttrs returns the attributes kept in attrsXattr, or else in
