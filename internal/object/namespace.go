@@ -150,13 +150,8 @@ func (s *Store) List(ctx context.Context, dir string) ([]Info, error) {
 	if err := checkPath(dir); err != nil {
 		return nil, err
 	}
-	type entry struct {
-		dirs  int
-		files []node.FileInfo
-		dirMT time.Time
-	}
 	var mu sync.Mutex
-	entries := map[string]*entry{}
+	entries := map[string]*listEntry{}
 	errs := s.forEach(ctx, func(ctx context.Context, n node.Node) error {
 		fis, err := n.List(ctx, dir)
 		if err != nil {
@@ -170,7 +165,7 @@ func (s *Store) List(ctx context.Context, dir string) ([]Info, error) {
 			}
 			e := entries[fi.Name]
 			if e == nil {
-				e = &entry{}
+				e = &listEntry{}
 				entries[fi.Name] = e
 			}
 			if fi.IsDir {
@@ -180,6 +175,7 @@ func (s *Store) List(ctx context.Context, dir string) ([]Info, error) {
 				}
 			} else {
 				e.files = append(e.files, fi)
+				e.from = append(e.from, n)
 			}
 		}
 		return nil
@@ -202,6 +198,7 @@ func (s *Store) List(ctx context.Context, dir string) ([]Info, error) {
 		}
 		return nil, fmt.Errorf("object: list %s: %w", dir, ErrNotExist)
 	}
+	s.readListedAttrs(ctx, dir, entries)
 	out := make([]Info, 0, len(entries))
 	var slow []int // entries whose summary needs archive reads
 	for name, e := range entries {
@@ -220,6 +217,96 @@ func (s *Store) List(ctx context.Context, dir string) ([]Info, error) {
 	out = s.fillSlow(ctx, out, slow)
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// listEntry is what the nodes listed under one name: directories, or
+// files with the nodes they are on.
+type listEntry struct {
+	dirs  int
+	files []node.FileInfo
+	from  []node.Node // the node of each file
+	dirMT time.Time
+}
+
+// listedAttrReads is how many attribute reads a listing keeps in flight
+// on each node.
+const listedAttrReads = 16
+
+// readListedAttrs reads the attributes of the listed files that came
+// without them from nodes that keep attributes (a remote node's
+// kXR_dirlist carries none), by path, one request per file, so that
+// their entries are described by summaries (summaryFromAttrs) and not
+// by a Stat each, which opens and reads archives. A node whose read
+// fails is asked no more in this listing: its files stay without
+// attributes and their entries are stated. A file gone meanwhile is
+// dropped from its entry.
+func (s *Store) readListedAttrs(ctx context.Context, dir string, entries map[string]*listEntry) {
+	type file struct {
+		e *listEntry
+		i int
+	}
+	byNode := map[string][]file{} // by node ID
+	for _, e := range entries {
+		if e.dirs > 0 {
+			continue
+		}
+		for i, fi := range e.files {
+			n := e.from[i]
+			if a, ok := n.(node.AttrReader); fi.Attrs == nil && ok && a.KeepsAttrs() && !s.isSuspect(n.ID()) {
+				byNode[n.ID()] = append(byNode[n.ID()], file{e, i})
+			}
+		}
+	}
+	gone := map[*listEntry][]bool{}
+	for _, files := range byNode {
+		for _, f := range files {
+			if gone[f.e] == nil {
+				gone[f.e] = make([]bool, len(f.e.files))
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for id, files := range byNode {
+		a := files[0].e.from[files[0].i].(node.AttrReader)
+		var next atomic.Int64
+		var failed atomic.Bool
+		for range min(listedAttrReads, len(files)) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for k := int(next.Add(1) - 1); k < len(files) && !failed.Load() && ctx.Err() == nil; k = int(next.Add(1) - 1) {
+					f := files[k]
+					rctx, cancel := context.WithTimeout(ctx, s.nodeTimeout(id, s.opts.MetadataTimeout))
+					attrs, err := a.ReadAttrs(rctx, node.Join(dir, f.e.files[f.i].Name))
+					timedOut := rctx.Err() != nil
+					cancel()
+					switch {
+					case err == nil:
+						f.e.files[f.i].Attrs = attrs
+					case errors.Is(err, node.ErrNotExist) || errors.Is(err, node.ErrNotDir):
+						gone[f.e][f.i] = true
+					default:
+						if !failed.Swap(true) && timedOut && ctx.Err() == nil {
+							s.markSuspect(id, true)
+							s.opts.Events.nodeError(id, "metadata", err)
+						}
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	for e, g := range gone {
+		var files []node.FileInfo
+		var from []node.Node
+		for i := range e.files {
+			if !g[i] {
+				files, from = append(files, e.files[i]), append(from, e.from[i])
+			}
+		}
+		e.files, e.from = files, from
+	}
 }
 
 // fillSlow stats the listed objects that had no usable attributes, a few

@@ -1,0 +1,152 @@
+package object
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/layout"
+	"github.com/ecstore/ecstore/internal/node"
+)
+
+// listsNoAttrs is a node whose listings carry no attributes, as a remote
+// node's kXR_dirlist, while it reads them by path (ReadAttrs). listed, if
+// set, runs after each listing.
+type listsNoAttrs struct {
+	*node.Faulty
+	listed func()
+}
+
+func (n listsNoAttrs) List(ctx context.Context, dir string) ([]node.FileInfo, error) {
+	fis, err := n.Faulty.List(ctx, dir)
+	for i := range fis {
+		fis[i].Attrs = nil
+	}
+	if n.listed != nil {
+		n.listed()
+	}
+	return fis, err
+}
+
+// listCluster is 8 local nodes (4+2, small objects up to 20000 bytes)
+// holding small and large objects under /d, and a store over them that
+// lists no attributes and counts opens and summary reads. rules adds
+// rules to the nodes, by index, before the counting ones (the first rule
+// that matches a call acts); listed(i), if set, runs after each
+// listing of node i.
+func listCluster(t *testing.T, rules map[int][]*node.Rule, listed func(c *cluster, i int), mod func(*Options)) (*cluster, *Store, lookupCounters, map[string][]byte) {
+	t.Helper()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	c, fs := faultyCluster(t, 8, g, func(o *Options) { o.SmallObjectSize = 20000 })
+	rnd := rand.New(rand.NewPCG(seed(t), 73))
+	objects := map[string][]byte{}
+	for i := range 6 {
+		size := int64(3000)
+		if i%2 == 1 {
+			size = 50000 // two blocks of K chunks
+		}
+		p := fmt.Sprintf("/d/o%d", i)
+		objects[p] = randBytes(rnd, size)
+		putHint(t, c.store, p, objects[p], size)
+	}
+	var lc lookupCounters
+	nodes := make([]node.Node, len(fs))
+	for i, f := range fs {
+		open, attrs := node.Inject(node.OpOpen, node.Delay(0)), node.Inject(node.OpReadAttrs, node.Delay(0))
+		lc.opens, lc.attrs = append(lc.opens, open), append(lc.attrs, attrs)
+		n := listsNoAttrs{Faulty: node.Wrap(f, append(rules[i], open, attrs)...)}
+		if listed != nil {
+			n.listed = func() { listed(c, i) }
+		}
+		nodes[i] = n
+	}
+	return c, c.storeOver(t, nodes, mod), lc, objects
+}
+
+// checkListing fails t unless infos describe exactly objects.
+func checkListing(t *testing.T, infos []Info, objects map[string][]byte) {
+	t.Helper()
+	if len(infos) != len(objects) {
+		t.Fatalf("listed %d entries; want %d", len(infos), len(objects))
+	}
+	for _, in := range infos {
+		data, ok := objects[in.Path]
+		if !ok || in.Size != int64(len(data)) || in.Version == "" {
+			t.Errorf("listed %s of %d bytes, version %q; want one of the objects, of %d bytes", in.Path, in.Size, in.Version, len(data))
+		}
+	}
+}
+
+// A listing on nodes whose listings carry no attributes reads the
+// summaries by path: one request per archive, and no archive opened.
+func TestListReadsSummariesOfRemoteNodes(t *testing.T) {
+	c, s, lc, objects := listCluster(t, nil, nil, nil)
+	infos, err := s.List(context.Background(), "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkListing(t, infos, objects)
+	archives := 0
+	for p := range objects {
+		archives += len(c.archivesOf(p))
+	}
+	if o, a := lc.total(lc.opens), lc.total(lc.attrs); o != 0 || a != archives {
+		t.Errorf("listing opened %d archives and read %d summaries; want none and %d", o, a, archives)
+	}
+}
+
+// A node whose summary reads fail, or hang, is asked no more by the
+// listing (a hung one is marked suspect); the entries with an archive on
+// it are stated, and the listing is still whole and right.
+func TestListStatsWhenSummaryReadsFail(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		action node.Action
+	}{{"fail", node.Fail(nil)}, {"hang", node.Hang()}} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := node.Inject(node.OpReadAttrs, tc.action)
+			_, s, lc, objects := listCluster(t, map[int][]*node.Rule{3: {bad}}, nil,
+				func(o *Options) { o.MetadataTimeout = 300 * time.Millisecond })
+			start := time.Now()
+			infos, err := s.List(context.Background(), "/d")
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkListing(t, infos, objects)
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("listing took %v", d)
+			}
+			if bad.Fired() == 0 {
+				t.Fatal("node 3 was not asked for a summary")
+			}
+			if lc.total(lc.opens) == 0 {
+				t.Error("no archive was opened: the entries on node 3 were not stated")
+			}
+			if id := s.nodes[3].ID(); tc.name == "hang" && !s.isSuspect(id) {
+				t.Errorf("node %s hung on the listing's summary reads and is not suspect", id)
+			}
+		})
+	}
+}
+
+// A file removed between the listing and the read of its summary is
+// dropped from its entry: an object whose archives all went so is not
+// listed.
+func TestListDropsFilesGoneBeforeTheirSummary(t *testing.T) {
+	_, s, lc, objects := listCluster(t, nil, func(c *cluster, i int) {
+		os.Remove(filepath.Join(c.dirs[i], "d", "o0"))
+	}, nil)
+	delete(objects, "/d/o0")
+	infos, err := s.List(context.Background(), "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkListing(t, infos, objects)
+	if lc.total(lc.attrs) == 0 {
+		t.Error("no summary was read")
+	}
+}
