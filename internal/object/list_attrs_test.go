@@ -133,10 +133,9 @@ func TestListStatsWhenSummaryReadsFail(t *testing.T) {
 	}
 }
 
-// A file removed between the listing and the read of its summary is
-// dropped from its entry: an object whose archives all went so is not
-// listed.
-func TestListDropsFilesGoneBeforeTheirSummary(t *testing.T) {
+// An object whose archives are all removed between the listing and the
+// reads of their summaries is not listed (its entry is stated).
+func TestListOfAnObjectRemovedMeanwhile(t *testing.T) {
 	_, s, lc, objects := listCluster(t, nil, func(c *cluster, i int) {
 		os.Remove(filepath.Join(c.dirs[i], "d", "o0"))
 	}, nil)

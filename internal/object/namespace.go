@@ -237,54 +237,50 @@ const listedAttrReads = 16
 // kXR_dirlist carries none), by path, one request per file, so that
 // their entries are described by summaries (summaryFromAttrs) and not
 // by a Stat each, which opens and reads archives. A node whose read
-// fails is asked no more in this listing: its files stay without
-// attributes and their entries are stated. A file gone meanwhile is
-// dropped from its entry.
+// fails is asked no more in this listing. Files left without attributes
+// (on such a node, or gone meanwhile) have their entries stated.
 func (s *Store) readListedAttrs(ctx context.Context, dir string, entries map[string]*listEntry) {
-	type file struct {
-		e *listEntry
-		i int
+	type nodeFiles struct {
+		a     node.AttrReader
+		files []*node.FileInfo
 	}
-	byNode := map[string][]file{} // by node ID
+	byNode := map[string]*nodeFiles{} // by node ID
 	for _, e := range entries {
 		if e.dirs > 0 {
 			continue
 		}
-		for i, fi := range e.files {
-			n := e.from[i]
-			if a, ok := n.(node.AttrReader); fi.Attrs == nil && ok && a.KeepsAttrs() && !s.isSuspect(n.ID()) {
-				byNode[n.ID()] = append(byNode[n.ID()], file{e, i})
+		for i, n := range e.from {
+			a, ok := n.(node.AttrReader)
+			if e.files[i].Attrs != nil || !ok || !a.KeepsAttrs() || s.isSuspect(n.ID()) {
+				continue
 			}
-		}
-	}
-	gone := map[*listEntry][]bool{}
-	for _, files := range byNode {
-		for _, f := range files {
-			if gone[f.e] == nil {
-				gone[f.e] = make([]bool, len(f.e.files))
+			nf := byNode[n.ID()]
+			if nf == nil {
+				nf = &nodeFiles{a: a}
+				byNode[n.ID()] = nf
 			}
+			nf.files = append(nf.files, &e.files[i])
 		}
 	}
 	var wg sync.WaitGroup
-	for id, files := range byNode {
-		a := files[0].e.from[files[0].i].(node.AttrReader)
+	for id, nf := range byNode {
 		var next atomic.Int64
 		var failed atomic.Bool
-		for range min(listedAttrReads, len(files)) {
+		for range min(listedAttrReads, len(nf.files)) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for k := int(next.Add(1) - 1); k < len(files) && !failed.Load() && ctx.Err() == nil; k = int(next.Add(1) - 1) {
-					f := files[k]
+				for k := int(next.Add(1) - 1); k < len(nf.files) && !failed.Load() && ctx.Err() == nil; k = int(next.Add(1) - 1) {
+					fi := nf.files[k]
 					rctx, cancel := context.WithTimeout(ctx, s.nodeTimeout(id, s.opts.MetadataTimeout))
-					attrs, err := a.ReadAttrs(rctx, node.Join(dir, f.e.files[f.i].Name))
+					attrs, err := nf.a.ReadAttrs(rctx, node.Join(dir, fi.Name))
 					timedOut := rctx.Err() != nil
 					cancel()
 					switch {
 					case err == nil:
-						f.e.files[f.i].Attrs = attrs
+						fi.Attrs = attrs
 					case errors.Is(err, node.ErrNotExist) || errors.Is(err, node.ErrNotDir):
-						gone[f.e][f.i] = true
+						// Gone meanwhile: the entry is stated.
 					default:
 						if !failed.Swap(true) && timedOut && ctx.Err() == nil {
 							s.markSuspect(id, true)
@@ -297,16 +293,6 @@ func (s *Store) readListedAttrs(ctx context.Context, dir string, entries map[str
 		}
 	}
 	wg.Wait()
-	for e, g := range gone {
-		var files []node.FileInfo
-		var from []node.Node
-		for i := range e.files {
-			if !g[i] {
-				files, from = append(files, e.files[i]), append(from, e.from[i])
-			}
-		}
-		e.files, e.from = files, from
-	}
 }
 
 // fillSlow stats the listed objects that had no usable attributes, a few
