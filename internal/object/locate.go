@@ -377,22 +377,23 @@ func probeOne(ctx context.Context, path string, n node.Node) probeResult {
 // missing archives sit finished under temporary names, and otherwise
 // calls the object unrecoverable.
 //
-// With everyNode, every node is asked at once, as Inspect does, rather
-// than in windows: an exclusive create expects the path to be absent,
-// which needs every node's answer (windows would gather it in as many
-// round trips as there are windows); a rebuild must see the version the
-// check saw.
-func (s *Store) locate(ctx context.Context, path string, everyNode bool) (*located, error) {
+// With forEveryNode, every node is asked at once, as Inspect does,
+// rather than in windows: an exclusive create expects the path to be
+// absent, which needs every node's answer (windows would gather it in as
+// many round trips as there are windows); a rebuild must see the version
+// the check saw. With forStat, the object is only described (Stat): its
+// archives need not be open (see locateBySummary).
+func (s *Store) locate(ctx context.Context, path string, mode lookupMode) (*located, error) {
 	delay := commitRetryDelay
 	for attempt := 0; ; attempt++ {
-		loc, results, err := s.locateOnce(ctx, path, everyNode)
+		loc, results, err := s.locateOnce(ctx, path, mode)
 		var unrecoverable *UnrecoverableError
 		if !errors.As(err, &unrecoverable) || !maybeCommitting(results) {
 			return loc, err
 		}
 		if attempt == commitRetries {
 			if done, _ := s.rollForward(ctx, path, results); len(done) > 0 {
-				loc, _, err = s.locateOnce(ctx, path, everyNode)
+				loc, _, err = s.locateOnce(ctx, path, mode)
 			}
 			return loc, err
 		}
@@ -414,6 +415,15 @@ const (
 	commitRetryDelay = 10 * time.Millisecond
 )
 
+// lookupMode says what a lookup is for (locate).
+type lookupMode int
+
+const (
+	forRead      lookupMode = iota // a read: the archives it needs, window by window
+	forEveryNode                   // every node asked at once (exclusive creates, repairs)
+	forStat                        // a description of the object only (Stat)
+)
+
 // maybeCommitting reports whether probe results that yield no readable
 // version look like a write being committed: archives of some version
 // exist (so the object is not simply absent), and either two versions are
@@ -430,7 +440,8 @@ func maybeCommitting(results []probeResult) bool {
 	return len(versions) > 1 || len(versions) == 1 && !failed
 }
 
-func (s *Store) locateOnce(ctx context.Context, path string, everyNode bool) (*located, []probeResult, error) {
+func (s *Store) locateOnce(ctx context.Context, path string, mode lookupMode) (*located, []probeResult, error) {
+	everyNode := mode == forEveryNode
 	ranked := s.rank(path)
 	var (
 		results []probeResult
@@ -443,7 +454,7 @@ func (s *Store) locateOnce(ctx context.Context, path string, everyNode bool) (*l
 		windows = windows[len(windows)-1:]
 	}
 	if !everyNode {
-		loc, answered, late, ok := s.locateBySummary(ctx, path, ranked[:windows[0]])
+		loc, answered, late, ok := s.locateBySummary(ctx, path, ranked[:windows[0]], ranked[windows[0]:], mode == forStat)
 		if ok {
 			return loc, nil, nil
 		}
@@ -539,7 +550,13 @@ func (s *Store) locateOnce(ctx context.Context, path string, everyNode bool) (*l
 // nodes' summaries came meanwhile). The summaries are read within
 // windowPatience too. Only the first node's probe counts in
 // probeLatency: a summary is cheaper to read than an archive.
-func (s *Store) locateBySummary(ctx context.Context, path string, window []node.Node) (loc *located, answered []probeResult, late time.Time, ok bool) {
+//
+// For a stat (forStat), an archive of a larger object is the answer too
+// when the summaries of the window and of every other node (others, read
+// then) show its version visible, as a listing would (statBySummaries):
+// the located then holds that archive alone, which Stat needs for the
+// object's metadata, and counts the others in found.
+func (s *Store) locateBySummary(ctx context.Context, path string, window, others []node.Node, stat bool) (loc *located, answered []probeResult, late time.Time, ok bool) {
 	if len(window) < 2 {
 		return nil, nil, late, false
 	}
@@ -618,14 +635,23 @@ func (s *Store) locateBySummary(ctx context.Context, path string, window []node.
 		}
 	}
 	// rest collects the summaries not read yet (all answer within wctx):
-	// the nodes that hold nothing at path are answered for locate.
+	// the nodes that hold nothing at path are answered for locate. It
+	// returns the summaries found, and whether every read succeeded.
 	read := 0
-	rest := func() {
+	rest := func() (found []summary, allRead bool) {
+		allRead = true
 		for ; read < len(window)-1; read++ {
-			if a := <-answers; a.err == nil && !a.found {
+			a := <-answers
+			switch {
+			case a.err != nil:
+				allRead = false
+			case !a.found:
 				answered = append(answered, probeResult{node: a.n})
+			default:
+				found = append(found, a.sum)
 			}
 		}
+		return found, allRead
 	}
 	var got probeResult
 	select {
@@ -656,7 +682,13 @@ func (s *Store) locateBySummary(ctx context.Context, path string, window []node.
 	}
 	meta := got.ref.idx.Meta
 	if meta.K != 1 || meta.Slot != 0 || meta.Layout().Blocks() > 1 || len(meta.Placement) > len(window) {
-		rest() // reads would need more than this archive
+		// Reads would need more than this archive.
+		found, allRead := rest()
+		if stat && allRead {
+			if loc, ok := s.statBySummaries(ctx, path, got.ref, found, others); ok {
+				return loc, nil, late, true
+			}
+		}
 		return nil, answered, late, false
 	}
 	loc = &located{meta: meta, slots: make([]*archiveRef, len(meta.Placement)), found: 1,
@@ -685,6 +717,59 @@ func (s *Store) locateBySummary(ctx context.Context, path string, window []node.
 		return nil, answered, late, false
 	}
 	return loc, nil, late, true
+}
+
+// statBySummaries completes a stat's lookup by summaries when the first
+// node's archive (ref) is of an object larger than one copy: it reads the
+// summaries of the nodes outside the first window (others) and, when
+// these and the window's (found) show ref's version visible (at least K
+// of its slots, and more than M unless all, as summaryFromAttrs asks of a
+// listing) and none newer, returns a located with ref alone that counts
+// the version's slots in found. A node that cannot say (not reading
+// attributes, suspect, failing, without summary) leaves the lookup to the
+// probes.
+func (s *Store) statBySummaries(ctx context.Context, path string, ref *archiveRef, found []summary, others []node.Node) (*located, bool) {
+	idx := make(map[string]int, len(others))
+	for i, n := range others {
+		if a, ok := n.(node.AttrReader); !ok || !a.KeepsAttrs() || s.isSuspect(n.ID()) {
+			return nil, false
+		}
+		idx[n.ID()] = i
+	}
+	sums := make([]*summary, len(others))
+	for _, err := range s.forNodes(ctx, others, func(ctx context.Context, n node.Node) error {
+		sum, err := readSummary(ctx, n.(node.AttrReader), path)
+		sums[idx[n.ID()]] = sum
+		return err
+	}) {
+		if err != nil {
+			return nil, false
+		}
+	}
+	for _, sum := range sums {
+		if sum != nil {
+			found = append(found, *sum)
+		}
+	}
+	meta := ref.idx.Meta
+	slots := map[int]bool{meta.Slot: true}
+	for _, sum := range found {
+		switch {
+		case sum.version < meta.Version:
+			// Debris of an older version.
+		case sum.version > meta.Version || sum.geo.K != meta.K || sum.geo.M != meta.M || sum.slot >= len(meta.Placement):
+			return nil, false
+		default:
+			slots[sum.slot] = true
+		}
+	}
+	n := len(slots)
+	if n < meta.K || n <= meta.M && n < meta.K+meta.M {
+		return nil, false
+	}
+	loc := &located{meta: meta, slots: make([]*archiveRef, len(meta.Placement)), found: n}
+	loc.slots[meta.Slot] = ref
+	return loc, true
 }
 
 // errNoSummary means that an archive's attributes hold no summary.

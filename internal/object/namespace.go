@@ -111,7 +111,7 @@ func (s *Store) Stat(ctx context.Context, path string) (*Info, error) {
 	if path == "/" {
 		return &Info{Path: "/", Name: "/", IsDir: true}, nil
 	}
-	loc, err := s.locate(ctx, path, false)
+	loc, err := s.locate(ctx, path, forStat)
 	if err == nil {
 		// Nothing depends on the closes of the archives read: the answer
 		// need not wait for their round trips.

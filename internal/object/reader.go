@@ -107,7 +107,11 @@ func (s *Store) openReader(ctx context.Context, path string, everyNode bool) (*R
 	if err := checkPath(path); err != nil {
 		return nil, err
 	}
-	loc, err := s.locate(ctx, path, everyNode)
+	mode := forRead
+	if everyNode {
+		mode = forEveryNode
+	}
+	loc, err := s.locate(ctx, path, mode)
 	if err != nil {
 		return nil, err
 	}

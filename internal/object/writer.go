@@ -247,7 +247,7 @@ func (s *Store) checkCreate(ctx context.Context, path string, exclusive bool) er
 	}
 	// Probing for the object also finds a directory: nodes refuse to open
 	// one as a file.
-	loc, err := s.locate(ctx, path, true)
+	loc, err := s.locate(ctx, path, forEveryNode)
 	switch {
 	case err == nil:
 		loc.close()

@@ -1,0 +1,107 @@
+package object
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/ecstore/ecstore/internal/node"
+)
+
+// noAttrReader hides a node's AttrReader: a store over such nodes probes
+// archives only, as before summaries were read.
+type noAttrReader struct{ node.Node }
+
+// largeStatCluster is smallLookupCluster's (8 local nodes, 4+2, small
+// objects up to 20000 bytes, 2 spares) with an object of two blocks at
+// /l, and the Info a store that reads no summaries gives of it.
+func largeStatCluster(t *testing.T, mod func(*Options)) (*cluster, []*node.Faulty, *Info) {
+	t.Helper()
+	c, fs, _ := smallLookupCluster(t, mod)
+	data := randBytes(rand.New(rand.NewPCG(seed(t), 74)), 50000)
+	putHint(t, c.store, "/l", data, int64(len(data)))
+	plain := make([]node.Node, len(fs))
+	for i, f := range fs {
+		plain[i] = noAttrReader{f}
+	}
+	want, err := c.storeOver(t, plain, nil).Stat(context.Background(), "/l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.Geometry.K != 4 || want.Archives != 6 {
+		t.Fatalf("/l is %v with %d archives; want 4+2 with 6", want.Geometry, want.Archives)
+	}
+	return c, fs, want
+}
+
+// sameInfo fails t unless got describes what want does.
+func sameInfo(t *testing.T, got, want *Info) {
+	t.Helper()
+	if got.Size != want.Size || !got.MTime.Equal(want.MTime) || got.Version != want.Version || got.Geometry != want.Geometry ||
+		got.Adler32 != want.Adler32 || got.CRC32C != want.CRC32C || got.Archives != want.Archives || !slices.Equal(got.Placement, want.Placement) {
+		t.Errorf("stat gave %+v; want %+v", got, want)
+	}
+}
+
+// A stat of an object larger than one copy opens one archive, for the
+// metadata, and reads every other node's summary: on a remote node one
+// request each instead of an open, a read and a close.
+func TestStatOfALargeObjectBySummaries(t *testing.T) {
+	c, fs, want := largeStatCluster(t, nil)
+	s, lc := countedStore(t, c, fs, nil)
+	got, err := s.Stat(context.Background(), "/l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameInfo(t, got, want)
+	if o, a := lc.total(lc.opens), lc.total(lc.attrs); o != 1 || a != len(fs)-1 {
+		t.Errorf("stat opened %d archives and read %d summaries; want 1 and %d", o, a, len(fs)-1)
+	}
+}
+
+// A newer version on nodes other than the first one's is not overlooked:
+// the stat then probes, and describes the newer version.
+func TestStatBySummariesSeesANewerVersion(t *testing.T) {
+	c, fs, _ := largeStatCluster(t, func(o *Options) { o.Spares = 3 })
+	ranked := c.store.rank("/l")
+	nodes := make([]node.Node, len(fs))
+	for i, f := range fs {
+		nodes[i] = f
+		if f.ID() == ranked[0].ID() {
+			nodes[i] = node.Wrap(f, node.Inject(node.OpCreate, node.Fail(node.ErrNoSpace)))
+		}
+	}
+	newer := randBytes(rand.New(rand.NewPCG(seed(t), 75)), 60000)
+	putHint(t, c.storeOver(t, nodes, nil), "/l", newer, int64(len(newer)))
+	s, lc := countedStore(t, c, fs, nil)
+	got, err := s.Stat(context.Background(), "/l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Size != int64(len(newer)) {
+		t.Errorf("stat gave %d bytes, version %s; want the newer version's %d", got.Size, got.Version, len(newer))
+	}
+	if lc.total(lc.opens) < 2 {
+		t.Errorf("stat opened %d archives: the newer version was not probed", lc.total(lc.opens))
+	}
+}
+
+// A node outside the first window that cannot give its summary leaves
+// the stat to the probes, which describe the object as before.
+func TestStatBySummariesWithAFailingNode(t *testing.T) {
+	c, fs, want := largeStatCluster(t, nil)
+	last := c.store.rank("/l")[len(fs)-1].ID()
+	nodes := make([]node.Node, len(fs))
+	for i, f := range fs {
+		nodes[i] = f
+		if f.ID() == last {
+			nodes[i] = node.Wrap(f, node.Inject(node.OpReadAttrs, node.Fail(nil)))
+		}
+	}
+	got, err := c.storeOver(t, nodes, nil).Stat(context.Background(), "/l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameInfo(t, got, want)
+}
