@@ -722,12 +722,11 @@ func (s *Store) locateBySummary(ctx context.Context, path string, window, others
 // statBySummaries completes a stat's lookup by summaries when the first
 // node's archive (ref) is of an object larger than one copy: it reads the
 // summaries of the nodes outside the first window (others) and, when
-// these and the window's (found) show ref's version visible (at least K
-// of its slots, and more than M unless all, as summaryFromAttrs asks of a
-// listing) and none newer, returns a located with ref alone that counts
-// the version's slots in found. A node that cannot say (not reading
-// attributes, suspect, failing, without summary) leaves the lookup to the
-// probes.
+// these and the window's (found) show ref's version visible
+// (visibleBySummaries, as for a listing) and none newer, returns a
+// located with ref alone that counts the version's slots in found. A
+// node that cannot say (not reading attributes, suspect, failing, without
+// summary) leaves the lookup to the probes.
 func (s *Store) statBySummaries(ctx context.Context, path string, ref *archiveRef, found []summary, others []node.Node) (*located, bool) {
 	idx := make(map[string]int, len(others))
 	for i, n := range others {
@@ -763,11 +762,10 @@ func (s *Store) statBySummaries(ctx context.Context, path string, ref *archiveRe
 			slots[sum.slot] = true
 		}
 	}
-	n := len(slots)
-	if n < meta.K || n <= meta.M && n < meta.K+meta.M {
+	if !visibleBySummaries(len(slots), meta.K, meta.M) {
 		return nil, false
 	}
-	loc := &located{meta: meta, slots: make([]*archiveRef, len(meta.Placement)), found: n}
+	loc := &located{meta: meta, slots: make([]*archiveRef, len(meta.Placement)), found: len(slots)}
 	loc.slots[meta.Slot] = ref
 	return loc, true
 }

@@ -467,7 +467,7 @@ func (s *Store) removeBySummary(ctx context.Context, path string) (done bool, er
 		}
 	}
 	g := newest.geo
-	if len(slots) < g.K || len(slots) <= g.M && len(slots) < g.Width() {
+	if !visibleBySummaries(len(slots), g.K, g.M) {
 		return false, nil
 	}
 	if failed {

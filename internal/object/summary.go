@@ -124,6 +124,14 @@ func parseSummary(a map[string]string) (summary, bool) {
 	return s, true
 }
 
+// visibleBySummaries reports whether n slots of a version, counted by
+// their summaries, show it visible without asking the tombstones: at
+// least K, and more than M unless all K+M (M or fewer may be the remnants
+// of a removal that tombstones hide).
+func visibleBySummaries(n, k, m int) bool {
+	return n >= k && (n > m || n == k+m)
+}
+
 // summaryFromAttrs builds a listing entry from the archives' extended
 // attributes when the newest version among them has at least K archives,
 // and more than M unless it has them all.
@@ -143,11 +151,8 @@ func summaryFromAttrs(path, name string, files []node.FileInfo) (*Info, bool) {
 		}
 	}
 	n := count[newest.version]
-	if len(files) == 0 || n < newest.geo.K {
-		return nil, false
-	}
-	if n <= newest.geo.M && n < newest.geo.K+newest.geo.M {
-		return nil, false // perhaps remnants of a removal: Stat asks the tombstones
+	if len(files) == 0 || !visibleBySummaries(n, newest.geo.K, newest.geo.M) {
+		return nil, false // Stat asks the tombstones
 	}
 	return &Info{Path: path, Name: name, Size: newest.size, MTime: newest.mtime,
 		Version: newest.version, Archives: n, Geometry: newest.geo}, true
