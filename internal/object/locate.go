@@ -454,7 +454,8 @@ func (s *Store) locateOnce(ctx context.Context, path string, mode lookupMode) (*
 		windows = windows[len(windows)-1:]
 	}
 	if !everyNode {
-		loc, answered, late, ok := s.locateBySummary(ctx, path, ranked[:windows[0]], ranked[windows[0]:], mode == forStat)
+		second := windows[min(1, len(windows)-1)]
+		loc, answered, late, ok := s.locateBySummary(ctx, path, ranked[:windows[0]], ranked[windows[0]:second], mode == forStat)
 		if ok {
 			return loc, nil, nil
 		}
@@ -552,9 +553,10 @@ func (s *Store) locateOnce(ctx context.Context, path string, mode lookupMode) (*
 // probeLatency: a summary is cheaper to read than an archive.
 //
 // For a stat (forStat), an archive of a larger object is the answer too
-// when the summaries of the window and of every other node (others, read
-// then) show its version visible, as a listing would (statBySummaries):
-// the located then holds that archive alone, which Stat needs for the
+// when the summaries of the window and of the second window's other nodes
+// (others, read then) hold every other slot of its version and no newer
+// one, which is where locate would stop probing (statBySummaries): the
+// located then holds that archive alone, which Stat needs for the
 // object's metadata, and counts the others in found.
 func (s *Store) locateBySummary(ctx context.Context, path string, window, others []node.Node, stat bool) (loc *located, answered []probeResult, late time.Time, ok bool) {
 	if len(window) < 2 {
@@ -721,12 +723,14 @@ func (s *Store) locateBySummary(ctx context.Context, path string, window, others
 
 // statBySummaries completes a stat's lookup by summaries when the first
 // node's archive (ref) is of an object larger than one copy: it reads the
-// summaries of the nodes outside the first window (others) and, when
-// these and the window's (found) show ref's version visible
-// (visibleBySummaries, as for a listing) and none newer, returns a
-// located with ref alone that counts the version's slots in found. A
-// node that cannot say (not reading attributes, suspect, failing, without
-// summary) leaves the lookup to the probes.
+// summaries of the second probe window's nodes beyond the first (others)
+// and, when these and the first window's (found) hold every slot of ref's
+// version and none holds a newer one, returns a located with ref alone
+// that counts the slots in found: what probing the two windows would
+// find, and where locate would stop (see probeWindows). Anything else (a
+// slot missing, a newer version, a node that cannot say: not reading
+// attributes, suspect, failing, without summary) leaves the lookup to the
+// probes.
 func (s *Store) statBySummaries(ctx context.Context, path string, ref *archiveRef, found []summary, others []node.Node) (*located, bool) {
 	idx := make(map[string]int, len(others))
 	for i, n := range others {
@@ -762,7 +766,7 @@ func (s *Store) statBySummaries(ctx context.Context, path string, ref *archiveRe
 			slots[sum.slot] = true
 		}
 	}
-	if !visibleBySummaries(len(slots), meta.K, meta.M) {
+	if len(slots) < len(meta.Placement) {
 		return nil, false
 	}
 	loc := &located{meta: meta, slots: make([]*archiveRef, len(meta.Placement)), found: len(slots)}

@@ -3,9 +3,12 @@ package object
 import (
 	"context"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/node"
 )
 
@@ -104,4 +107,38 @@ func TestStatBySummariesWithAFailingNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameInfo(t, got, want)
+}
+
+// A stat by summaries asks the nodes locate would probe (its first two
+// windows), not every node of a larger cluster; with a slot missing
+// there it leaves the lookup to the probes, which describe the object.
+func TestStatBySummariesStaysInTheProbeWindows(t *testing.T) {
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	c, fs := faultyCluster(t, 12, g, func(o *Options) { o.SmallObjectSize = 20000; o.Spares = 2 })
+	data := randBytes(rand.New(rand.NewPCG(seed(t), 76)), 50000)
+	putHint(t, c.store, "/l", data, int64(len(data)))
+	s, lc := countedStore(t, c, fs, nil)
+	windows := s.probeWindows(len(fs))
+	if len(windows) != 3 || windows[1] != 8 {
+		t.Fatalf("probe windows %v; want 3 of them, the second of 8 nodes", windows)
+	}
+	got, err := s.Stat(context.Background(), "/l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Size != int64(len(data)) || got.Archives != 6 {
+		t.Errorf("stat gave %d bytes and %d archives; want %d and 6", got.Size, got.Archives, len(data))
+	}
+	if o, a := lc.total(lc.opens), lc.total(lc.attrs); o != 1 || a != windows[1]-1 {
+		t.Errorf("stat opened %d archives and read %d summaries; want 1 and %d", o, a, windows[1]-1)
+	}
+	// One archive gone: the probes find the other five.
+	i := c.slotNode(t, "/l", 5)
+	if err := os.Remove(filepath.Join(c.dirs[i], "l")); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.Stat(context.Background(), "/l")
+	if err != nil || got.Archives != 5 {
+		t.Fatalf("stat with slot 5 gone: %v archives, %v; want 5", got, err)
+	}
 }

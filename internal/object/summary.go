@@ -125,9 +125,9 @@ func parseSummary(a map[string]string) (summary, bool) {
 }
 
 // visibleBySummaries reports whether n slots of a version, counted by
-// their summaries, show it visible without asking the tombstones: at
-// least K, and more than M unless all K+M (M or fewer may be the remnants
-// of a removal that tombstones hide).
+// their summaries (by a listing or rm), show it visible without asking
+// the tombstones: at least K, and more than M unless all K+M (M or fewer
+// may be the remnants of a removal that tombstones hide).
 func visibleBySummaries(n, k, m int) bool {
 	return n >= k && (n > m || n == k+m)
 }
