@@ -564,8 +564,8 @@ func (s *Store) locateBySummary(ctx context.Context, path string, window, others
 	}
 	readers := make([]node.AttrReader, len(window))
 	for i, n := range window {
-		a, isReader := n.(node.AttrReader)
-		if !isReader || !a.KeepsAttrs() || s.isSuspect(n.ID()) {
+		a, ok := s.summaryReader(n)
+		if !ok {
 			return nil, nil, late, false
 		}
 		readers[i] = a
@@ -732,19 +732,11 @@ func (s *Store) locateBySummary(ctx context.Context, path string, window, others
 // attributes, suspect, failing, without summary) leaves the lookup to the
 // probes.
 func (s *Store) statBySummaries(ctx context.Context, path string, ref *archiveRef, found []summary, others []node.Node) (*located, bool) {
-	idx := make(map[string]int, len(others))
-	for i, n := range others {
-		if a, ok := n.(node.AttrReader); !ok || !a.KeepsAttrs() || s.isSuspect(n.ID()) {
-			return nil, false
-		}
-		idx[n.ID()] = i
+	sums, errs, ok := s.readSummaries(ctx, path, others)
+	if !ok {
+		return nil, false
 	}
-	sums := make([]*summary, len(others))
-	for _, err := range s.forNodes(ctx, others, func(ctx context.Context, n node.Node) error {
-		sum, err := readSummary(ctx, n.(node.AttrReader), path)
-		sums[idx[n.ID()]] = sum
-		return err
-	}) {
+	for _, err := range errs {
 		if err != nil {
 			return nil, false
 		}
@@ -772,6 +764,34 @@ func (s *Store) statBySummaries(ctx context.Context, path string, ref *archiveRe
 	loc := &located{meta: meta, slots: make([]*archiveRef, len(meta.Placement)), found: len(slots)}
 	loc.slots[meta.Slot] = ref
 	return loc, true
+}
+
+// summaryReader returns n as an AttrReader when its summaries can be read
+// now: it reads attributes by path, keeps them, and is not suspect.
+func (s *Store) summaryReader(n node.Node) (node.AttrReader, bool) {
+	a, ok := n.(node.AttrReader)
+	return a, ok && a.KeepsAttrs() && !s.isSuspect(n.ID())
+}
+
+// readSummaries reads the summary at path on every one of nodes, in
+// parallel through forNodes (each read within MetadataTimeout), and
+// returns them and the errors by node index. ok is false, and nothing is
+// read, unless every node is a summaryReader.
+func (s *Store) readSummaries(ctx context.Context, path string, nodes []node.Node) (sums []*summary, errs []error, ok bool) {
+	idx := make(map[string]int, len(nodes))
+	for i, n := range nodes {
+		if _, ok := s.summaryReader(n); !ok {
+			return nil, nil, false
+		}
+		idx[n.ID()] = i
+	}
+	sums = make([]*summary, len(nodes))
+	errs = s.forNodes(ctx, nodes, func(ctx context.Context, n node.Node) error {
+		sum, err := readSummary(ctx, n.(node.AttrReader), path)
+		sums[idx[n.ID()]] = sum
+		return err
+	})
+	return sums, errs, true
 }
 
 // errNoSummary means that an archive's attributes hold no summary.

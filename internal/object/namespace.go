@@ -250,8 +250,8 @@ func (s *Store) readListedAttrs(ctx context.Context, dir string, entries map[str
 			continue
 		}
 		for i, n := range e.from {
-			a, ok := n.(node.AttrReader)
-			if e.files[i].Attrs != nil || !ok || !a.KeepsAttrs() || s.isSuspect(n.ID()) {
+			a, ok := s.summaryReader(n)
+			if e.files[i].Attrs != nil || !ok {
 				continue
 			}
 			nf := byNode[n.ID()]
@@ -422,20 +422,10 @@ func (s *Store) removeEverywhere(ctx context.Context, path string, v archive.Ver
 // was found but a node failed; with no archive anywhere the object does
 // not exist.
 func (s *Store) removeBySummary(ctx context.Context, path string) (done bool, err error) {
-	idx := make(map[string]int, len(s.nodes))
-	for i, n := range s.nodes {
-		a, ok := n.(node.AttrReader)
-		if !ok || !a.KeepsAttrs() || s.isSuspect(n.ID()) {
-			return false, nil
-		}
-		idx[n.ID()] = i
+	sums, errs, ok := s.readSummaries(ctx, path, s.nodes)
+	if !ok {
+		return false, nil
 	}
-	sums := make([]*summary, len(s.nodes))
-	errs := s.forNodes(ctx, s.nodes, func(ctx context.Context, n node.Node) error {
-		sum, err := readSummary(ctx, n.(node.AttrReader), path)
-		sums[idx[n.ID()]] = sum
-		return err
-	})
 	failed, noSummary := false, false
 	for _, err := range errs {
 		switch {
