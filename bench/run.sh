@@ -673,8 +673,15 @@ sleep $((suspect_for + 1))
 timed_xrd_hang nodes.put_hung1 "$size" "${node_pids[2]}" -f "$src" "$gw_url//big-hung" || true
 
 # two nodes SIGKILLed (once the gateway has stopped avoiding node 2,
-# which hung in the put above: the get is to lose two nodes, not three)
+# which hung in the put above: the get is to lose two nodes, not three).
+# N3 is compared with healthy gets timed right before the kill, not with
+# N2's from minutes earlier: this disk's read rate drifts by a third
+# within minutes (N2's runs 942-1255 MB/s, N3's 850-1082 in one run of
+# session 21, with the same read path), which N3's ratio would carry.
 sleep $((suspect_for + 1))
+prime "$gw_url//big" # after a put, as N2's gets
+evicter "$work/nodes"
+median_xrd nodes.get_before_kill "$size" evict_now -f "$gw_url//big" /dev/null || true
 stop_proc "${node_pids[0]}"
 stop_proc "${node_pids[1]}"
 evicter "$work/nodes"
@@ -697,9 +704,16 @@ prime "$gw_url//big"
 evicter "$data"
 median_xrd local.get_pg "$size" evict_now -f "$gw_url//big" /dev/null || true
 stop_proc "$gw_pid"
+# D3 against healthy gets timed right before it, as N3 (a gateway of
+# its own, as D3's, since a gateway keeps its node directories open)
+gateway gw-local2 --data "$data" "${geom[@]}"
+prime "$gw_url//big"
+evicter "$data"
+median_xrd local.get_before_kill "$size" evict_now -f "$gw_url//big" /dev/null || true
+stop_proc "$gw_pid"
 mkdir -p "$work/moved"
 mv "$data/nodes/00" "$data/nodes/01" "$work/moved/"
-gateway gw-local2 --data "$data" "${geom[@]}"
+gateway gw-local3 --data "$data" "${geom[@]}"
 prime "$gw_url//big" # a new gateway: time it in its steady state, as D2
 evicter "$data"
 median_xrd local.get_killed2 "$size" evict_now -f "$gw_url//big" /dev/null || true

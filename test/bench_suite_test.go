@@ -93,23 +93,37 @@ func TestBenchSuiteQuick(t *testing.T) {
 	}
 
 	rows := tableRows(string(md))
+	var ids []string
 	for prefix, n := range benchSuiteRows {
 		for i := 1; i <= n; i++ {
-			id := fmt.Sprintf("%s%d", prefix, i)
-			cells, ok := rows[id]
-			switch {
-			case !ok:
-				t.Errorf("row %s missing", id)
-			case len(cells) != 9:
-				t.Errorf("row %s has %d cells, want 9: %q", id, len(cells), cells)
-			default:
-				if _, err := strconv.ParseFloat(cells[3], 64); err != nil {
-					t.Errorf("row %s (%s): result %q is not a number", id, cells[1], cells[3])
-				}
-				if strings.HasPrefix(cells[8], "ERR") {
-					t.Errorf("row %s (%s): %s", id, cells[1], cells[8])
-				}
+			ids = append(ids, fmt.Sprintf("%s%d", prefix, i))
+		}
+		if prefix == "N" || prefix == "D" {
+			// the healthy gets timed right before the degraded get (row 3)
+			ids = append(ids, prefix+"3h")
+		}
+	}
+	for _, id := range ids {
+		cells, ok := rows[id]
+		switch {
+		case !ok:
+			t.Errorf("row %s missing", id)
+		case len(cells) != 9:
+			t.Errorf("row %s has %d cells, want 9: %q", id, len(cells), cells)
+		default:
+			if _, err := strconv.ParseFloat(cells[3], 64); err != nil {
+				t.Errorf("row %s (%s): result %q is not a number", id, cells[1], cells[3])
 			}
+			if strings.HasPrefix(cells[8], "ERR") {
+				t.Errorf("row %s (%s): %s", id, cells[1], cells[8])
+			}
+		}
+	}
+	// The degraded gets are compared with the healthy gets timed right
+	// before them, not with N2 and D2.
+	for _, id := range []string{"N3", "D3"} {
+		if cells := rows[id]; len(cells) == 9 && !strings.HasSuffix(cells[6], "× "+id+"h") {
+			t.Errorf("row %s is compared with %q, want %sh", id, cells[6], id)
 		}
 	}
 	if t.Failed() {
@@ -117,7 +131,7 @@ func TestBenchSuiteQuick(t *testing.T) {
 	}
 }
 
-var rowIDRE = regexp.MustCompile(`^[LXND][0-9]+$`)
+var rowIDRE = regexp.MustCompile(`^[LXND][0-9]+h?$`)
 
 // tableRows returns the cells of the results table's rows by row id.
 func tableRows(md string) map[string][]string {
