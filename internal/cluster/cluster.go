@@ -671,6 +671,15 @@ func (n *lateLocal) List(ctx context.Context, dir string) ([]node.FileInfo, erro
 	return l.List(ctx, dir)
 }
 
+// ListNames implements node.NameLister.
+func (n *lateLocal) ListNames(ctx context.Context, dir string) ([]node.FileInfo, error) {
+	l, err := n.node()
+	if err != nil {
+		return nil, err
+	}
+	return l.ListNames(ctx, dir)
+}
+
 func (n *lateLocal) Remove(ctx context.Context, path string) error {
 	l, err := n.node()
 	if err != nil {

@@ -390,6 +390,24 @@ func (f *Faulty) List(ctx context.Context, dir string) ([]FileInfo, error) {
 	return f.n.List(ctx, dir)
 }
 
+// ListNames implements NameLister, with OpList's faults: the inner
+// node's ListNames, or its List without the files' descriptions.
+func (f *Faulty) ListNames(ctx context.Context, dir string) ([]FileInfo, error) {
+	if _, err := f.fault(ctx, OpList, dir); err != nil {
+		return nil, err
+	}
+	if nl, ok := f.n.(NameLister); ok {
+		return nl.ListNames(ctx, dir)
+	}
+	fis, err := f.n.List(ctx, dir)
+	for i := range fis {
+		if !fis[i].IsDir {
+			fis[i] = FileInfo{Name: fis[i].Name}
+		}
+	}
+	return fis, err
+}
+
 // Remove implements Node.
 func (f *Faulty) Remove(ctx context.Context, path string) error {
 	if _, err := f.fault(ctx, OpRemove, path); err != nil {

@@ -432,6 +432,40 @@ func (l *Local) List(ctx context.Context, dir string) ([]FileInfo, error) {
 	return out, nil
 }
 
+// ListNames implements NameLister: the directory's entries from getdents
+// (their types included), a stat for each directory, nothing read for
+// files.
+func (l *Local) ListNames(ctx context.Context, dir string) ([]FileInfo, error) {
+	if err := l.check(ctx, "list", dir); err != nil {
+		return nil, err
+	}
+	f, err := l.openFile(dir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, l.fail("list", dir, err)
+	}
+	defer f.Close()
+	des, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, l.fail("list", dir, err)
+	}
+	out := make([]FileInfo, 0, len(des))
+	for _, de := range des {
+		if !de.IsDir() {
+			out = append(out, FileInfo{Name: de.Name()})
+			continue
+		}
+		fi, err := de.Info()
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue // removed since the directory was read
+		case err != nil:
+			return nil, l.fail("list", dir, err)
+		}
+		out = append(out, toInfo(fi))
+	}
+	return out, nil
+}
+
 // entryAttrs reads the attributes of the entry name of the directory open
 // as dirfd. Through /proc/self/fd it costs one listxattr plus one getxattr
 // per attribute; without /proc it opens the entry.

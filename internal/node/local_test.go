@@ -528,3 +528,57 @@ func TestLocalWriteLeavesItsTailCached(t *testing.T) {
 		}
 	}
 }
+
+// ListNames lists what List lists, describing the directories alone:
+// files come by name, without attributes, size or time.
+func TestLocalListNames(t *testing.T) {
+	ctx := context.Background()
+	l := newLocal(t, node.LocalOptions{})
+	for _, p := range []string{"/d/f1", "/d/f2", "/d/sub/f3"} {
+		u, err := l.Create(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := u.Write(ctx, []byte("data")); err != nil {
+			t.Fatal(err)
+		}
+		if err := u.(node.Attributes).SetAttrs(ctx, map[string]string{"v": "1"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := u.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	full, err := l.List(ctx, "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := l.ListNames(ctx, "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]node.FileInfo{}
+	for _, fi := range full {
+		byName[fi.Name] = fi
+	}
+	if len(names) != len(full) || len(full) != 3 {
+		t.Fatalf("ListNames %+v; List %+v", names, full)
+	}
+	for _, fi := range names {
+		want, ok := byName[fi.Name]
+		switch {
+		case !ok || fi.IsDir != want.IsDir:
+			t.Errorf("ListNames: %+v; List: %+v", fi, want)
+		case fi.IsDir && !fi.ModTime.Equal(want.ModTime):
+			t.Errorf("directory %s: time %v; List says %v", fi.Name, fi.ModTime, want.ModTime)
+		case !fi.IsDir && (fi.Attrs != nil || fi.Size != 0 || !fi.ModTime.IsZero()):
+			t.Errorf("file %s described by ListNames: %+v", fi.Name, fi)
+		}
+	}
+	if _, err := l.ListNames(ctx, "/d/f1"); !errors.Is(err, node.ErrNotDir) {
+		t.Errorf("ListNames of a file: %v; want ErrNotDir", err)
+	}
+	if _, err := l.ListNames(ctx, "/nothing"); !errors.Is(err, node.ErrNotExist) {
+		t.Errorf("ListNames of nothing: %v; want ErrNotExist", err)
+	}
+}

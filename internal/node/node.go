@@ -202,6 +202,16 @@ type AttrReader interface {
 	KeepsAttrs() bool
 }
 
+// NameLister is implemented by nodes that list a directory more cheaply
+// when they need not describe its files: ListNames is List whose
+// FileInfos of files carry the name alone (no Attrs, Size or ModTime;
+// directories are described in full). Listings that describe only some
+// of their entries (an S3 page) use it, and read the attributes of the
+// files they describe by path (AttrReader).
+type NameLister interface {
+	ListNames(ctx context.Context, dir string) ([]FileInfo, error)
+}
+
 // ErrNoAttrs means that a node keeps no attributes.
 var ErrNoAttrs = errors.New("node: attributes not kept")
 

@@ -2,6 +2,7 @@ package object
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -147,5 +148,107 @@ func TestListOfAnObjectRemovedMeanwhile(t *testing.T) {
 	checkListing(t, infos, objects)
 	if lc.total(lc.attrs) == 0 {
 		t.Error("no summary was read")
+	}
+}
+
+// ListNames reads nothing but the node listings; DescribeListed then
+// reads the summaries of the archives of the objects named, and of no
+// others, and describes them as List does.
+func TestListNamesDescribesOnlyTheNamesAsked(t *testing.T) {
+	c, s, lc, objects := listCluster(t, nil, nil, nil)
+	ctx := context.Background()
+	l, err := s.ListNames(ctx, "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := l.Entries()
+	if len(entries) != len(objects) {
+		t.Fatalf("ListNames: %d entries; want %d", len(entries), len(objects))
+	}
+	for _, e := range entries {
+		if _, ok := objects[e.Path]; !ok || e.IsDir || e.Version != "" || e.Size != 0 {
+			t.Errorf("ListNames entry %+v; want an object, not described", e)
+		}
+	}
+	if o, a := lc.total(lc.opens), lc.total(lc.attrs); o != 0 || a != 0 {
+		t.Fatalf("ListNames opened %d archives and read %d summaries; want none", o, a)
+	}
+	names := []string{"o4", "nothing-here", "o1"}
+	got := s.DescribeListed(ctx, l, names)
+	want, err := s.List(ctx, "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Name != "o4" || got[1].Name != "o1" {
+		t.Fatalf("DescribeListed(%q) = %+v; want o4 and o1, in that order", names, got)
+	}
+	for _, g := range got {
+		for _, w := range want {
+			if w.Name == g.Name && (w.Size != g.Size || w.Version != g.Version || !w.MTime.Equal(g.MTime) || w.Archives != g.Archives) {
+				t.Errorf("DescribeListed: %+v; List: %+v", g, w)
+			}
+		}
+	}
+	// The counts from before the List above.
+	archives := len(c.archivesOf("/d/o4")) + len(c.archivesOf("/d/o1"))
+	all := 0
+	for p := range objects {
+		all += len(c.archivesOf(p))
+	}
+	if a := lc.total(lc.attrs) - all; a != archives {
+		t.Errorf("DescribeListed read %d summaries; want %d (the archives of o4 and o1)", a, archives)
+	}
+}
+
+// Describe completes a listed entry from one archive of the listed
+// version: the same Info as a Stat, for one open and no summary read.
+// When the version was replaced or removed since the listing, it answers
+// as a Stat does.
+func TestDescribeReadsOneArchive(t *testing.T) {
+	c, s, lc, objects := listCluster(t, nil, nil, nil)
+	ctx := context.Background()
+	infos, err := s.List(ctx, "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkListing(t, infos, objects)
+	for i := range infos {
+		in := &infos[i]
+		opens, attrs := lc.total(lc.opens), lc.total(lc.attrs)
+		got, err := s.Describe(ctx, in)
+		if err != nil {
+			t.Fatalf("Describe %s: %v", in.Path, err)
+		}
+		if o, a := lc.total(lc.opens)-opens, lc.total(lc.attrs)-attrs; o != 1 || a != 0 {
+			t.Errorf("Describe %s opened %d archives and read %d summaries; want 1 and none", in.Path, o, a)
+		}
+		want, err := s.Stat(ctx, in.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Version != want.Version || got.Size != want.Size || got.Adler32 != want.Adler32 || got.CRC32C != want.CRC32C ||
+			fmt.Sprint(got.Placement) != fmt.Sprint(want.Placement) || got.Geometry != want.Geometry {
+			t.Errorf("Describe %s = %+v; Stat: %+v", in.Path, got, want)
+		}
+	}
+
+	// o2 overwritten and o3 removed after the listing.
+	data := randBytes(rand.New(rand.NewPCG(seed(t), 74)), 4000)
+	putHint(t, c.store, "/d/o2", data, int64(len(data)))
+	if err := c.store.Remove(ctx, "/d/o3"); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range infos {
+		got, err := s.Describe(ctx, &in)
+		switch in.Name {
+		case "o2":
+			if err != nil || got.Size != int64(len(data)) || got.Version == in.Version {
+				t.Errorf("Describe of the overwritten o2 = %+v, %v; want the new version, of %d bytes", got, err, len(data))
+			}
+		case "o3":
+			if !errors.Is(err, ErrNotExist) {
+				t.Errorf("Describe of the removed o3 = %+v, %v; want ErrNotExist", got, err)
+			}
+		}
 	}
 }

@@ -32,6 +32,10 @@ type Info struct {
 	Placement []string
 	Archives  int
 	User      map[string]string
+	// listedOn holds the nodes on which List found the archives of
+	// Version by their summaries (nil for any other Info): Describe
+	// reads the metadata from one of them.
+	listedOn []node.Node
 }
 
 func infoFromMeta(path string, m *archive.Metadata, found int) *Info {
@@ -124,6 +128,49 @@ func (s *Store) Stat(ctx context.Context, path string) (*Info, error) {
 	return nil, err
 }
 
+// describeTries bounds the nodes Describe reads an archive from before
+// it falls back to Stat.
+const describeTries = 2
+
+// Describe completes an Info that List built from the archives'
+// summaries, which say the size, time, version and geometry but not the
+// rest of the metadata (user metadata, whole-object checksums,
+// placement): it reads the archive of the listed version on one of the
+// nodes the listing found it on (an open, a read and a close), where a
+// Stat would also read other nodes' summaries or probe every archive
+// (S3 listings want each object's ETag, which is user metadata). The
+// answer describes the listed version even if a newer one was written
+// since, as the rest of the listing does. Any other Info, or reads that
+// do not find that version (a node failing, the archive replaced or
+// removed meanwhile), get a Stat.
+func (s *Store) Describe(ctx context.Context, info *Info) (*Info, error) {
+	tries := 0
+	for _, n := range info.listedOn {
+		if tries == describeTries {
+			break
+		}
+		if s.isSuspect(n.ID()) {
+			continue
+		}
+		tries++
+		var r probeResult
+		s.forNodes(ctx, []node.Node{n}, func(ctx context.Context, n node.Node) error {
+			r = probeOne(ctx, info.Path, n)
+			return r.err
+		})
+		if r.ref == nil {
+			continue
+		}
+		meta := r.ref.idx.Meta
+		s.inBackground(func() { r.ref.file.Close() })
+		if meta.Version != info.Version {
+			break // replaced meanwhile: what is there now is Stat's to say
+		}
+		return infoFromMeta(info.Path, meta, info.Archives), nil
+	}
+	return s.Stat(ctx, info.Path)
+}
+
 func (s *Store) dirInfo(ctx context.Context, path string) (*Info, error) {
 	var mu sync.Mutex
 	info := &Info{Path: path, IsDir: true}
@@ -147,13 +194,55 @@ func (s *Store) dirInfo(ctx context.Context, path string) (*Info, error) {
 // files are hidden. Objects that cannot be read are listed with Archives
 // below K.
 func (s *Store) List(ctx context.Context, dir string) ([]Info, error) {
+	l, err := s.listDir(ctx, dir, false)
+	if err != nil {
+		return nil, err
+	}
+	return s.DescribeListed(ctx, l, l.names), nil
+}
+
+// A Listing is what the nodes listed in a directory, before its objects
+// are described: its names, which of them are directories, and the files
+// of every other name with the nodes they are on.
+type Listing struct {
+	dir     string
+	names   []string // sorted
+	entries map[string]*listEntry
+}
+
+// ListNames lists dir as List does but describes only its directories,
+// for a caller that describes some of its objects (DescribeListed), as
+// an S3 page of a large directory does: describing an object reads a
+// summary of each of its archives, or its archives. Nodes that can list
+// names alone more cheaply (node.NameLister) are asked to.
+func (s *Store) ListNames(ctx context.Context, dir string) (*Listing, error) {
+	return s.listDir(ctx, dir, true)
+}
+
+// Entries returns the listing's entries sorted by name: directories
+// described (IsDir, MTime), objects by Path and Name only.
+func (l *Listing) Entries() []Info {
+	out := make([]Info, 0, len(l.names))
+	for _, name := range l.names {
+		out = append(out, l.entries[name].brief(l.dir, name))
+	}
+	return out
+}
+
+// listDir asks every node for its entries in dir; with namesOnly, nodes
+// that list names more cheaply do (node.NameLister).
+func (s *Store) listDir(ctx context.Context, dir string, namesOnly bool) (*Listing, error) {
 	if err := checkPath(dir); err != nil {
 		return nil, err
 	}
 	var mu sync.Mutex
 	entries := map[string]*listEntry{}
 	errs := s.forEach(ctx, func(ctx context.Context, n node.Node) error {
-		fis, err := n.List(ctx, dir)
+		list := n.List
+		if nl, ok := n.(node.NameLister); ok && namesOnly {
+			list = nl.ListNames
+		}
+		fis, err := list(ctx, dir)
 		if err != nil {
 			return err
 		}
@@ -198,25 +287,44 @@ func (s *Store) List(ctx context.Context, dir string) ([]Info, error) {
 		}
 		return nil, fmt.Errorf("object: list %s: %w", dir, ErrNotExist)
 	}
-	s.readListedAttrs(ctx, dir, entries)
-	out := make([]Info, 0, len(entries))
-	var slow []int // entries whose summary needs archive reads
-	for name, e := range entries {
-		p := node.Join(dir, name)
-		if e.dirs > 0 {
-			out = append(out, Info{Path: p, Name: name, IsDir: true, MTime: e.dirMT})
-			continue
-		}
-		if info, ok := summaryFromAttrs(p, name, e.files); ok {
-			out = append(out, *info)
-			continue
-		}
-		out = append(out, Info{Path: p, Name: name})
-		slow = append(slow, len(out)-1)
+	l := &Listing{dir: dir, entries: entries, names: make([]string, 0, len(entries))}
+	for name := range entries {
+		l.names = append(l.names, name)
 	}
-	out = s.fillSlow(ctx, out, slow)
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	sort.Strings(l.names)
+	return l, nil
+}
+
+// DescribeListed describes the entries of l named names as List does,
+// in the order of names: objects by the summaries of their archives
+// where these show a visible version, by a Stat otherwise. Names that l
+// does not hold and objects found not to exist are left out. It keeps
+// the attributes it reads in l: calls on one Listing must not overlap.
+func (s *Store) DescribeListed(ctx context.Context, l *Listing, names []string) []Info {
+	objects := make(map[string]*listEntry, len(names))
+	for _, name := range names {
+		if e := l.entries[name]; e != nil && e.dirs == 0 {
+			objects[name] = e
+		}
+	}
+	s.readListedAttrs(ctx, l.dir, objects)
+	out := make([]Info, 0, len(names))
+	var slow []int // entries whose summary needs archive reads
+	for _, name := range names {
+		e := l.entries[name]
+		switch {
+		case e == nil:
+			continue
+		case e.dirs == 0:
+			if info, ok := summaryFromAttrs(node.Join(l.dir, name), name, e.files, e.from); ok {
+				out = append(out, *info)
+				continue
+			}
+			slow = append(slow, len(out))
+		}
+		out = append(out, e.brief(l.dir, name))
+	}
+	return s.fillSlow(ctx, out, slow)
 }
 
 // listEntry is what the nodes listed under one name: directories, or
@@ -226,6 +334,15 @@ type listEntry struct {
 	files []node.FileInfo
 	from  []node.Node // the node of each file
 	dirMT time.Time
+}
+
+// brief describes the entry as a listing does before reading anything:
+// a directory in full, an object by its path and name.
+func (e *listEntry) brief(dir, name string) Info {
+	if e.dirs > 0 {
+		return Info{Path: node.Join(dir, name), Name: name, IsDir: true, MTime: e.dirMT}
+	}
+	return Info{Path: node.Join(dir, name), Name: name}
 }
 
 // listedAttrReads is how many attribute reads a listing keeps in flight

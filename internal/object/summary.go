@@ -134,8 +134,10 @@ func visibleBySummaries(n, k, m int) bool {
 
 // summaryFromAttrs builds a listing entry from the archives' extended
 // attributes when the newest version among them has at least K archives,
-// and more than M unless it has them all.
-func summaryFromAttrs(path, name string, files []node.FileInfo) (*Info, bool) {
+// and more than M unless it has them all. from holds the node of each
+// file: the entry remembers those of the newest version's archives
+// (Info.listedOn, for Describe).
+func summaryFromAttrs(path, name string, files []node.FileInfo, from []node.Node) (*Info, bool) {
 	sums := make([]summary, len(files))
 	count := map[archive.Version]int{}
 	var newest summary
@@ -154,6 +156,12 @@ func summaryFromAttrs(path, name string, files []node.FileInfo) (*Info, bool) {
 	if len(files) == 0 || !visibleBySummaries(n, newest.geo.K, newest.geo.M) {
 		return nil, false // Stat asks the tombstones
 	}
-	return &Info{Path: path, Name: name, Size: newest.size, MTime: newest.mtime,
-		Version: newest.version, Archives: n, Geometry: newest.geo}, true
+	info := &Info{Path: path, Name: name, Size: newest.size, MTime: newest.mtime,
+		Version: newest.version, Archives: n, Geometry: newest.geo}
+	for i, s := range sums {
+		if s.version == newest.version && i < len(from) {
+			info.listedOn = append(info.listedOn, from[i])
+		}
+	}
+	return info, true
 }

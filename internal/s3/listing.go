@@ -28,14 +28,20 @@ import (
 // the path from the prefix to the marker, plus one of each directory the
 // page enters. With delimiter "/", directories below the prefix are
 // reported as common prefixes without being entered at all. Memory is
-// one directory listing per level of depth plus the page. A directory
-// with n entries costs O(n) per page that passes through it, so paging
-// through a flat directory of n keys costs O(n²/1000) in total; a deep
-// tree with small directories pages in O(page × depth).
+// one directory listing per level of depth plus the page.
+//
+// A directory is listed by name (Store.ListNames: one request per node,
+// nothing read per file), and only the objects the page takes are
+// described (Store.DescribeListed: a summary read per archive), as many
+// at a time as the page has room for. So a page through a directory of
+// n entries costs O(n) in names but O(page) in object reads: paging
+// through a flat directory of n keys reads each object's summaries
+// about once, plus n names per page.
 //
 // Other delimiters are applied to the keys as they stream by (correct,
 // but every key under the prefix is visited). ETags need each listed
-// object's metadata: one Store.Stat per listed object, 16 in parallel.
+// object's metadata: one archive read per listed object
+// (Store.Describe), 16 in parallel.
 
 // entry is one listing item.
 type entry struct {
@@ -55,6 +61,9 @@ type walker struct {
 	delim  string
 	after  string
 	yield  func(entry) bool
+	// room, if set, says how many more entries the walk's consumer may
+	// take: objects are described that many at a time.
+	room   func() int
 	lastCP string
 }
 
@@ -77,13 +86,14 @@ func (wk *walker) run() error {
 // entries whose names start with namePrefix; self describes it when
 // known. It returns false when the walk must stop.
 func (wk *walker) dir(path, rel, namePrefix string, self *object.Info) (bool, error) {
-	infos, err := wk.store.List(wk.ctx, path)
+	l, err := wk.store.ListNames(wk.ctx, path)
 	if err != nil {
 		if errors.Is(err, object.ErrNotExist) || errors.Is(err, object.ErrNotDir) {
 			return true, nil
 		}
 		return false, err
 	}
+	infos := l.Entries()
 	if len(infos) == 0 {
 		if rel != "" && namePrefix == "" && strings.HasPrefix(rel, wk.prefix) && rel > wk.after {
 			e := entry{key: rel, marker: true, etag: emptyMD5}
@@ -104,6 +114,9 @@ func (wk *walker) dir(path, rel, namePrefix string, self *object.Info) (bool, er
 		return in.Name
 	}
 	sort.Slice(infos, func(i, j int) bool { return sortName(&infos[i]) < sortName(&infos[j]) })
+	// Objects are described when the walk reaches them, as many at a time
+	// as the page may still take (described), not the whole directory.
+	described := map[string]*object.Info{}
 	for i := range infos {
 		in := &infos[i]
 		if !strings.HasPrefix(in.Name, namePrefix) {
@@ -111,7 +124,15 @@ func (wk *walker) dir(path, rel, namePrefix string, self *object.Info) (bool, er
 		}
 		if !in.IsDir {
 			key := rel + in.Name
-			if key > wk.after && !wk.emit(entry{key: key, info: *in}) {
+			if key <= wk.after {
+				continue
+			}
+			d, asked := described[in.Name]
+			if !asked {
+				wk.describe(l, infos[i:], rel, namePrefix, described)
+				d = described[in.Name]
+			}
+			if d != nil && !wk.emit(entry{key: key, info: *d}) {
 				return false, nil
 			}
 			continue
@@ -133,6 +154,34 @@ func (wk *walker) dir(path, rel, namePrefix string, self *object.Info) (bool, er
 		}
 	}
 	return true, nil
+}
+
+// describe describes the next objects of a directory's listing l from
+// the start of infos (sorted as visited) that the walk would emit: as
+// many as wk.room says the page may still take, and at least one. Each
+// name asked for goes into described, with nil for an object found not
+// to exist.
+func (wk *walker) describe(l *object.Listing, infos []object.Info, rel, namePrefix string, described map[string]*object.Info) {
+	n := 1
+	if wk.room != nil {
+		n = max(n, wk.room())
+	}
+	var names []string
+	for i := range infos {
+		if len(names) == n {
+			break
+		}
+		in := &infos[i]
+		if !in.IsDir && strings.HasPrefix(in.Name, namePrefix) && rel+in.Name > wk.after {
+			names = append(names, in.Name)
+		}
+	}
+	for _, name := range names {
+		described[name] = nil
+	}
+	for _, info := range wk.store.DescribeListed(wk.ctx, l, names) {
+		described[info.Name] = &info
+	}
 }
 
 // emit applies a delimiter other than "/" and hands e on.
@@ -167,7 +216,10 @@ func (h *handler) page(ctx context.Context, bucket, prefix, delim, after string,
 			}
 			out = append(out, e)
 			return true
-		}}
+		},
+		// the page's room and one more entry, which tells whether the
+		// page is truncated
+		room: func() int { return max + 1 - len(out) }}
 	if err := wk.run(); err != nil {
 		return nil, false, err
 	}
@@ -175,7 +227,8 @@ func (h *handler) page(ctx context.Context, bucket, prefix, delim, after string,
 	return out, truncated, nil
 }
 
-// fillETags reads the ETag of every listed object.
+// fillETags reads the ETag of every listed object (user metadata: one
+// archive's metadata read, see object.Store.Describe).
 func (h *handler) fillETags(ctx context.Context, bucket string, es []entry) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
@@ -188,7 +241,7 @@ func (h *handler) fillETags(ctx context.Context, bucket string, es []entry) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if info, err := h.store.Stat(ctx, bucketPath(bucket)+"/"+e.key); err == nil && !info.IsDir {
+			if info, err := h.store.Describe(ctx, &e.info); err == nil && !info.IsDir {
 				e.info.User = info.User
 				e.info.Version = info.Version
 			}

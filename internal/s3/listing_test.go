@@ -296,3 +296,92 @@ func TestListingIsLazy(t *testing.T) {
 		}
 	}
 }
+
+// listsNoAttrs is a node whose listings carry no attributes, as a remote
+// node's kXR_dirlist: the store reads summaries by path (ReadAttrs),
+// which the Faulty's rules count.
+type listsNoAttrs struct{ *node.Faulty }
+
+func (n listsNoAttrs) List(ctx context.Context, dir string) ([]node.FileInfo, error) {
+	fis, err := n.Faulty.List(ctx, dir)
+	for i := range fis {
+		fis[i].Attrs = nil
+	}
+	return fis, err
+}
+
+// A page of a flat directory describes the objects it lists (and one
+// more, to know whether it is truncated), not every object of the
+// directory: paging through n keys reads each object's summaries about
+// once, not n/page times. Every page is still right, ETags included.
+func TestListingDescribesOnlyThePage(t *testing.T) {
+	ts := newTestServer(t)
+	ts.must(200, "PUT", "/bkt", nil, nil)
+	const objects = 40
+	var keys []string
+	etags := map[string]string{}
+	for i := range objects {
+		k := fmt.Sprintf("k%02d", i)
+		body := []byte(k)
+		ts.must(200, "PUT", "/bkt/"+k, body, nil)
+		keys = append(keys, k)
+		etags[k] = fmt.Sprintf(`"%x"`, md5sum(body))
+	}
+	var attrs []*node.Rule
+	var nodes []node.Node
+	for _, n := range ts.c.Nodes {
+		r := node.Inject(node.OpReadAttrs, node.Delay(0))
+		attrs = append(attrs, r)
+		nodes = append(nodes, listsNoAttrs{node.Wrap(n, r)})
+	}
+	reads := func() int {
+		n := 0
+		for _, r := range attrs {
+			n += int(r.Fired())
+		}
+		return n
+	}
+	store, err := object.New(nodes, object.Options{Geometry: testGeometry, MinFree: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(NewHandler(store, Options{Credentials: map[string]string{testAK: testSecret}}))
+	defer srv.Close()
+	paged := *ts
+	paged.srv = srv
+	// Archives per object: small objects are kept as M+1 copies.
+	copies := testGeometry.M + 1
+
+	const page = 5
+	var got []string
+	token := ""
+	for pages := 0; ; pages++ {
+		if pages > objects {
+			t.Fatal("paging does not end")
+		}
+		before := reads()
+		q := fmt.Sprintf("/bkt?list-type=2&max-keys=%d", page)
+		if token != "" {
+			q += "&continuation-token=" + url.QueryEscape(token)
+		}
+		var res listObjectsResult
+		decodeXML(t, paged.must(200, "GET", q, nil, nil), &res)
+		// The bucket's own lookup reads up to a summary per node.
+		if n, most := reads()-before, (page+1)*copies+len(nodes); n > most {
+			t.Errorf("page %d read %d summaries; want at most %d ((page+1) objects × %d copies, and the bucket's lookup)", pages, n, most, copies)
+		}
+		for _, c := range res.Contents {
+			got = append(got, c.Key)
+			if c.ETag != etags[c.Key] {
+				t.Errorf("%s: ETag %s; want %s", c.Key, c.ETag, etags[c.Key])
+			}
+		}
+		if !res.IsTruncated {
+			break
+		}
+		token = res.NextContinuationToken
+	}
+	if !slices.Equal(got, keys) {
+		t.Errorf("paged through %q; want %q", got, keys)
+	}
+}
