@@ -4,7 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"iter"
 	"os"
+	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -171,4 +176,89 @@ func (f *file) changed() {
 	f.mu.Lock()
 	f.writes++
 	f.mu.Unlock()
+}
+
+var _ xrootd.AttrLister = (*FS)(nil)
+
+// ListAttr implements xrootd.AttrLister: the entries of dir as List
+// describes them, each regular file with the value of attribute attr (as
+// kXR_fattr keeps it, user.U.attr), read by name through the directory's
+// descriptor: one lgetxattr per file via /proc/self/fd, or an openat,
+// fgetxattr and close where /proc is missing. Symbolic links are not
+// followed.
+func (s *FS) ListAttr(ctx context.Context, dir, attr string) iter.Seq2[xrootd.AttrEntry, error] {
+	return func(yield func(xrootd.AttrEntry, error) bool) {
+		if attr == "" || len(attr) > xrootd.MaxFattrName || strings.ContainsRune(attr, 0) {
+			yield(xrootd.AttrEntry{}, xrootd.Errorf(xrootd.ErrArgInvalid, "attribute name %q is not valid", attr))
+			return
+		}
+		if err := ctx.Err(); err != nil {
+			yield(xrootd.AttrEntry{}, err)
+			return
+		}
+		f, err := s.beneath.OpenFile(s.root, fsutil.Rel(dir), os.O_RDONLY|syscall.O_DIRECTORY, 0)
+		if err != nil {
+			yield(xrootd.AttrEntry{}, osErr(err))
+			return
+		}
+		defer f.Close()
+		raw, err := f.SyscallConn()
+		if err != nil {
+			yield(xrootd.AttrEntry{}, osErr(err))
+			return
+		}
+		buf := make([]byte, xrootd.MaxFattrValue)
+		for {
+			fis, err := f.Readdir(listBatch)
+			for _, fi := range fis {
+				e := xrootd.AttrEntry{FileInfo: s.info(fi)}
+				if fi.Mode().IsRegular() {
+					cerr := raw.Control(func(fd uintptr) {
+						n, err := entryXattr(int(fd), fi.Name(), attrPrefix+attr, buf)
+						if err == nil {
+							e.Value, e.HasValue = bytes.Clone(buf[:n]), true
+						}
+					})
+					if cerr != nil {
+						yield(xrootd.AttrEntry{}, osErr(cerr))
+						return
+					}
+				}
+				if !yield(e, nil) {
+					return
+				}
+			}
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				yield(xrootd.AttrEntry{}, osErr(err))
+				return
+			}
+			if err := ctx.Err(); err != nil {
+				yield(xrootd.AttrEntry{}, err)
+				return
+			}
+		}
+	}
+}
+
+// procFD reports whether /proc/self/fd can name a directory's entries.
+var procFD = sync.OnceValue(func() bool {
+	_, err := os.Stat("/proc/self/fd")
+	return err == nil
+})
+
+// entryXattr reads extended attribute xattr of the entry name of the
+// directory open as dirfd into buf, without following a symbolic link.
+func entryXattr(dirfd int, name, xattr string, buf []byte) (int, error) {
+	if procFD() {
+		return unix.Lgetxattr("/proc/self/fd/"+strconv.Itoa(dirfd)+"/"+name, xattr, buf)
+	}
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(fd)
+	return unix.Fgetxattr(fd, xattr, buf)
 }

@@ -865,3 +865,69 @@ func TestAttrsOnHandle(t *testing.T) {
 	_, err = r.SetAttrs(ctx, []xrootd.Attr{{Name: "x", Value: []byte("y")}}, false)
 	wantCode(t, "a set on a file open for reading", err, xrootd.ErrInvalidRequest)
 }
+
+// A listing with attributes (xrootd.AttrLister) describes every entry as
+// kXR_dirlist with kXR_dstat does and carries each regular file's value
+// of the attribute, read where kXR_fattr keeps it; symbolic links are not
+// followed, and paths outside the directory are refused.
+func TestListAttr(t *testing.T) {
+	dir, addr := serve(t, Options{})
+	c := dial(t, addr)
+	ctx := testCtx(t)
+	value := []byte("v=1&s=2")
+	if err := os.Mkdir(filepath.Join(dir, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"a", "b"} {
+		if err := os.WriteFile(filepath.Join(dir, "d", f), []byte(f), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if set, err := c.SetAttrs(ctx, "/d/a", []xrootd.Attr{{Name: "ecstore", Value: value}}, false); err != nil || xrootd.AttrErr(set) != nil {
+		t.Fatalf("set: %v %v", err, xrootd.AttrErr(set))
+	}
+	if err := os.Mkdir(filepath.Join(dir, "d", "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("a", filepath.Join(dir, "d", "link")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.ListAttr(ctx, "/d", "ecstore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := c.Dirlist(ctx, "/d", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(plain) || len(got) != 4 {
+		t.Fatalf("ListAttr: %+v; Dirlist: %+v", got, plain)
+	}
+	stats := map[string]xrootd.FileInfo{}
+	for _, fi := range plain {
+		stats[fi.Name] = fi
+	}
+	for _, e := range got {
+		want := map[string]string{"a": string(value)}[e.Name]
+		if fi := stats[e.Name]; fi.Size != e.Size || fi.IsDir() != e.IsDir() || !fi.ModTime.Equal(e.ModTime) || fi.Flags != e.Flags {
+			t.Errorf("%s: ListAttr says %+v, Dirlist %+v", e.Name, e.FileInfo, fi)
+		}
+		if e.HasValue != (want != "") || string(e.Value) != want {
+			t.Errorf("%s: value %q (%v); want %q", e.Name, e.Value, e.HasValue, want)
+		}
+	}
+	_, err = c.ListAttr(ctx, "/nothing", "ecstore")
+	wantCode(t, "a listing of a missing directory", err, xrootd.ErrNotFound)
+	_, err = c.ListAttr(ctx, "/d/a", "ecstore")
+	if err == nil {
+		t.Error("a listing of a file succeeded")
+	}
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(dir, "out")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.ListAttr(ctx, "/out", "ecstore")
+	wantCode(t, "a listing through a link out of the directory", err, xrootd.ErrNotAuthorized)
+	_, err = c.ListAttr(ctx, "/d", "")
+	wantCode(t, "a listing without an attribute name", err, xrootd.ErrUnsupported)
+}

@@ -204,10 +204,10 @@ type AttrReader interface {
 
 // NameLister is implemented by nodes that list a directory more cheaply
 // when they need not describe its files: ListNames is List whose
-// FileInfos of files carry the name alone (no Attrs, Size or ModTime;
-// directories are described in full). Listings that describe only some
-// of their entries (an S3 page) use it, and read the attributes of the
-// files they describe by path (AttrReader).
+// FileInfos of files need carry only the name (Attrs is nil, Size and
+// ModTime may be zero; directories are described in full). Listings
+// that describe only some of their entries (an S3 page) use it, and read
+// the attributes of the files they describe by path (AttrReader).
 type NameLister interface {
 	ListNames(ctx context.Context, dir string) ([]FileInfo, error)
 }

@@ -755,6 +755,22 @@ func (c *Client) QueryConfig(ctx context.Context, keys ...string) ([]string, err
 	return vals, nil
 }
 
+// ListAttr lists directory dir with the value of attribute attr of each
+// entry, in one request (kXR_query kXR_Qopaquf, see AttrLister). Servers
+// other than ecstore's answer kXR_Unsupported.
+func (c *Client) ListAttr(ctx context.Context, dir, attr string) ([]AttrEntry, error) {
+	args := dir + "?" + AttrListArg + "=" + url.QueryEscape(attr)
+	body, err := c.collect(ctx, &QueryRequest{InfoType: QueryOpaqueFile, Args: []byte(args)})
+	if err != nil {
+		return nil, fmt.Errorf("xrootd: list %s with attribute %s: %w", dir, attr, err)
+	}
+	list, err := ParseAttrList(body)
+	if err != nil {
+		return nil, fmt.Errorf("xrootd: list %s with attribute %s: %w", dir, attr, err)
+	}
+	return list, nil
+}
+
 // Space asks for the space behind path (kXR_query kXR_Qspace).
 func (c *Client) Space(ctx context.Context, path string) (Space, error) {
 	body, err := c.collect(ctx, &QueryRequest{InfoType: QuerySpace, Args: []byte(path)})

@@ -501,3 +501,45 @@ func TestParseFattrResponse(t *testing.T) {
 		}
 	}
 }
+
+func TestParseAttrList(t *testing.T) {
+	mt := time.Unix(1795302823, 0)
+	in := []AttrEntry{
+		{FileInfo: FileInfo{Name: "o1", Size: 27000, Mode: 0o644, ModTime: mt}, Value: []byte("v=1&n=0"), HasValue: true},
+		{FileInfo: FileInfo{Name: "sub", Size: 4096, Mode: fs.ModeDir | 0o755, ModTime: mt}},
+		{FileInfo: FileInfo{Name: "empty value", Size: 1, Mode: 0o644, ModTime: mt}, Value: []byte{}, HasValue: true},
+	}
+	var b []byte
+	for i := range in {
+		b = AppendAttrListEntry(b, &in[i])
+	}
+	got, err := ParseAttrList(append(b, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(in) {
+		t.Fatalf("%d entries; want %d", len(got), len(in))
+	}
+	for i, g := range got {
+		w := in[i]
+		if g.Name != w.Name || g.Size != w.Size || g.IsDir() != w.IsDir() || !g.ModTime.Equal(mt) || g.HasValue != w.HasValue || string(g.Value) != string(w.Value) {
+			t.Errorf("entry %d: %+v; want %+v", i, g, w)
+		}
+	}
+	if l, err := ParseAttrList(nil); err != nil || len(l) != 0 {
+		t.Errorf("empty answer: %v, %v", l, err)
+	}
+	for _, bad := range []string{
+		"../x\n1 2 48 3\n\n",      // a name that is no entry's
+		"a/b\n1 2 48 3\n\n",       // nor this
+		"a\n1 2 48 3\nvalue\n",    // a value line without '='
+		"a\n1 2 48 3\n=!!\n",      // not base64
+		"a\n1 2 48 3\n",           // two lines
+		"a\n1 2 48 3\n\nb\n1\n\n", // a bad stat
+		"a\n1 2 48 3\n\n\n",       // a line too many
+	} {
+		if l, err := ParseAttrList([]byte(bad)); err == nil {
+			t.Errorf("ParseAttrList(%q) = %+v; want an error", bad, l)
+		}
+	}
+}

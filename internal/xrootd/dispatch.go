@@ -795,8 +795,43 @@ func (s *session) doQuery(ctx context.Context, sid StreamID, r *QueryRequest) er
 		return sent(s.sendOK(sid, []byte(b.String())))
 	case QueryStats:
 		return sent(s.sendOK(sid, s.statsXML()))
+	case QueryOpaqueFile:
+		return s.doListAttr(ctx, sid, args)
 	}
 	return Errorf(ErrUnsupported, "query type %d is not supported", r.InfoType)
+}
+
+// doListAttr answers a listing with attributes (AttrLister), the only
+// kXR_Qopaquf query served, in chunks as doDirlist sends a listing.
+func (s *session) doListAttr(ctx context.Context, sid StreamID, args string) error {
+	h, ok := s.srv.Handler.(AttrLister)
+	name, cgi, err := cleanPath(args)
+	if err != nil {
+		return err
+	}
+	attr := cgi.Get(AttrListArg)
+	if !ok || attr == "" {
+		return Errorf(ErrUnsupported, "opaque query %q is not supported", args)
+	}
+	chunk := s.limits.ResponseChunk
+	var buf []byte
+	for e, err := range h.ListAttr(ctx, name, attr) {
+		if err != nil {
+			return fmt.Errorf("list %s with attribute %s: %w", name, attr, err)
+		}
+		if e.Name == "" || e.Name == "." || e.Name == ".." || strings.ContainsAny(e.Name, "/\n\x00") {
+			s.log.Debug("xrootd attribute listing skips unlistable name", "path", name, "name", e.Name)
+			continue
+		}
+		if len(buf) >= chunk {
+			if err := s.send(sid, StatusOKSoFar, buf); err != nil {
+				return sent(err)
+			}
+			buf = buf[:0]
+		}
+		buf = AppendAttrListEntry(buf, &e)
+	}
+	return sent(s.sendOK(sid, buf))
 }
 
 func (s *session) doChecksum(ctx context.Context, sid StreamID, args string) error {

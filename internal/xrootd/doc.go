@@ -20,7 +20,11 @@
 // del by path are served by handlers that keep attributes (AttrKeeper);
 // lists, requests on an open file's handle and other handlers' requests
 // answer kXR_Unsupported, a malformed request kXR_ArgInvalid. The Client
-// gets, sets and deletes attributes too. A pgwrite page
+// gets, sets and deletes attributes too. One ecstore extension uses the
+// protocol's own opening for implementation-defined queries: kXR_query
+// kXR_Qopaquf on "DIR?ecstore.listattr=NAME" lists a directory with one
+// attribute of every entry (AttrLister, Client.ListAttr); a plain xrootd
+// answers it kXR_Unsupported ("Unable to FSctl"). A pgwrite page
 // that fails its CRC32C fails the whole request with kXR_ChkSumErr instead
 // of asking the client to resend the page, because handlers may accept
 // only sequential writes.

@@ -369,3 +369,31 @@ func TestWriteFuzzSeeds(t *testing.T) {
 		}
 	}
 }
+
+// FuzzAttrList parses answers to a listing with attributes: whatever
+// parses is written again by AppendAttrListEntry and parses the same.
+func FuzzAttrList(f *testing.F) {
+	f.Fuzz(func(t *testing.T, body []byte) {
+		list, err := ParseAttrList(body)
+		if err != nil {
+			return
+		}
+		var b []byte
+		for i := range list {
+			b = AppendAttrListEntry(b, &list[i])
+		}
+		again, err := ParseAttrList(b)
+		if err != nil {
+			t.Fatalf("re-parse of %q: %v", b, err)
+		}
+		if len(again) != len(list) {
+			t.Fatalf("%d entries became %d", len(list), len(again))
+		}
+		for i := range list {
+			a, e := again[i], list[i]
+			if a.Name != e.Name || a.Size != e.Size || a.HasValue != e.HasValue || !bytes.Equal(a.Value, e.Value) {
+				t.Fatalf("entry %d: %+v became %+v", i, e, a)
+			}
+		}
+	})
+}

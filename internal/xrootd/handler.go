@@ -197,6 +197,25 @@ type FileAttrKeeper interface {
 	DelAttrs(ctx context.Context, names []string) ([]Attr, error)
 }
 
+// AttrLister is implemented by file systems that list a directory with
+// one extended attribute of each entry in one request: ecstore's own
+// kXR_query kXR_Qopaquf on "DIR?ecstore.listattr=NAME" (Client.ListAttr;
+// the answer's format is AppendAttrListEntry's). It saves a client that
+// wants the attribute of every file a kXR_fattr get per file after the
+// kXR_dirlist; other servers answer kXR_Unsupported. Entries are
+// described as kXR_dirlist with kXR_dstat describes them.
+type AttrLister interface {
+	ListAttr(ctx context.Context, dir, attr string) iter.Seq2[AttrEntry, error]
+}
+
+// AttrEntry is a directory entry with the value of the attribute asked
+// for (AttrLister); HasValue is false when the entry has none.
+type AttrEntry struct {
+	FileInfo
+	Value    []byte
+	HasValue bool
+}
+
 // Checksummer is implemented by file systems that answer kXR_query
 // kXR_Qcksum (xrdfs query checksum, xrdcp --cksum).
 type Checksummer interface {

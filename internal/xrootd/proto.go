@@ -268,6 +268,11 @@ const (
 	QueryConfig uint16 = 7 // kXR_Qconfig
 	QueryVisa   uint16 = 8 // kXR_Qvisa
 	QueryOpaque uint16 = 16
+	// QueryOpaqueFile is kXR_Qopaquf: an implementation's own query on a
+	// path, which xrootd hands to its file system plugin (answering
+	// kXR_Unsupported without one). ecstore's listing with attributes
+	// (AttrLister) is one.
+	QueryOpaqueFile uint16 = 32
 )
 
 // Page geometry of kXR_pgread and kXR_pgwrite (XrdProto namespace).

@@ -2,6 +2,7 @@ package xrootd
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/binary"
 	"fmt"
 	"io/fs"
@@ -209,6 +210,68 @@ func ParseDirlist(body []byte) ([]FileInfo, error) {
 		}
 		fi.Name = lines[i]
 		out = append(out, fi)
+	}
+	return out, nil
+}
+
+// AttrListArg is the query argument of a listing with attributes
+// (AttrLister): the directory, then this key with the attribute's name.
+const AttrListArg = "ecstore.listattr"
+
+// AppendAttrListEntry appends one entry of the answer to a listing with
+// attributes (AttrLister): three lines, the name, its stat as kXR_dirlist
+// with kXR_dstat gives it, and "=" with the value in unpadded URL-safe
+// base64, or an empty line when the entry has no value.
+func AppendAttrListEntry(b []byte, e *AttrEntry) []byte {
+	b = append(b, e.Name...)
+	b = append(b, '\n')
+	b = AppendStat(b, &e.FileInfo)
+	b = append(b, '\n')
+	if e.HasValue {
+		b = append(b, '=')
+		b = base64.RawURLEncoding.AppendEncode(b, e.Value)
+	}
+	return append(b, '\n')
+}
+
+// ParseAttrList parses the answer to a listing with attributes (entries
+// as AppendAttrListEntry writes them; trailing NULs ignored). A name
+// that could not be a directory entry ("", ".", "..", or one with a
+// '/') makes the answer malformed.
+func ParseAttrList(body []byte) ([]AttrEntry, error) {
+	s := string(bytes.TrimRight(body, "\x00"))
+	if s == "" {
+		return nil, nil
+	}
+	if !strings.HasSuffix(s, "\n") {
+		return nil, fmt.Errorf("%w: attribute listing does not end with a newline", ErrMalformed)
+	}
+	lines := strings.Split(s[:len(s)-1], "\n")
+	if len(lines)%3 != 0 {
+		return nil, fmt.Errorf("%w: attribute listing of %d lines, not entries of 3", ErrMalformed, len(lines))
+	}
+	out := make([]AttrEntry, 0, len(lines)/3)
+	for i := 0; i < len(lines); i += 3 {
+		name := lines[i]
+		if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
+			return nil, fmt.Errorf("%w: attribute listing names entry %q", ErrMalformed, name)
+		}
+		fi, err := ParseStat(lines[i+1])
+		if err != nil {
+			return nil, fmt.Errorf("attribute listing entry %q: %w", name, err)
+		}
+		fi.Name = name
+		e := AttrEntry{FileInfo: fi}
+		if v := lines[i+2]; v != "" {
+			if v[0] != '=' {
+				return nil, fmt.Errorf("%w: attribute listing entry %q: value line %q", ErrMalformed, name, v)
+			}
+			if e.Value, err = base64.RawURLEncoding.DecodeString(v[1:]); err != nil {
+				return nil, fmt.Errorf("%w: attribute listing entry %q: %v", ErrMalformed, name, err)
+			}
+			e.HasValue = true
+		}
+		out = append(out, e)
 	}
 	return out, nil
 }

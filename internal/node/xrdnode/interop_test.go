@@ -224,3 +224,25 @@ func TestInteropWritesWaitForAnswers(t *testing.T) {
 		t.Errorf("%d of %d connections to xrootd are taken to run writes in order", ordered, live)
 	}
 }
+
+// A plain xrootd answers the listing with attributes kXR_Unsupported:
+// the node lists with kXR_dirlist from then on, and the files come
+// without attributes (the store reads them by path).
+func TestInteropListWithoutAttrListing(t *testing.T) {
+	s := startReal(t)
+	n := newNode(t, "root://"+s.addr+"//listing", Options{})
+	ctx := context.Background()
+	putFile(t, n, "/d/f", []byte("x"))
+	for range 2 {
+		ents, err := n.List(ctx, "/d")
+		if err != nil || len(ents) != 1 || ents[0].Name != "f" || ents[0].Size != 1 || ents[0].Attrs != nil {
+			t.Fatalf("List = %+v, %v; want f, without attributes", ents, err)
+		}
+		if !n.noAttrList.Load() {
+			t.Fatal("the server's kXR_Unsupported did not turn attribute listings off")
+		}
+	}
+	if !n.KeepsAttrs() {
+		t.Error("the node keeps attributes, and says it does not")
+	}
+}

@@ -144,6 +144,9 @@ type Node struct {
 	// noAttrs: the server answered a file attribute request with
 	// kXR_Unsupported; no more are sent.
 	noAttrs atomic.Bool
+	// noAttrList: the server answered a listing with attributes
+	// (xrootd.AttrLister) with kXR_Unsupported; listings are kXR_dirlists.
+	noAttrList atomic.Bool
 	// prefixMade: the prefix directory is known to exist on the server
 	// (made by Check, or by the first connection that could).
 	prefixMade atomic.Bool
@@ -156,6 +159,7 @@ type Node struct {
 var (
 	_ node.Node       = (*Node)(nil)
 	_ node.AttrReader = (*Node)(nil)
+	_ node.NameLister = (*Node)(nil)
 )
 
 // New returns a node for the data server at rawURL (see the package
@@ -508,9 +512,52 @@ func (n *Node) Stat(ctx context.Context, path string) (node.FileInfo, error) {
 	return node.FileInfo{Name: name, Size: fi.Size, ModTime: fi.ModTime, IsDir: fi.IsDir()}, nil
 }
 
-// List implements node.Node with one kXR_dirlist with kXR_dstat; every
-// entry is reported, temporary files included.
+// List implements node.Node; every entry is reported, temporary files
+// included. A server that lists with attributes (`ecstore node`, see
+// xrootd.AttrLister) is asked for every entry with its attribute in one
+// request, and every file comes with its attributes (an empty set when
+// it has none); any other server is sent one kXR_dirlist with kXR_dstat,
+// and files come without attributes.
 func (n *Node) List(ctx context.Context, dir string) ([]node.FileInfo, error) {
+	if err := n.check(ctx, "list", dir); err != nil {
+		return nil, err
+	}
+	if n.KeepsAttrs() && !n.noAttrList.Load() {
+		var ents []xrootd.AttrEntry
+		err := n.pool.call(ctx, true, func(c *xrootd.Client) error {
+			var err error
+			ents, err = c.ListAttr(ctx, n.remote(dir), attrName)
+			return err
+		})
+		switch {
+		case err == nil:
+			out := make([]node.FileInfo, 0, len(ents))
+			for _, e := range ents {
+				fi := node.FileInfo{Name: e.Name, Size: e.Size, ModTime: e.ModTime, IsDir: e.IsDir()}
+				if !fi.IsDir {
+					if fi.Attrs = node.DecodeAttrs(e.Value); fi.Attrs == nil {
+						fi.Attrs = map[string]string{} // listed: it has none
+					}
+				}
+				out = append(out, fi)
+			}
+			return out, nil
+		case isUnsupported(err):
+			if !n.noAttrList.Swap(true) {
+				n.log.Debug("node lists no attributes: listings read the attribute of each file", "node", n.id)
+			}
+		default:
+			return nil, n.fail("list", dir, err)
+		}
+	}
+	return n.ListNames(ctx, dir)
+}
+
+// ListNames implements node.NameLister with one kXR_dirlist with
+// kXR_dstat: the files come without attributes. Where the server lists
+// with attributes, this is the cheaper listing for a caller that wants
+// the attributes of a few files of a large directory.
+func (n *Node) ListNames(ctx context.Context, dir string) ([]node.FileInfo, error) {
 	if err := n.check(ctx, "list", dir); err != nil {
 		return nil, err
 	}

@@ -852,3 +852,65 @@ func TestOurServerTakesFinishedWritesAtOnce(t *testing.T) {
 		t.Errorf("committed file: %q, %v", b, err)
 	}
 }
+
+// On ecstore's own server, a listing carries every file's attributes in
+// one request (xrootd.AttrLister): a file without them has an empty set,
+// not none, so that no one asks for them again. ListNames lists without.
+func TestListCarriesAttrs(t *testing.T) {
+	s := startOurs(t, "", "127.0.0.1:0")
+	n := newNode(t, "root://"+s.addr+"//p", Options{})
+	ctx := context.Background()
+	u, err := n.Create(ctx, "/d/with")
+	if err != nil {
+		t.Fatal(err)
+	}
+	attrs := map[string]string{"v": "x1", "s": "27000"}
+	if err := u.(node.Attributes).SetAttrs(ctx, attrs); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	putFile(t, n, "/d/without", []byte("x"))
+	if err := n.Mkdir(ctx, "/d/sub"); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := n.List(ctx, "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 3 || n.noAttrList.Load() {
+		t.Fatalf("List = %+v (attribute listings off: %v)", ents, n.noAttrList.Load())
+	}
+	for _, fi := range ents {
+		switch fi.Name {
+		case "with":
+			if fmt.Sprint(fi.Attrs) != fmt.Sprint(attrs) || fi.Size != 0 || fi.IsDir {
+				t.Errorf("with: %+v; want attributes %v", fi, attrs)
+			}
+		case "without":
+			if fi.Attrs == nil || len(fi.Attrs) != 0 || fi.Size != 1 {
+				t.Errorf("without: %+v; want an empty set of attributes", fi)
+			}
+		case "sub":
+			if !fi.IsDir || fi.Attrs != nil {
+				t.Errorf("sub: %+v; want a directory", fi)
+			}
+		}
+	}
+	names, err := n.ListNames(ctx, "/d")
+	if err != nil || len(names) != 3 {
+		t.Fatalf("ListNames = %+v, %v", names, err)
+	}
+	for _, fi := range names {
+		if fi.Attrs != nil {
+			t.Errorf("ListNames: %+v has attributes", fi)
+		}
+	}
+	if _, err := n.List(ctx, "/nothing"); !errors.Is(err, node.ErrNotExist) {
+		t.Errorf("List of nothing: %v; want ErrNotExist", err)
+	}
+	if _, err := n.List(ctx, "/d/without"); !errors.Is(err, node.ErrNotDir) {
+		t.Errorf("List of a file: %v; want ErrNotDir", err)
+	}
+}
