@@ -93,8 +93,10 @@ func (wk *walker) dir(path, rel, namePrefix string, self *object.Info) (bool, er
 		}
 		return false, err
 	}
-	infos := l.Entries()
-	if len(infos) == 0 {
+	// An empty directory is listed as the key "rel" (a marker), if the
+	// walk lists it at all; one holding nothing but remnants of removed
+	// objects (described as not existing) is empty too.
+	empty := func() bool {
 		if rel != "" && namePrefix == "" && strings.HasPrefix(rel, wk.prefix) && rel > wk.after {
 			e := entry{key: rel, marker: true, etag: emptyMD5}
 			if self == nil {
@@ -103,10 +105,11 @@ func (wk *walker) dir(path, rel, namePrefix string, self *object.Info) (bool, er
 			if self != nil {
 				e.info.MTime = self.MTime
 			}
-			return wk.emit(e), nil
+			return wk.emit(e)
 		}
-		return true, nil
+		return true
 	}
+	infos := l.Entries()
 	sortName := func(in *object.Info) string {
 		if in.IsDir {
 			return in.Name + "/"
@@ -117,11 +120,13 @@ func (wk *walker) dir(path, rel, namePrefix string, self *object.Info) (bool, er
 	// Objects are described when the walk reaches them, as many at a time
 	// as the page may still take (described), not the whole directory.
 	described := map[string]*object.Info{}
+	found := false // an entry that exists
 	for i := range infos {
 		in := &infos[i]
 		if !strings.HasPrefix(in.Name, namePrefix) {
 			continue
 		}
+		found = found || in.IsDir
 		if !in.IsDir {
 			key := rel + in.Name
 			if key <= wk.after {
@@ -132,7 +137,11 @@ func (wk *walker) dir(path, rel, namePrefix string, self *object.Info) (bool, er
 				wk.describe(l, infos[i:], rel, namePrefix, described)
 				d = described[in.Name]
 			}
-			if d != nil && !wk.emit(entry{key: key, info: *d}) {
+			if d == nil {
+				continue
+			}
+			found = true
+			if !wk.emit(entry{key: key, info: *d}) {
 				return false, nil
 			}
 			continue
@@ -152,6 +161,11 @@ func (wk *walker) dir(path, rel, namePrefix string, self *object.Info) (bool, er
 		if ok, err := wk.dir(in.Path, kp, "", in); !ok || err != nil {
 			return ok, err
 		}
+	}
+	if !found {
+		// Every entry was visited: the marker's conditions put every key
+		// of the directory after the walk's marker.
+		return empty(), nil
 	}
 	return true, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -383,5 +384,45 @@ func TestListingDescribesOnlyThePage(t *testing.T) {
 	}
 	if !slices.Equal(got, keys) {
 		t.Errorf("paged through %q; want %q", got, keys)
+	}
+}
+
+// A directory that holds nothing but the remnants of a removed object (an
+// archive whose removal failed, hidden by the tombstones) is listed as
+// an empty directory, its "dir/" marker, as a directory with no entries.
+func TestListingMarksADirectoryOfRemnants(t *testing.T) {
+	ts := newTestServer(t)
+	ts.must(200, "PUT", "/bkt", nil, nil)
+	ts.c.Put(t, "/bkt/dir/obj", []byte("soon removed"))
+	// Removals of the object's archive fail on one node holding a copy.
+	fail := node.Inject(node.OpRemove, node.Fail(nil)).Path(func(p string) bool { return p == "/bkt/dir/obj" })
+	var nodes []node.Node
+	kept := -1
+	for i, n := range ts.c.Nodes {
+		if _, err := os.Stat(ts.c.Archive(i, "/bkt/dir/obj")); err == nil && kept < 0 {
+			kept = i
+			nodes = append(nodes, node.Wrap(n, fail))
+			continue
+		}
+		nodes = append(nodes, n)
+	}
+	store, err := object.New(nodes, object.Options{Geometry: testGeometry, MinFree: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Remove(context.Background(), "/bkt/dir/obj"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(ts.c.Archive(kept, "/bkt/dir/obj")); err != nil || fail.Fired() == 0 {
+		t.Fatalf("the archive on node %d is gone (%v) or was not asked to go", kept, err)
+	}
+	var res listObjectsResult
+	decodeXML(t, ts.must(200, "GET", "/bkt?list-type=2", nil, nil), &res)
+	if len(res.Contents) != 1 || res.Contents[0].Key != "dir/" {
+		t.Errorf("listed %+v; want the marker dir/ alone", res.Contents)
+	}
+	// What a repair would do, for the check at the end of the test.
+	if err := os.Remove(ts.c.Archive(kept, "/bkt/dir/obj")); err != nil {
+		t.Fatal(err)
 	}
 }
