@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
+	"io/fs"
 	"iter"
 	"os"
 	"strconv"
@@ -192,53 +192,25 @@ func (s *FS) ListAttr(ctx context.Context, dir, attr string) iter.Seq2[xrootd.At
 			yield(xrootd.AttrEntry{}, xrootd.Errorf(xrootd.ErrArgInvalid, "attribute name %q is not valid", attr))
 			return
 		}
-		if err := ctx.Err(); err != nil {
-			yield(xrootd.AttrEntry{}, err)
-			return
-		}
-		f, err := s.beneath.OpenFile(s.root, fsutil.Rel(dir), os.O_RDONLY|syscall.O_DIRECTORY, 0)
-		if err != nil {
-			yield(xrootd.AttrEntry{}, osErr(err))
-			return
-		}
-		defer f.Close()
-		raw, err := f.SyscallConn()
-		if err != nil {
-			yield(xrootd.AttrEntry{}, osErr(err))
-			return
-		}
 		buf := make([]byte, xrootd.MaxFattrValue)
-		for {
-			fis, err := f.Readdir(listBatch)
-			for _, fi := range fis {
-				e := xrootd.AttrEntry{FileInfo: s.info(fi)}
-				if fi.Mode().IsRegular() {
-					cerr := raw.Control(func(fd uintptr) {
-						n, err := entryXattr(int(fd), fi.Name(), attrPrefix+attr, buf)
-						if err == nil {
-							e.Value, e.HasValue = bytes.Clone(buf[:n]), true
-						}
-					})
-					if cerr != nil {
-						yield(xrootd.AttrEntry{}, osErr(cerr))
-						return
+		var raw syscall.RawConn
+		err := s.eachEntry(ctx, dir, func(d *os.File, fi fs.FileInfo) bool {
+			e := xrootd.AttrEntry{FileInfo: s.info(fi)}
+			if raw == nil {
+				raw, _ = d.SyscallConn() // fails only for a nil file
+			}
+			if fi.Mode().IsRegular() && raw != nil {
+				// A value that cannot be read is left out, as an absent one.
+				_ = raw.Control(func(fd uintptr) {
+					if n, err := entryXattr(int(fd), fi.Name(), attrPrefix+attr, buf); err == nil {
+						e.Value, e.HasValue = bytes.Clone(buf[:n]), true
 					}
-				}
-				if !yield(e, nil) {
-					return
-				}
+				})
 			}
-			if err == io.EOF {
-				return
-			}
-			if err != nil {
-				yield(xrootd.AttrEntry{}, osErr(err))
-				return
-			}
-			if err := ctx.Err(); err != nil {
-				yield(xrootd.AttrEntry{}, err)
-				return
-			}
+			return yield(e, nil)
+		})
+		if err != nil {
+			yield(xrootd.AttrEntry{}, err)
 		}
 	}
 }

@@ -240,36 +240,44 @@ const listBatch = 256
 // and described without following symbolic links.
 func (s *FS) List(ctx context.Context, dir string) iter.Seq2[xrootd.FileInfo, error] {
 	return func(yield func(xrootd.FileInfo, error) bool) {
-		if err := ctx.Err(); err != nil {
-			yield(xrootd.FileInfo{}, err)
-			return
-		}
-		f, err := s.beneath.OpenFile(s.root, fsutil.Rel(dir), os.O_RDONLY|syscall.O_DIRECTORY, 0)
+		err := s.eachEntry(ctx, dir, func(_ *os.File, fi fs.FileInfo) bool {
+			return yield(s.info(fi), nil)
+		})
 		if err != nil {
-			yield(xrootd.FileInfo{}, osErr(err))
-			return
+			yield(xrootd.FileInfo{}, err)
 		}
-		defer f.Close()
-		for {
-			// Readdir describes entries with fstatat on the directory's
-			// descriptor, so it cannot escape the root either.
-			fis, err := f.Readdir(listBatch)
-			for _, fi := range fis {
-				if !yield(s.info(fi), nil) {
-					return
-				}
+	}
+}
+
+// eachEntry calls fn on the entries of dir, read in batches of listBatch
+// and described without following symbolic links (Readdir stats them
+// with fstatat on the directory's descriptor, so they cannot escape the
+// root either), with the open directory, until fn returns false. The
+// error is the listing's, nil once fn returned false.
+func (s *FS) eachEntry(ctx context.Context, dir string, fn func(d *os.File, fi fs.FileInfo) bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	f, err := s.beneath.OpenFile(s.root, fsutil.Rel(dir), os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return osErr(err)
+	}
+	defer f.Close()
+	for {
+		fis, err := f.Readdir(listBatch)
+		for _, fi := range fis {
+			if !fn(f, fi) {
+				return nil
 			}
-			if err == io.EOF {
-				return
-			}
-			if err != nil {
-				yield(xrootd.FileInfo{}, osErr(err))
-				return
-			}
-			if err := ctx.Err(); err != nil {
-				yield(xrootd.FileInfo{}, err)
-				return
-			}
+		}
+		switch {
+		case err == io.EOF:
+			return nil
+		case err != nil:
+			return osErr(err)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 	}
 }

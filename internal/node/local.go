@@ -397,12 +397,9 @@ func (l *Local) KeepsAttrs() bool { return !l.noAttr.Load() }
 // List implements Node. Entries are not followed if they are symbolic
 // links.
 func (l *Local) List(ctx context.Context, dir string) ([]FileInfo, error) {
-	if err := l.check(ctx, "list", dir); err != nil {
-		return nil, err
-	}
-	f, err := l.openFile(dir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	f, err := l.openDir(ctx, dir)
 	if err != nil {
-		return nil, l.fail("list", dir, err)
+		return nil, err
 	}
 	defer f.Close()
 	// A directory opened in a Root stats its entries with fstatat on the
@@ -436,12 +433,9 @@ func (l *Local) List(ctx context.Context, dir string) ([]FileInfo, error) {
 // (their types included), a stat for each directory, nothing read for
 // files.
 func (l *Local) ListNames(ctx context.Context, dir string) ([]FileInfo, error) {
-	if err := l.check(ctx, "list", dir); err != nil {
-		return nil, err
-	}
-	f, err := l.openFile(dir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	f, err := l.openDir(ctx, dir)
 	if err != nil {
-		return nil, l.fail("list", dir, err)
+		return nil, err
 	}
 	defer f.Close()
 	des, err := f.ReadDir(-1)
@@ -464,6 +458,18 @@ func (l *Local) ListNames(ctx context.Context, dir string) ([]FileInfo, error) {
 		out = append(out, toInfo(fi))
 	}
 	return out, nil
+}
+
+// openDir opens directory dir for a listing.
+func (l *Local) openDir(ctx context.Context, dir string) (*os.File, error) {
+	if err := l.check(ctx, "list", dir); err != nil {
+		return nil, err
+	}
+	f, err := l.openFile(dir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, l.fail("list", dir, err)
+	}
+	return f, nil
 }
 
 // entryAttrs reads the attributes of the entry name of the directory open
