@@ -408,6 +408,12 @@ func (f *Faulty) ListNames(ctx context.Context, dir string) ([]FileInfo, error) 
 	return fis, err
 }
 
+// ListsAttrs implements AttrsLister: whether the inner node does.
+func (f *Faulty) ListsAttrs() bool {
+	al, ok := f.n.(AttrsLister)
+	return ok && al.ListsAttrs()
+}
+
 // Remove implements Node.
 func (f *Faulty) Remove(ctx context.Context, path string) error {
 	if _, err := f.fault(ctx, OpRemove, path); err != nil {

@@ -212,6 +212,16 @@ type NameLister interface {
 	ListNames(ctx context.Context, dir string) ([]FileInfo, error)
 }
 
+// AttrsLister is implemented by nodes whose List can carry the
+// attributes of every file (an empty set for a file without any) in one
+// request per directory, however many files it holds; ListsAttrs
+// reports whether List does so now. A caller that wants the attributes
+// of a good part of a directory's files lists it again rather than ask
+// for them one request per file.
+type AttrsLister interface {
+	ListsAttrs() bool
+}
+
 // ErrNoAttrs means that a node keeps no attributes.
 var ErrNoAttrs = errors.New("node: attributes not kept")
 

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -249,6 +250,132 @@ func TestDescribeReadsOneArchive(t *testing.T) {
 			if !errors.Is(err, ErrNotExist) {
 				t.Errorf("Describe of the removed o3 = %+v, %v; want ErrNotExist", got, err)
 			}
+		}
+	}
+}
+
+// relists is a node as an ecstore node is to the store: its name
+// listings carry no attributes, its full listings carry them all in one
+// request (node.AttrsLister); lists counts the full listings.
+type relists struct {
+	*node.Faulty
+	lists *atomic.Int32
+}
+
+func (n relists) List(ctx context.Context, dir string) ([]node.FileInfo, error) {
+	n.lists.Add(1)
+	return n.Faulty.List(ctx, dir)
+}
+
+func (relists) ListsAttrs() bool { return true }
+
+// Describing many of a directory's objects lists each node again with
+// attributes, one request per node, instead of reading the summaries
+// one by one; describing a few reads them one by one.
+func TestDescribeListedRelistsForMany(t *testing.T) {
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	c, fs := faultyCluster(t, 8, g, func(o *Options) { o.SmallObjectSize = 20000 })
+	rnd := rand.New(rand.NewPCG(seed(t), 75))
+	var names []string
+	for i := range 40 {
+		name := fmt.Sprintf("o%02d", i)
+		data := randBytes(rnd, 100)
+		putHint(t, c.store, "/d/"+name, data, int64(len(data)))
+		names = append(names, name)
+	}
+	var lists atomic.Int32
+	var attrs []*node.Rule
+	nodes := make([]node.Node, len(fs))
+	for i, f := range fs {
+		r := node.Inject(node.OpReadAttrs, node.Delay(0))
+		attrs = append(attrs, r)
+		nodes[i] = relists{Faulty: node.Wrap(f, r), lists: &lists}
+	}
+	reads := func() int {
+		n := 0
+		for _, r := range attrs {
+			n += int(r.Fired())
+		}
+		return n
+	}
+	s := c.storeOver(t, nodes, nil)
+	ctx := context.Background()
+
+	l, err := s.ListNames(ctx, "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos := s.DescribeListed(ctx, l, names)
+	if len(infos) != len(names) {
+		t.Fatalf("described %d objects; want %d", len(infos), len(names))
+	}
+	for _, in := range infos {
+		if in.Size != 100 || in.Version == "" {
+			t.Errorf("%s: %+v; want 100 bytes described by summaries", in.Name, in)
+		}
+	}
+	if n, r := lists.Load(), reads(); n != int32(len(nodes)) || r != 0 {
+		t.Errorf("describing every object listed %d nodes again and read %d summaries; want %d and none", n, r, len(nodes))
+	}
+
+	lists.Store(0)
+	l, err = s.ListNames(ctx, "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if infos := s.DescribeListed(ctx, l, names[:1]); len(infos) != 1 || infos[0].Version == "" {
+		t.Fatalf("DescribeListed(%s) = %+v", names[0], infos)
+	}
+	if n, r := lists.Load(), reads(); n != 0 || r != len(c.archivesOf("/d/"+names[0])) {
+		t.Errorf("describing one object listed %d nodes again and read %d summaries; want none and %d", n, r, len(c.archivesOf("/d/"+names[0])))
+	}
+}
+
+// listsNoAttrsAfterAll is a node that says it may list with attributes
+// until it is asked to, as a plain xrootd before its first
+// kXR_Unsupported: its full listings carry none.
+type listsNoAttrsAfterAll struct {
+	*node.Faulty
+	asked *atomic.Bool
+}
+
+func (n listsNoAttrsAfterAll) List(ctx context.Context, dir string) ([]node.FileInfo, error) {
+	n.asked.Store(true)
+	return listsNoAttrs{Faulty: n.Faulty}.List(ctx, dir)
+}
+
+func (n listsNoAttrsAfterAll) ListsAttrs() bool { return !n.asked.Load() }
+
+// A node listed again that turns out to list without attributes has them
+// read by path: every object is still described by its summaries.
+func TestDescribeListedReadsWhenARelistHasNoAttrs(t *testing.T) {
+	c, s, lc, objects := listCluster(t, nil, nil, nil)
+	nodes := make([]node.Node, len(s.nodes))
+	for i, n := range s.nodes {
+		nodes[i] = listsNoAttrsAfterAll{Faulty: n.(listsNoAttrs).Faulty, asked: new(atomic.Bool)}
+	}
+	s = c.storeOver(t, nodes, nil)
+	ctx := context.Background()
+	l, err := s.ListNames(ctx, "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range l.Entries() {
+		names = append(names, e.Name)
+	}
+	infos := s.DescribeListed(ctx, l, names)
+	checkListing(t, infos, objects)
+	archives := 0
+	for p := range objects {
+		archives += len(c.archivesOf(p))
+	}
+	if o, a := lc.total(lc.opens), lc.total(lc.attrs); o != 0 || a != archives {
+		t.Errorf("opened %d archives and read %d summaries; want none and %d", o, a, archives)
+	}
+	for i, n := range nodes {
+		if n.(node.AttrsLister).ListsAttrs() {
+			t.Errorf("node %d was not listed again", i)
 		}
 	}
 }

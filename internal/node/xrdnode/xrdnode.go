@@ -157,9 +157,10 @@ type Node struct {
 }
 
 var (
-	_ node.Node       = (*Node)(nil)
-	_ node.AttrReader = (*Node)(nil)
-	_ node.NameLister = (*Node)(nil)
+	_ node.Node        = (*Node)(nil)
+	_ node.AttrReader  = (*Node)(nil)
+	_ node.NameLister  = (*Node)(nil)
+	_ node.AttrsLister = (*Node)(nil)
 )
 
 // New returns a node for the data server at rawURL (see the package
@@ -522,7 +523,7 @@ func (n *Node) List(ctx context.Context, dir string) ([]node.FileInfo, error) {
 	if err := n.check(ctx, "list", dir); err != nil {
 		return nil, err
 	}
-	if n.KeepsAttrs() && !n.noAttrList.Load() {
+	if n.ListsAttrs() {
 		var ents []xrootd.AttrEntry
 		err := n.pool.call(ctx, true, func(c *xrootd.Client) error {
 			var err error
@@ -552,6 +553,10 @@ func (n *Node) List(ctx context.Context, dir string) ([]node.FileInfo, error) {
 	}
 	return n.ListNames(ctx, dir)
 }
+
+// ListsAttrs implements node.AttrsLister: true while the server may
+// list with attributes (not known to answer kXR_Unsupported).
+func (n *Node) ListsAttrs() bool { return n.KeepsAttrs() && !n.noAttrList.Load() }
 
 // ListNames implements node.NameLister with one kXR_dirlist with
 // kXR_dstat: the files come without attributes. Where the server lists
