@@ -83,6 +83,19 @@ func checkListing(t *testing.T, infos []Info, objects map[string][]byte) {
 	}
 }
 
+// wantSummariesOnly fails t unless the store counted by lc opened no
+// archive and read one summary per archive of objects (held by c).
+func wantSummariesOnly(t *testing.T, c *cluster, lc lookupCounters, objects map[string][]byte) {
+	t.Helper()
+	archives := 0
+	for p := range objects {
+		archives += len(c.archivesOf(p))
+	}
+	if o, a := lc.total(lc.opens), lc.total(lc.attrs); o != 0 || a != archives {
+		t.Errorf("opened %d archives and read %d summaries; want none and %d", o, a, archives)
+	}
+}
+
 // A listing on nodes whose listings carry no attributes reads the
 // summaries by path: one request per archive, and no archive opened.
 func TestListReadsSummariesOfRemoteNodes(t *testing.T) {
@@ -92,13 +105,7 @@ func TestListReadsSummariesOfRemoteNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkListing(t, infos, objects)
-	archives := 0
-	for p := range objects {
-		archives += len(c.archivesOf(p))
-	}
-	if o, a := lc.total(lc.opens), lc.total(lc.attrs); o != 0 || a != archives {
-		t.Errorf("listing opened %d archives and read %d summaries; want none and %d", o, a, archives)
-	}
+	wantSummariesOnly(t, c, lc, objects)
 }
 
 // A node whose summary reads fail, or hang, is asked no more by the
@@ -366,13 +373,7 @@ func TestDescribeListedReadsWhenARelistHasNoAttrs(t *testing.T) {
 	}
 	infos := s.DescribeListed(ctx, l, names)
 	checkListing(t, infos, objects)
-	archives := 0
-	for p := range objects {
-		archives += len(c.archivesOf(p))
-	}
-	if o, a := lc.total(lc.opens), lc.total(lc.attrs); o != 0 || a != archives {
-		t.Errorf("opened %d archives and read %d summaries; want none and %d", o, a, archives)
-	}
+	wantSummariesOnly(t, c, lc, objects)
 	for i, n := range nodes {
 		if n.(node.AttrsLister).ListsAttrs() {
 			t.Errorf("node %d was not listed again", i)
