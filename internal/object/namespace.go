@@ -265,8 +265,9 @@ func (s *Store) listDir(ctx context.Context, dir string, namesOnly bool) (*Listi
 					e.dirMT = fi.ModTime
 				}
 			} else {
-				e.files = append(e.files, fi)
-				e.from = append(e.from, n)
+				f := listedFile{node: n}
+				f.setAttrs(fi.Attrs)
+				e.files = append(e.files, f)
 				files[n.ID()]++
 			}
 		}
@@ -319,7 +320,7 @@ func (s *Store) DescribeListed(ctx context.Context, l *Listing, names []string) 
 		case e == nil:
 			continue
 		case e.dirs == 0:
-			if info, ok := summaryFromAttrs(node.Join(l.dir, name), name, e.files, e.from); ok {
+			if info, ok := summaryFromFiles(node.Join(l.dir, name), name, e.files); ok {
 				out = append(out, *info)
 				continue
 			}
@@ -331,11 +332,10 @@ func (s *Store) DescribeListed(ctx context.Context, l *Listing, names []string) 
 }
 
 // listEntry is what the nodes listed under one name: directories, or
-// files with the nodes they are on.
+// files (archives) with the nodes they are on.
 type listEntry struct {
 	dirs  int
-	files []node.FileInfo
-	from  []node.Node // the node of each file
+	files []listedFile
 	dirMT time.Time
 }
 
@@ -366,24 +366,25 @@ func (s *Store) readListedAttrs(ctx context.Context, l *Listing, entries map[str
 	type nodeFiles struct {
 		n     node.Node
 		a     node.AttrReader
-		files []*node.FileInfo
+		files []wantedFile
 	}
 	byNode := map[string]*nodeFiles{} // by node ID
-	for _, e := range entries {
+	for name, e := range entries {
 		if e.dirs > 0 {
 			continue
 		}
-		for i, n := range e.from {
-			a, ok := s.summaryReader(n)
-			if e.files[i].Attrs != nil || !ok {
+		for i := range e.files {
+			f := &e.files[i]
+			a, ok := s.summaryReader(f.node)
+			if f.known || !ok {
 				continue
 			}
-			nf := byNode[n.ID()]
+			nf := byNode[f.node.ID()]
 			if nf == nil {
-				nf = &nodeFiles{n: n, a: a}
-				byNode[n.ID()] = nf
+				nf = &nodeFiles{n: f.node, a: a}
+				byNode[f.node.ID()] = nf
 			}
-			nf.files = append(nf.files, &e.files[i])
+			nf.files = append(nf.files, wantedFile{name, f})
 		}
 	}
 	var wg sync.WaitGroup
@@ -397,6 +398,13 @@ func (s *Store) readListedAttrs(ctx context.Context, l *Listing, entries map[str
 		}()
 	}
 	wg.Wait()
+}
+
+// wantedFile is a listed archive whose attributes a listing wants: its
+// name in the listed directory and what the listing keeps of it.
+type wantedFile struct {
+	name string
+	f    *listedFile
 }
 
 // relistShare is the share of a node's listed files (one in relistShare)
@@ -415,7 +423,7 @@ const relistShare = 4
 // read by path). A file the new listing does not hold (gone meanwhile)
 // is left without attributes, as are all of them if n fails (and is then
 // not asked again by this listing).
-func (s *Store) relistAttrs(ctx context.Context, dir string, n node.Node, files []*node.FileInfo, listed int) bool {
+func (s *Store) relistAttrs(ctx context.Context, dir string, n node.Node, files []wantedFile, listed int) bool {
 	al, ok := n.(node.AttrsLister)
 	if !ok || !al.ListsAttrs() || relistShare*len(files) < listed {
 		return false
@@ -438,8 +446,8 @@ func (s *Store) relistAttrs(ctx context.Context, dir string, n node.Node, files 
 			attrs[fi.Name] = fi.Attrs
 		}
 	}
-	for _, fi := range files {
-		fi.Attrs = attrs[fi.Name]
+	for _, w := range files {
+		w.f.setAttrs(attrs[w.name])
 	}
 	return true
 }
@@ -447,7 +455,7 @@ func (s *Store) relistAttrs(ctx context.Context, dir string, n node.Node, files 
 // readAttrsByPath reads the attributes of files (listed in dir on node
 // id, through a) by path, listedAttrReads at a time. After a failure the
 // node is asked no more (and is marked suspect if the read timed out).
-func (s *Store) readAttrsByPath(ctx context.Context, dir, id string, a node.AttrReader, files []*node.FileInfo) {
+func (s *Store) readAttrsByPath(ctx context.Context, dir, id string, a node.AttrReader, files []wantedFile) {
 	var wg sync.WaitGroup
 	var next atomic.Int64
 	var failed atomic.Bool
@@ -456,14 +464,14 @@ func (s *Store) readAttrsByPath(ctx context.Context, dir, id string, a node.Attr
 		go func() {
 			defer wg.Done()
 			for k := int(next.Add(1) - 1); k < len(files) && !failed.Load() && ctx.Err() == nil; k = int(next.Add(1) - 1) {
-				fi := files[k]
+				w := files[k]
 				rctx, cancel := context.WithTimeout(ctx, s.nodeTimeout(id, s.opts.MetadataTimeout))
-				attrs, err := a.ReadAttrs(rctx, node.Join(dir, fi.Name))
+				attrs, err := a.ReadAttrs(rctx, node.Join(dir, w.name))
 				timedOut := rctx.Err() != nil
 				cancel()
 				switch {
 				case err == nil:
-					fi.Attrs = attrs
+					w.f.setAttrs(attrs)
 				case errors.Is(err, node.ErrNotExist) || errors.Is(err, node.ErrNotDir):
 					// Gone meanwhile: the entry is stated.
 				default:

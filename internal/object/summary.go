@@ -132,24 +132,43 @@ func visibleBySummaries(n, k, m int) bool {
 	return n >= k && (n > m || n == k+m)
 }
 
-// summaryFromAttrs builds a listing entry from the archives' extended
-// attributes when the newest version among them has at least K archives,
-// and more than M unless it has them all. from holds the node of each
-// file: the entry remembers those of the newest version's archives
-// (Info.listedOn, for Describe).
-func summaryFromAttrs(path, name string, files []node.FileInfo, from []node.Node) (*Info, bool) {
-	sums := make([]summary, len(files))
+// listedFile is what a listing knows of one archive it listed: its node
+// and, once its attributes were read (with the listing or after it),
+// whether they hold a summary, and the summary. Keeping the parsed
+// summary rather than the attributes keeps a large listing small: a
+// listing of 22036 objects on 10 nodes held 66 k attribute maps, 77 MB
+// of gateway heap, and ran the collector back to back.
+type listedFile struct {
+	node  node.Node
+	known bool // the attributes were read
+	ok    bool // and hold a summary
+	sum   summary
+}
+
+// setAttrs records the attributes read for f; nil means none were read.
+func (f *listedFile) setAttrs(attrs map[string]string) {
+	if attrs == nil {
+		return
+	}
+	f.known = true
+	f.sum, f.ok = parseSummary(attrs)
+}
+
+// summaryFromFiles builds a listing entry from the summaries of the
+// archives listed under one name when the newest version among them has
+// at least K archives, and more than M unless it has them all. The entry
+// remembers the nodes of the newest version's archives (Info.listedOn,
+// for Describe).
+func summaryFromFiles(path, name string, files []listedFile) (*Info, bool) {
 	count := map[archive.Version]int{}
 	var newest summary
-	for i, fi := range files {
-		s, ok := parseSummary(fi.Attrs)
-		if !ok {
+	for _, f := range files {
+		if !f.ok {
 			return nil, false
 		}
-		sums[i] = s
-		count[s.version]++
-		if s.version > newest.version {
-			newest = s
+		count[f.sum.version]++
+		if f.sum.version > newest.version {
+			newest = f.sum
 		}
 	}
 	n := count[newest.version]
@@ -158,9 +177,9 @@ func summaryFromAttrs(path, name string, files []node.FileInfo, from []node.Node
 	}
 	info := &Info{Path: path, Name: name, Size: newest.size, MTime: newest.mtime,
 		Version: newest.version, Archives: n, Geometry: newest.geo}
-	for i, s := range sums {
-		if s.version == newest.version && i < len(from) {
-			info.listedOn = append(info.listedOn, from[i])
+	for _, f := range files {
+		if f.sum.version == newest.version {
+			info.listedOn = append(info.listedOn, f.node)
 		}
 	}
 	return info, true
