@@ -18,6 +18,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -443,19 +444,37 @@ func (l *Local) ListNames(ctx context.Context, dir string) ([]FileInfo, error) {
 		return nil, l.fail("list", dir, err)
 	}
 	out := make([]FileInfo, 0, len(des))
-	for _, de := range des {
-		if !de.IsDir() {
-			out = append(out, FileInfo{Name: de.Name()})
-			continue
+	var serr error
+	err = control(f, func(dirfd int) {
+		for _, de := range des {
+			if !de.IsDir() {
+				out = append(out, FileInfo{Name: de.Name()})
+				continue
+			}
+			// Stated through the directory's descriptor: DirEntry.Info
+			// would lstat the entry by its path, which a directory
+			// renamed or replaced meanwhile could lead out of the root.
+			var st unix.Stat_t
+			err := unix.Fstatat(dirfd, de.Name(), &st, unix.AT_SYMLINK_NOFOLLOW)
+			switch {
+			case errors.Is(err, unix.ENOENT):
+				continue // removed since the directory was read
+			case err != nil:
+				serr = err
+				return
+			}
+			fi := FileInfo{Name: de.Name(), IsDir: st.Mode&unix.S_IFMT == unix.S_IFDIR}
+			if fi.IsDir {
+				fi.Size, fi.ModTime = st.Size, time.Unix(st.Mtim.Unix())
+			}
+			out = append(out, fi)
 		}
-		fi, err := de.Info()
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			continue // removed since the directory was read
-		case err != nil:
-			return nil, l.fail("list", dir, err)
-		}
-		out = append(out, toInfo(fi))
+	})
+	if err == nil {
+		err = serr
+	}
+	if err != nil {
+		return nil, l.fail("list", dir, err)
 	}
 	return out, nil
 }

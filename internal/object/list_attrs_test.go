@@ -380,3 +380,38 @@ func TestDescribeListedReadsWhenARelistHasNoAttrs(t *testing.T) {
 		}
 	}
 }
+
+// relistFails is a relists node whose listings with attributes fail at
+// once (not a timeout).
+type relistFails struct{ relists }
+
+func (n relistFails) List(ctx context.Context, dir string) ([]node.FileInfo, error) {
+	n.lists.Add(1)
+	return nil, fmt.Errorf("list %s: connection reset", dir)
+}
+
+// A relisting that fails without a timeout falls back to reading the
+// summaries by path: every object is still described by them.
+func TestDescribeListedReadsWhenARelistFails(t *testing.T) {
+	c, s, lc, objects := listCluster(t, nil, nil, nil)
+	var lists atomic.Int32
+	nodes := make([]node.Node, len(s.nodes))
+	for i, n := range s.nodes {
+		nodes[i] = relistFails{relists{Faulty: n.(listsNoAttrs).Faulty, lists: &lists}}
+	}
+	s = c.storeOver(t, nodes, nil)
+	ctx := context.Background()
+	l, err := s.ListNames(ctx, "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range l.Entries() {
+		names = append(names, e.Name)
+	}
+	checkListing(t, s.DescribeListed(ctx, l, names), objects)
+	wantSummariesOnly(t, c, lc, objects)
+	if lists.Load() == 0 {
+		t.Error("no node was listed again")
+	}
+}

@@ -419,10 +419,11 @@ const relistShare = 4
 // all) the attributes of a new listing of n with attributes, when n can
 // list them (node.AttrsLister) and files are at least a relistShare-th
 // of its listed files. It reports whether it did: false when it did not
-// try, or when n turned out to list without attributes (files are then
-// read by path). A file the new listing does not hold (gone meanwhile)
-// is left without attributes, as are all of them if n fails (and is then
-// not asked again by this listing).
+// try, when n turned out to list without attributes, or when the
+// listing failed without n timing out (files are then read by path). A
+// file the new listing does not hold (gone meanwhile) is left without
+// attributes, as are all of them if n timed out (it is then suspect,
+// and not asked for summaries again).
 func (s *Store) relistAttrs(ctx context.Context, dir string, n node.Node, files []wantedFile, listed int) bool {
 	al, ok := n.(node.AttrsLister)
 	if !ok || !al.ListsAttrs() || relistShare*len(files) < listed {
@@ -436,7 +437,7 @@ func (s *Store) relistAttrs(ctx context.Context, dir string, n node.Node, files 
 	})
 	switch {
 	case errs[0] != nil:
-		return true
+		return s.isSuspect(n.ID())
 	case !al.ListsAttrs():
 		return false
 	}

@@ -432,6 +432,14 @@ func (n *Node) attrsSet(err error) {
 	}
 }
 
+// isRefusedQuery reports whether err is an answer by which a server
+// whose file system plugin takes opaque queries (xrootd's ofs.ctllib)
+// may refuse one it does not know: kXR_ArgInvalid or kXR_InvalidRequest.
+func isRefusedQuery(err error) bool {
+	var xe *xrootd.Error
+	return errors.As(err, &xe) && (xe.Code == xrootd.ErrArgInvalid || xe.Code == xrootd.ErrInvalidRequest)
+}
+
 // isUnsupported reports whether err is a kXR_Unsupported answer.
 func isUnsupported(err error) bool {
 	var xe *xrootd.Error
@@ -543,10 +551,12 @@ func (n *Node) List(ctx context.Context, dir string) ([]node.FileInfo, error) {
 				out = append(out, fi)
 			}
 			return out, nil
-		case isUnsupported(err):
+		case isUnsupported(err) || isRefusedQuery(err):
 			if !n.noAttrList.Swap(true) {
-				n.log.Debug("node lists no attributes: listings read the attribute of each file", "node", n.id)
+				n.log.Debug("node lists no attributes: listings read the attribute of each file", "node", n.id, "err", err)
 			}
+		case errors.Is(err, xrootd.ErrFrameTooLarge):
+			// Too long with attributes: a kXR_dirlist is shorter.
 		default:
 			return nil, n.fail("list", dir, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -912,5 +913,38 @@ func TestListCarriesAttrs(t *testing.T) {
 	}
 	if _, err := n.List(ctx, "/d/without"); !errors.Is(err, node.ErrNotDir) {
 		t.Errorf("List of a file: %v; want ErrNotDir", err)
+	}
+}
+
+// A listing with attributes too long for the client's response bound is
+// made again as a kXR_dirlist, which is shorter: the files come without
+// attributes, and later listings still ask for them.
+func TestListFallsBackWhenAttrsAreTooLong(t *testing.T) {
+	s := startOurs(t, "", "127.0.0.1:0")
+	n := newNode(t, "root://"+s.addr+"//p", Options{Client: &xrootd.DialOptions{MaxResponse: 4096}})
+	ctx := context.Background()
+	for i := range 8 {
+		u, err := n.Create(ctx, fmt.Sprintf("/d/f%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := u.(node.Attributes).SetAttrs(ctx, map[string]string{"v": strings.Repeat("x", 1000)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := u.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ents, err := n.List(ctx, "/d")
+	if err != nil || len(ents) != 8 {
+		t.Fatalf("List = %+v, %v; want 8 entries", ents, err)
+	}
+	for _, fi := range ents {
+		if fi.Attrs != nil {
+			t.Errorf("%s came with attributes from a listing too long for them", fi.Name)
+		}
+	}
+	if !n.ListsAttrs() {
+		t.Error("a listing too long turned attribute listings off")
 	}
 }
