@@ -353,6 +353,21 @@ func (n listsNoAttrsAfterAll) List(ctx context.Context, dir string) ([]node.File
 
 func (n listsNoAttrsAfterAll) ListsAttrs() bool { return !n.asked.Load() }
 
+// describeAll lists dir by name on s and describes every entry.
+func describeAll(t *testing.T, s *Store, dir string) []Info {
+	t.Helper()
+	ctx := context.Background()
+	l, err := s.ListNames(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range l.Entries() {
+		names = append(names, e.Name)
+	}
+	return s.DescribeListed(ctx, l, names)
+}
+
 // A node listed again that turns out to list without attributes has them
 // read by path: every object is still described by its summaries.
 func TestDescribeListedReadsWhenARelistHasNoAttrs(t *testing.T) {
@@ -361,18 +376,7 @@ func TestDescribeListedReadsWhenARelistHasNoAttrs(t *testing.T) {
 	for i, n := range s.nodes {
 		nodes[i] = listsNoAttrsAfterAll{Faulty: n.(listsNoAttrs).Faulty, asked: new(atomic.Bool)}
 	}
-	s = c.storeOver(t, nodes, nil)
-	ctx := context.Background()
-	l, err := s.ListNames(ctx, "/d")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range l.Entries() {
-		names = append(names, e.Name)
-	}
-	infos := s.DescribeListed(ctx, l, names)
-	checkListing(t, infos, objects)
+	checkListing(t, describeAll(t, c.storeOver(t, nodes, nil), "/d"), objects)
 	wantSummariesOnly(t, c, lc, objects)
 	for i, n := range nodes {
 		if n.(node.AttrsLister).ListsAttrs() {
@@ -399,17 +403,7 @@ func TestDescribeListedReadsWhenARelistFails(t *testing.T) {
 	for i, n := range s.nodes {
 		nodes[i] = relistFails{relists{Faulty: n.(listsNoAttrs).Faulty, lists: &lists}}
 	}
-	s = c.storeOver(t, nodes, nil)
-	ctx := context.Background()
-	l, err := s.ListNames(ctx, "/d")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range l.Entries() {
-		names = append(names, e.Name)
-	}
-	checkListing(t, s.DescribeListed(ctx, l, names), objects)
+	checkListing(t, describeAll(t, c.storeOver(t, nodes, nil), "/d"), objects)
 	wantSummariesOnly(t, c, lc, objects)
 	if lists.Load() == 0 {
 		t.Error("no node was listed again")
