@@ -13,6 +13,7 @@ import (
 	"github.com/ecstore/ecstore/internal/archive"
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/node"
+	"github.com/ecstore/ecstore/internal/watchdog"
 	"github.com/ecstore/ecstore/internal/workers"
 )
 
@@ -55,13 +56,48 @@ func (s *Store) forEach(ctx context.Context, fn func(ctx context.Context, n node
 
 // forNodes is forEach over the given nodes.
 func (s *Store) forNodes(ctx context.Context, nodes []node.Node, fn func(ctx context.Context, n node.Node) error) []error {
+	return s.forNodesWithin(ctx, nodes, s.metadataContext, fn)
+}
+
+// forNodesListing is forNodes for directory listings, whose answers grow
+// with the directory: a node's call is cut off once the node has sent
+// nothing for MetadataTimeout (a watchdog that every part of its answer
+// restarts), or after listingTimeout in all, not after MetadataTimeout in
+// all. A directory of a few hundred thousand entries takes a node longer
+// than that to list, and every node lists it at once.
+func (s *Store) forNodesListing(ctx context.Context, nodes []node.Node, fn func(ctx context.Context, n node.Node) error) []error {
+	return s.forNodesWithin(ctx, nodes, s.listingContext, fn)
+}
+
+// listingTimeout bounds a node's listing of one directory however
+// steadily its answer comes.
+const listingTimeout = 5 * time.Minute
+
+// metadataContext bounds a namespace operation on node id.
+func (s *Store) metadataContext(ctx context.Context, id string) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.nodeTimeout(id, s.opts.MetadataTimeout))
+}
+
+// listingContext bounds a listing on node id (forNodesListing).
+func (s *Store) listingContext(ctx context.Context, id string) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(ctx, listingTimeout)
+	ctx, stop := watchdog.WithIdleTimeout(ctx, s.nodeTimeout(id, s.opts.MetadataTimeout))
+	return ctx, func() { stop(); cancel() }
+}
+
+// forNodesWithin runs fn on the given nodes in parallel, each call in a
+// context from within, and marks a node suspect when its call failed
+// because that context expired.
+func (s *Store) forNodesWithin(ctx context.Context, nodes []node.Node,
+	within func(ctx context.Context, id string) (context.Context, context.CancelFunc),
+	fn func(ctx context.Context, n node.Node) error) []error {
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
 	for i, n := range nodes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			nctx, cancel := context.WithTimeout(ctx, s.nodeTimeout(n.ID(), s.opts.MetadataTimeout))
+			nctx, cancel := within(ctx, n.ID())
 			defer cancel()
 			errs[i] = fn(nctx, n)
 			if errs[i] != nil && ctx.Err() == nil && nctx.Err() != nil {
@@ -239,7 +275,7 @@ func (s *Store) listDir(ctx context.Context, dir string, namesOnly bool) (*Listi
 	var mu sync.Mutex
 	entries := map[string]*listEntry{}
 	files := map[string]int{} // by node ID
-	errs := s.forEach(ctx, func(ctx context.Context, n node.Node) error {
+	errs := s.forNodesListing(ctx, s.nodes, func(ctx context.Context, n node.Node) error {
 		list := n.List
 		if nl, ok := n.(node.NameLister); ok && namesOnly {
 			list = nl.ListNames
@@ -273,13 +309,15 @@ func (s *Store) listDir(ctx context.Context, dir string, namesOnly bool) (*Listi
 		}
 		return nil
 	})
-	listed, notDir := 0, 0
+	listed, notDir, failed := 0, 0, 0
 	for _, err := range errs {
 		switch {
 		case err == nil:
 			listed++
 		case errors.Is(err, node.ErrNotDir):
 			notDir++
+		case !errors.Is(err, node.ErrNotExist):
+			failed++
 		}
 	}
 	if listed == 0 {
@@ -290,6 +328,14 @@ func (s *Store) listDir(ctx context.Context, dir string, namesOnly bool) (*Listi
 			return nil, fmt.Errorf("object: list %s: %w", dir, err)
 		}
 		return nil, fmt.Errorf("object: list %s: %w", dir, ErrNotExist)
+	}
+	// An object has its archives on K+M different nodes: with at most M
+	// nodes unlisted, each one whose archives all exist shows on a node
+	// listed. With more, whole objects may be missing from the listing;
+	// it is refused rather than shown incomplete.
+	if m := s.opts.Geometry.M; failed > m {
+		return nil, fmt.Errorf("object: list %s: %w: %d of %d nodes could not list it, at most %d may fail: %w",
+			dir, ErrQuorum, failed, len(s.nodes), m, firstReal(errs))
 	}
 	l := &Listing{dir: dir, entries: entries, listed: files, names: make([]string, 0, len(entries))}
 	for name := range entries {
@@ -430,7 +476,7 @@ func (s *Store) relistAttrs(ctx context.Context, dir string, n node.Node, files 
 		return false
 	}
 	var fis []node.FileInfo
-	errs := s.forNodes(ctx, []node.Node{n}, func(ctx context.Context, n node.Node) error {
+	errs := s.forNodesListing(ctx, []node.Node{n}, func(ctx context.Context, n node.Node) error {
 		var err error
 		fis, err = n.List(ctx, dir)
 		return err

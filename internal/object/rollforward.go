@@ -142,7 +142,7 @@ func (s *Store) findTemps(ctx context.Context, path string, meta *archive.Metada
 		mu  sync.Mutex
 		out []tempArchive
 	)
-	s.forNodes(ctx, nodes, func(ctx context.Context, n node.Node) error {
+	s.forNodesListing(ctx, nodes, func(ctx context.Context, n node.Node) error {
 		fis, err := n.List(ctx, dir)
 		if err != nil {
 			return err

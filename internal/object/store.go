@@ -45,7 +45,7 @@ var (
 	ErrNotDir        = errors.New("object: not a directory")
 	ErrNotEmpty      = errors.New("object: directory not empty")
 	ErrUnrecoverable = errors.New("object: unrecoverable")
-	ErrQuorum        = errors.New("object: write quorum not reached")
+	ErrQuorum        = errors.New("object: quorum not reached") // too few nodes took a write or listed a directory
 	ErrClosed        = errors.New("object: use of closed writer or reader")
 )
 

@@ -266,7 +266,7 @@ func (s *Store) CollectTombstone(ctx context.Context, path string) (bool, error)
 func (s *Store) Tombstones(ctx context.Context) ([]string, error) {
 	var mu sync.Mutex
 	seen := map[string]bool{}
-	errs := s.forEach(ctx, func(ctx context.Context, n node.Node) error {
+	errs := s.forNodesListing(ctx, s.nodes, func(ctx context.Context, n node.Node) error {
 		var walk func(dir string) error
 		walk = func(dir string) error {
 			fis, err := n.List(ctx, dir)

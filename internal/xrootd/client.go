@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ecstore/ecstore/internal/watchdog"
 )
 
 // DialOptions configure Dial. The zero value of each field selects its
@@ -574,8 +576,16 @@ func (c *Client) roundTrip(ctx context.Context, req Request, onData func(f *Resp
 // roundTripInto is roundTrip with a sink that receives the answer's data
 // in place (see call.sink); sink is no longer written once it returns.
 func (c *Client) roundTripInto(ctx context.Context, req Request, sink []byte, onData func(f *ResponseFrame) error) error {
-	if onData == nil {
-		onData = func(*ResponseFrame) error { return nil }
+	handle := onData
+	if handle == nil {
+		handle = func(*ResponseFrame) error { return nil }
+	}
+	// Every part of a long answer (a listing's kXR_oksofar frames) is
+	// progress for a watchdog of ctx: the request is bounded by how long
+	// the server goes silent, not by how long the whole answer takes.
+	onData = func(f *ResponseFrame) error {
+		watchdog.Progress(ctx)
+		return handle(f)
 	}
 	for attempt := 0; ; attempt++ {
 		p, err := c.start(ctx, req, sink)
