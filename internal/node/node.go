@@ -222,6 +222,16 @@ type AttrsLister interface {
 	ListsAttrs() bool
 }
 
+// PartLister is implemented by nodes whose listings arrive in parts (a
+// remote node's answer in several frames): ListParts is List handing
+// the entries to fn part by part as they arrive, so that a listing of a
+// large directory is reduced as it comes rather than held whole. fn must
+// not keep the slice. An error may come after some parts were handed
+// over; no entry is handed over twice.
+type PartLister interface {
+	ListParts(ctx context.Context, dir string, fn func(part []FileInfo) error) error
+}
+
 // ErrNoAttrs means that a node keeps no attributes.
 var ErrNoAttrs = errors.New("node: attributes not kept")
 
@@ -238,19 +248,39 @@ func EncodeAttrs(attrs map[string]string) []byte {
 	return []byte(v.Encode())
 }
 
-// DecodeAttrs is the inverse of EncodeAttrs.
+// DecodeAttrs is the inverse of EncodeAttrs. It reads the pairs as
+// url.ParseQuery does (the last value of a key wins; a pair with a
+// semicolon or a bad escape is skipped), with no intermediate url.Values:
+// a listing decodes one per archive.
 func DecodeAttrs(b []byte) map[string]string {
-	v, _ := url.ParseQuery(string(b))
-	if len(v) == 0 {
-		return nil
-	}
-	attrs := make(map[string]string, len(v))
-	for k, vals := range v {
-		if ValidAttrKey(k) && len(vals) > 0 {
-			attrs[k] = vals[len(vals)-1]
+	var attrs map[string]string
+	for q := string(b); q != ""; {
+		var pair string
+		pair, q, _ = strings.Cut(q, "&")
+		if pair == "" || strings.Contains(pair, ";") {
+			continue
 		}
+		k, v, _ := strings.Cut(pair, "=")
+		k, kerr := queryUnescape(k)
+		v, verr := queryUnescape(v)
+		if kerr != nil || verr != nil || !ValidAttrKey(k) {
+			continue
+		}
+		if attrs == nil {
+			attrs = make(map[string]string, 8)
+		}
+		attrs[k] = v
 	}
 	return attrs
+}
+
+// queryUnescape is url.QueryUnescape, which it calls only when s holds
+// something to unescape.
+func queryUnescape(s string) (string, error) {
+	if !strings.ContainsAny(s, "%+") {
+		return s, nil
+	}
+	return url.QueryUnescape(s)
 }
 
 // ValidAttrKey reports whether k is an acceptable attribute key: 1 to
