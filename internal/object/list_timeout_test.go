@@ -128,3 +128,72 @@ func TestListingWithSilentNodes(t *testing.T) {
 		}
 	}
 }
+
+// partLister hands its node's listing over one entry at a time
+// (node.PartLister) and fails List, which a listing must not call.
+type partLister struct {
+	node.Node
+	parts int
+}
+
+func (l *partLister) List(ctx context.Context, dir string) ([]node.FileInfo, error) {
+	return nil, errors.New("List called on a node that lists in parts")
+}
+
+func (l *partLister) ListParts(ctx context.Context, dir string, fn func([]node.FileInfo) error) error {
+	fis, err := l.Node.List(ctx, dir)
+	if err != nil {
+		return err
+	}
+	for _, fi := range fis {
+		l.parts++
+		if err := fn([]node.FileInfo{fi}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// A listing takes the entries of nodes that list in parts part by part,
+// and comes out as from whole listings.
+func TestListingTakesParts(t *testing.T) {
+	c := newCluster(t, 8, layout.Geometry{K: 4, M: 2, ChunkSize: 4096})
+	put(t, c.store, "/d/small", []byte("small object"))
+	put(t, c.store, "/d/large", make([]byte, 40000))
+	if err := c.store.Mkdir(context.Background(), "/d/sub"); err != nil {
+		t.Fatal(err)
+	}
+	want, err := c.store.List(context.Background(), "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := make([]node.Node, len(c.nodes))
+	lister := make([]*partLister, len(c.nodes))
+	for i, n := range c.nodes {
+		lister[i] = &partLister{Node: n}
+		nodes[i] = lister[i]
+	}
+	s, err := New(nodes, Options{Geometry: c.store.Geometry(), MinFree: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.List(context.Background(), "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if listedNames(got) != listedNames(want) || listedNames(got) != "large small sub" {
+		t.Fatalf("listed %q in parts, %q whole", listedNames(got), listedNames(want))
+	}
+	for i := range got {
+		if got[i].Size != want[i].Size || got[i].IsDir != want[i].IsDir || got[i].Version != want[i].Version {
+			t.Errorf("%s: %+v in parts, %+v whole", got[i].Name, got[i], want[i])
+		}
+	}
+	parts := 0
+	for _, l := range lister {
+		parts += l.parts
+	}
+	if parts < 8+6+3 { // sub on every node, large on 6, small on 3
+		t.Errorf("%d parts handed over, want one per entry of every node", parts)
+	}
+}

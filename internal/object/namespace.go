@@ -54,6 +54,31 @@ func (s *Store) forEach(ctx context.Context, fn func(ctx context.Context, n node
 	return s.forNodes(ctx, s.nodes, fn)
 }
 
+// listParts lists dir on n, handing the entries to fn in parts where
+// the node lists in parts (node.PartLister), else all at once; with
+// namesOnly, by names where the node lists names more cheaply
+// (node.NameLister).
+func listParts(ctx context.Context, n node.Node, dir string, namesOnly bool, fn func([]node.FileInfo) error) error {
+	nl, names := n.(node.NameLister)
+	pl, parts := n.(node.PartLister)
+	var (
+		fis []node.FileInfo
+		err error
+	)
+	switch {
+	case namesOnly && names:
+		fis, err = nl.ListNames(ctx, dir)
+	case parts:
+		return pl.ListParts(ctx, dir, fn)
+	default:
+		fis, err = n.List(ctx, dir)
+	}
+	if err != nil {
+		return err
+	}
+	return fn(fis)
+}
+
 // forNodes is forEach over the given nodes.
 func (s *Store) forNodes(ctx context.Context, nodes []node.Node, fn func(ctx context.Context, n node.Node) error) []error {
 	return s.forNodesWithin(ctx, nodes, s.metadataContext, fn)
@@ -276,38 +301,34 @@ func (s *Store) listDir(ctx context.Context, dir string, namesOnly bool) (*Listi
 	entries := map[string]*listEntry{}
 	files := map[string]int{} // by node ID
 	errs := s.forNodesListing(ctx, s.nodes, func(ctx context.Context, n node.Node) error {
-		list := n.List
-		if nl, ok := n.(node.NameLister); ok && namesOnly {
-			list = nl.ListNames
-		}
-		fis, err := list(ctx, dir)
-		if err != nil {
-			return err
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		for _, fi := range fis {
-			if node.IsTemp(fi.Name) || dir == "/" && reservedRoot(fi.Name) {
-				continue
-			}
-			e := entries[fi.Name]
-			if e == nil {
-				e = &listEntry{}
-				entries[fi.Name] = e
-			}
-			if fi.IsDir {
-				e.dirs++
-				if fi.ModTime.After(e.dirMT) {
-					e.dirMT = fi.ModTime
+		return listParts(ctx, n, dir, namesOnly, func(fis []node.FileInfo) error {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, fi := range fis {
+				if node.IsTemp(fi.Name) || dir == "/" && reservedRoot(fi.Name) {
+					continue
 				}
-			} else {
-				f := listedFile{node: n}
-				f.setAttrs(fi.Attrs)
-				e.files = append(e.files, f)
-				files[n.ID()]++
+				e := entries[fi.Name]
+				if e == nil {
+					e = &listEntry{}
+					// A name may be a slice of a whole part of the
+					// node's answer, which it would keep alive.
+					entries[strings.Clone(fi.Name)] = e
+				}
+				if fi.IsDir {
+					e.dirs++
+					if fi.ModTime.After(e.dirMT) {
+						e.dirMT = fi.ModTime
+					}
+				} else {
+					f := listedFile{node: n}
+					f.setAttrs(fi.Attrs)
+					e.files = append(e.files, f)
+					files[n.ID()]++
+				}
 			}
-		}
-		return nil
+			return nil
+		})
 	})
 	listed, notDir, failed := 0, 0, 0
 	for _, err := range errs {

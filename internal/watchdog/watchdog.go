@@ -27,6 +27,7 @@ type idleContext struct {
 	err        error
 	timer      *time.Timer
 	stopParent func() bool
+	busy       int // Busy calls not yet done: the timer is stopped
 }
 
 // WithIdleTimeout returns a context that expires (Err is
@@ -56,11 +57,29 @@ func (c *idleContext) end(err error) {
 	c.stopParent()
 }
 
-// touch restarts c's idle time, unless c has ended.
+// touch restarts c's idle time, unless c has ended or is busy.
 func (c *idleContext) touch() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.err == nil {
+	if c.err == nil && c.busy == 0 {
+		c.timer.Reset(c.idle)
+	}
+}
+
+// pause stops c's idle time until resume.
+func (c *idleContext) pause() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.busy++
+	c.timer.Stop()
+}
+
+// resume undoes a pause; the last one restarts c's idle time.
+func (c *idleContext) resume() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.busy--
+	if c.err == nil && c.busy == 0 {
 		c.timer.Reset(c.idle)
 	}
 }
@@ -78,6 +97,23 @@ func (c *idleContext) Value(key any) any {
 		return c
 	}
 	return c.Context.Value(key)
+}
+
+// Busy is Progress for a caller that goes on to work on what it received
+// (parse a part of an answer, say): the watchdogs of ctx stop until done
+// is called, then start their idle time again. The time a slow or
+// starved caller takes over its own work is not the peer's silence.
+func Busy(ctx context.Context) (done func()) {
+	var paused []*idleContext
+	for c, _ := ctx.Value(ctxKey{}).(*idleContext); c != nil; c, _ = c.Context.Value(ctxKey{}).(*idleContext) {
+		c.pause()
+		paused = append(paused, c)
+	}
+	return func() {
+		for _, c := range paused {
+			c.resume()
+		}
+	}
 }
 
 // Progress tells every watchdog of ctx (WithIdleTimeout, nested ones

@@ -102,3 +102,30 @@ func TestValueAndDeadline(t *testing.T) {
 		t.Fatalf("Deadline = %v %v, want the parent's %v", got, ok, dl)
 	}
 }
+
+// While the caller is busy with what it received, the idle time stands
+// still, however long the work takes; it starts again when done.
+func TestBusyStopsTheClock(t *testing.T) {
+	outer, cancel := WithIdleTimeout(context.Background(), 40*time.Millisecond)
+	defer cancel()
+	ctx, cancel2 := WithIdleTimeout(outer, 40*time.Millisecond)
+	defer cancel2()
+	done := Busy(ctx)
+	time.Sleep(150 * time.Millisecond)
+	if err := ctx.Err(); err != nil {
+		t.Fatalf("expired while busy: %v", err)
+	}
+	if err := outer.Err(); err != nil {
+		t.Fatalf("the outer watchdog expired while busy: %v", err)
+	}
+	Progress(ctx) // no effect while busy
+	done()
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("did not expire once no longer busy")
+	}
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Fatalf("Err = %v", ctx.Err())
+	}
+}

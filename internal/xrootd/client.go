@@ -2,6 +2,7 @@ package xrootd
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -581,10 +582,12 @@ func (c *Client) roundTripInto(ctx context.Context, req Request, sink []byte, on
 		handle = func(*ResponseFrame) error { return nil }
 	}
 	// Every part of a long answer (a listing's kXR_oksofar frames) is
-	// progress for a watchdog of ctx: the request is bounded by how long
-	// the server goes silent, not by how long the whole answer takes.
+	// progress for a watchdog of ctx, which stands still while the part
+	// is handled: the request is bounded by how long the server goes
+	// silent, not by how long the whole answer, or the caller's work on
+	// it, takes.
 	onData = func(f *ResponseFrame) error {
-		watchdog.Progress(ctx)
+		defer watchdog.Busy(ctx)()
 		return handle(f)
 	}
 	for attempt := 0; ; attempt++ {
@@ -769,8 +772,7 @@ func (c *Client) QueryConfig(ctx context.Context, keys ...string) ([]string, err
 // entry, in one request (kXR_query kXR_Qopaquf, see AttrLister). Servers
 // other than ecstore's answer kXR_Unsupported.
 func (c *Client) ListAttr(ctx context.Context, dir, attr string) ([]AttrEntry, error) {
-	args := dir + "?" + AttrListArg + "=" + url.QueryEscape(attr)
-	body, err := c.collect(ctx, &QueryRequest{InfoType: QueryOpaqueFile, Args: []byte(args)})
+	body, err := c.collect(ctx, attrListQuery(dir, attr))
 	if err != nil {
 		return nil, fmt.Errorf("xrootd: list %s with attribute %s: %w", dir, attr, err)
 	}
@@ -779,6 +781,62 @@ func (c *Client) ListAttr(ctx context.Context, dir, attr string) ([]AttrEntry, e
 		return nil, fmt.Errorf("xrootd: list %s with attribute %s: %w", dir, attr, err)
 	}
 	return list, nil
+}
+
+// attrListQuery is the request of a listing with attributes.
+func attrListQuery(dir, attr string) *QueryRequest {
+	return &QueryRequest{InfoType: QueryOpaqueFile, Args: []byte(dir + "?" + AttrListArg + "=" + url.QueryEscape(attr))}
+}
+
+// ListAttrEach is ListAttr handing the entries to fn part by part, as the
+// answer's frames arrive, so that a large directory's listing is never
+// held whole: each part is parsed and handed over before the next is
+// read. fn must not keep the slice. An entry split between frames is
+// completed by the next; MaxResponse bounds what is kept of it.
+func (c *Client) ListAttrEach(ctx context.Context, dir, attr string, fn func([]AttrEntry) error) error {
+	var carry []byte
+	err := c.roundTrip(ctx, attrListQuery(dir, attr), func(f *ResponseFrame) error {
+		if f.Status == StatusStatus {
+			return fmt.Errorf("%w: unexpected kXR_status answer", ErrMalformed)
+		}
+		carry = append(carry, f.Body...)
+		cut := len(carry)
+		if f.Status != StatusOK {
+			cut = attrListCut(carry)
+		}
+		if cut > 0 {
+			ents, err := ParseAttrList(carry[:cut])
+			if err != nil {
+				return err
+			}
+			if len(ents) > 0 {
+				if err := fn(ents); err != nil {
+					return err
+				}
+			}
+			carry = append(carry[:0], carry[cut:]...)
+		}
+		if len(carry) > c.opts.MaxResponse {
+			return fmt.Errorf("%w: an entry of more than %d bytes", ErrFrameTooLarge, c.opts.MaxResponse)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("xrootd: list %s with attribute %s: %w", dir, attr, err)
+	}
+	return nil
+}
+
+// attrListCut returns the length of the whole entries (three lines each)
+// at the start of b, a part of an attribute listing.
+func attrListCut(b []byte) int {
+	lines := bytes.Count(b, []byte{'\n'})
+	whole := lines - lines%3
+	cut := 0
+	for range whole {
+		cut += bytes.IndexByte(b[cut:], '\n') + 1
+	}
+	return cut
 }
 
 // Space asks for the space behind path (kXR_query kXR_Qspace).

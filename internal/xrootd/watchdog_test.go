@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -65,5 +66,35 @@ func TestPartsAreProgress(t *testing.T) {
 	defer cancel()
 	if _, err := c.Dirlist(ctx, "/d", true); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a server silent for 240 ms under a 150 ms watchdog: err = %v, want a deadline error", err)
+	}
+}
+
+// The time the caller spends on a part it received is not the server's
+// silence: a caller slower than the watchdog's idle time on every part
+// still gets the whole answer. (Before, a gateway that took more than
+// MetadataTimeout over a part of a 100000-entry listing, its CPU shared
+// with ten nodes, cut nodes off that had long sent the next part.)
+func TestSlowHandlingIsNotSilence(t *testing.T) {
+	var body []byte
+	for i := range 6 {
+		body = AppendAttrListEntry(body, &AttrEntry{FileInfo: FileInfo{Name: fmt.Sprintf("f%d", i)}})
+	}
+	fs := &fakeServer{t: t, serve: func(w net.Conn, f *RequestFrame) {
+		half := len(body) / 2
+		w.Write(respond(f.StreamID, StatusOKSoFar, body[:half]))
+		w.Write(respond(f.StreamID, StatusOKSoFar, body[half:]))
+		w.Write(respond(f.StreamID, StatusOK, nil))
+	}}
+	c := dial(t, fs.start(), nil)
+	ctx, cancel := watchdog.WithIdleTimeout(testCtx(t), 50*time.Millisecond)
+	defer cancel()
+	n := 0
+	err := c.ListAttrEach(ctx, "/d", "ecstore", func(ents []AttrEntry) error {
+		n += len(ents)
+		time.Sleep(150 * time.Millisecond)
+		return nil
+	})
+	if err != nil || n != 6 {
+		t.Fatalf("a caller slow on each part: %d entries, %v", n, err)
 	}
 }

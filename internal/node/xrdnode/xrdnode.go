@@ -528,40 +528,71 @@ func (n *Node) Stat(ctx context.Context, path string) (node.FileInfo, error) {
 // it has none); any other server is sent one kXR_dirlist with kXR_dstat,
 // and files come without attributes.
 func (n *Node) List(ctx context.Context, dir string) ([]node.FileInfo, error) {
-	if err := n.check(ctx, "list", dir); err != nil {
+	var out []node.FileInfo
+	err := n.ListParts(ctx, dir, func(part []node.FileInfo) error {
+		out = append(out, part...)
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
+	return out, nil
+}
+
+// ListParts implements node.PartLister: List, each part of the server's
+// answer parsed and handed over as it arrives. A retry on another
+// connection (after the first found its connection closed) is made only
+// while nothing was handed over.
+func (n *Node) ListParts(ctx context.Context, dir string, fn func(part []node.FileInfo) error) error {
+	if err := n.check(ctx, "list", dir); err != nil {
+		return err
+	}
 	if n.ListsAttrs() {
-		var ents []xrootd.AttrEntry
+		var (
+			handed  bool
+			lastErr error
+			part    []node.FileInfo
+		)
 		err := n.pool.call(ctx, true, func(c *xrootd.Client) error {
-			var err error
-			ents, err = c.ListAttr(ctx, n.remote(dir), attrName)
-			return err
+			if handed {
+				return lastErr // a retry would hand the first parts over again
+			}
+			lastErr = c.ListAttrEach(ctx, n.remote(dir), attrName, func(ents []xrootd.AttrEntry) error {
+				handed = true
+				part = part[:0]
+				for _, e := range ents {
+					fi := node.FileInfo{Name: e.Name, Size: e.Size, ModTime: e.ModTime, IsDir: e.IsDir()}
+					if !fi.IsDir {
+						if fi.Attrs = node.DecodeAttrs(e.Value); fi.Attrs == nil {
+							fi.Attrs = map[string]string{} // listed: it has none
+						}
+					}
+					part = append(part, fi)
+				}
+				return fn(part)
+			})
+			return lastErr
 		})
 		switch {
 		case err == nil:
-			out := make([]node.FileInfo, 0, len(ents))
-			for _, e := range ents {
-				fi := node.FileInfo{Name: e.Name, Size: e.Size, ModTime: e.ModTime, IsDir: e.IsDir()}
-				if !fi.IsDir {
-					if fi.Attrs = node.DecodeAttrs(e.Value); fi.Attrs == nil {
-						fi.Attrs = map[string]string{} // listed: it has none
-					}
-				}
-				out = append(out, fi)
-			}
-			return out, nil
+			return nil
+		case handed:
+			return n.fail("list", dir, err)
 		case isUnsupported(err) || isRefusedQuery(err):
 			if !n.noAttrList.Swap(true) {
 				n.log.Debug("node lists no attributes: listings read the attribute of each file", "node", n.id, "err", err)
 			}
 		case errors.Is(err, xrootd.ErrFrameTooLarge):
-			// Too long with attributes: a kXR_dirlist is shorter.
+			// An entry too long with its attributes: a kXR_dirlist is shorter.
 		default:
-			return nil, n.fail("list", dir, err)
+			return n.fail("list", dir, err)
 		}
 	}
-	return n.ListNames(ctx, dir)
+	fis, err := n.ListNames(ctx, dir)
+	if err != nil {
+		return err
+	}
+	return fn(fis)
 }
 
 // ListsAttrs implements node.AttrsLister: true while the server may
