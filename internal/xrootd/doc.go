@@ -23,8 +23,12 @@
 // gets, sets and deletes attributes too. One ecstore extension uses the
 // protocol's own opening for implementation-defined queries: kXR_query
 // kXR_Qopaquf on "DIR?ecstore.listattr=NAME" lists a directory with one
-// attribute of every entry (AttrLister, Client.ListAttr); a plain xrootd
-// answers it kXR_Unsupported ("Unable to FSctl"). A pgwrite page
+// attribute of every entry (AttrLister; Client.ListAttr, and
+// Client.ListAttrEach, which parses the answer part by part as its
+// frames arrive); a plain xrootd answers it kXR_Unsupported ("Unable to
+// FSctl"). Every frame of an answer is progress for a watchdog of the
+// request's context (package watchdog), stopped while the caller
+// handles the frame. A pgwrite page
 // that fails its CRC32C fails the whole request with kXR_ChkSumErr instead
 // of asking the client to resend the page, because handlers may accept
 // only sequential writes.
