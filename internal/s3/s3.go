@@ -125,6 +125,10 @@ type handler struct {
 
 	// background counts the goroutines removing completed uploads' parts.
 	background sync.WaitGroup
+
+	// listings keeps large directories' name listings for the pages
+	// that continue a listing.
+	listings *listingCache
 }
 
 // NewHandler returns an http.Handler serving the S3 API over store. It is
@@ -136,7 +140,7 @@ func NewHandler(store *object.Store, opts Options) http.Handler {
 	_, _ = rand.Read(b[:])
 	return &handler{store: store, opts: opts, host: strings.ToUpper(hex.EncodeToString(b[:])),
 		auth:           verifier{creds: opts.Credentials, region: opts.Region, skew: opts.MaxClockSkew, now: opts.Now},
-		keepAliveDelay: 10 * time.Second}
+		keepAliveDelay: 10 * time.Second, listings: newListingCache(opts.Now)}
 }
 
 // request is one S3 request being served.
