@@ -37,7 +37,7 @@ type keptListing struct {
 const (
 	listingCacheMinLen = 2000
 	listingCacheAge    = 30 * time.Second
-	listingCacheNames  = 400000
+	listingCacheNames  = 200000
 )
 
 func newListingCache(now func() time.Time) *listingCache {
