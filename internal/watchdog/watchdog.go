@@ -104,6 +104,9 @@ func (c *idleContext) Value(key any) any {
 // is called, then start their idle time again. The time a slow or
 // starved caller takes over its own work is not the peer's silence.
 func Busy(ctx context.Context) (done func()) {
+	if _, ok := ctx.Value(ctxKey{}).(*idleContext); !ok {
+		return nothing // the common case: every frame of every answer asks
+	}
 	var paused []*idleContext
 	for c, _ := ctx.Value(ctxKey{}).(*idleContext); c != nil; c, _ = c.Context.Value(ctxKey{}).(*idleContext) {
 		c.pause()
@@ -124,3 +127,5 @@ func Progress(ctx context.Context) {
 		c.touch()
 	}
 }
+
+func nothing() {}
