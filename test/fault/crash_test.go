@@ -51,10 +51,13 @@ func TestGatewayKillDuringPuts(t *testing.T) {
 	var temps map[string][]string
 	cut := false // some write was cut short
 	for attempt := 1; ; attempt++ {
-		// Kill within the first 1.3 s (less on a retry): the 20 puts take
-		// about 1.5 s together on two cores, so some may be done, some
-		// committing, most in flight.
-		killAt := 100*time.Millisecond + time.Duration(rng.Int64N(int64(1200*time.Millisecond)/int64(attempt)))
+		// Kill at a random moment within 400 ms (less on a retry) of the
+		// first write reaching a node: the 20 puts take 0.5-1.5 s
+		// together on two cores, so some may be done, some committing,
+		// most in flight. (A kill moment counted from the start, within
+		// 1.3 s, came after every put on a quiet machine three times in
+		// a row: CI at 45735fa, seed 312778048573501907.)
+		delay := time.Duration(rng.Int64N(int64(400*time.Millisecond) / int64(attempt)))
 		results := make([]result, n)
 		var wg sync.WaitGroup
 		start := time.Now()
@@ -65,7 +68,10 @@ func TestGatewayKillDuringPuts(t *testing.T) {
 				results[i] = run(2*time.Minute, "xrdcp", "--nopbar", "-f", news[p].file, c.obj(p))
 			}()
 		}
-		time.Sleep(time.Until(start.Add(killAt)))
+		for deadline := time.Now().Add(10 * time.Second); len(c.tempFiles()) == 0 && time.Now().Before(deadline); {
+			time.Sleep(2 * time.Millisecond)
+		}
+		time.Sleep(delay)
 		c.gw.kill()
 		killed := time.Since(start)
 		wg.Wait()
