@@ -3,7 +3,6 @@ package s3
 import (
 	"fmt"
 	"net/http/httptest"
-	"net/url"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -47,35 +46,17 @@ func listedServer(t *testing.T) (*testServer, *handler, func() int64, *atomic.In
 	return &paged, h, listed, &clock
 }
 
-// pageKeys lists bucket in pages of size, returning the keys and the
-// node listings each page made.
+// pageKeys lists bucket "bkt" in pages of size (pageThrough) and
+// returns its keys and the node listings each page made.
 func pageKeys(t *testing.T, ts *testServer, listed func() int64, size int, between func(page int)) ([]string, []int64) {
+	pages, perPage := pageThrough(t, ts, size, listed, between)
 	var keys []string
-	var perPage []int64
-	token := ""
-	for page := 0; ; page++ {
-		if page > 100 {
-			t.Fatal("paging does not end")
-		}
-		before := listed()
-		q := fmt.Sprintf("/bkt?list-type=2&max-keys=%d", size)
-		if token != "" {
-			q += "&continuation-token=" + url.QueryEscape(token)
-		}
-		var res listObjectsResult
-		decodeXML(t, ts.must(200, "GET", q, nil, nil), &res)
-		perPage = append(perPage, listed()-before)
+	for _, res := range pages {
 		for _, c := range res.Contents {
 			keys = append(keys, c.Key)
 		}
-		if !res.IsTruncated {
-			return keys, perPage
-		}
-		token = res.NextContinuationToken
-		if between != nil {
-			between(page)
-		}
 	}
+	return keys, perPage
 }
 
 // Pages that continue a listing of a large directory take its name

@@ -354,22 +354,12 @@ func TestListingDescribesOnlyThePage(t *testing.T) {
 	copies := testGeometry.M + 1
 
 	const page = 5
+	pages, counted := pageThrough(t, &paged, page, func() int64 { return int64(reads()) }, nil)
 	var got []string
-	token := ""
-	for pages := 0; ; pages++ {
-		if pages > objects {
-			t.Fatal("paging does not end")
-		}
-		before := reads()
-		q := fmt.Sprintf("/bkt?list-type=2&max-keys=%d", page)
-		if token != "" {
-			q += "&continuation-token=" + url.QueryEscape(token)
-		}
-		var res listObjectsResult
-		decodeXML(t, paged.must(200, "GET", q, nil, nil), &res)
+	for i, res := range pages {
 		// The bucket's own lookup reads up to a summary per node.
-		if n, most := reads()-before, (page+1)*copies+len(nodes); n > most {
-			t.Errorf("page %d read %d summaries; want at most %d ((page+1) objects × %d copies, and the bucket's lookup)", pages, n, most, copies)
+		if n, most := counted[i], int64((page+1)*copies+len(nodes)); n > most {
+			t.Errorf("page %d read %d summaries; want at most %d ((page+1) objects × %d copies, and the bucket's lookup)", i, n, most, copies)
 		}
 		for _, c := range res.Contents {
 			got = append(got, c.Key)
@@ -377,10 +367,6 @@ func TestListingDescribesOnlyThePage(t *testing.T) {
 				t.Errorf("%s: ETag %s; want %s", c.Key, c.ETag, etags[c.Key])
 			}
 		}
-		if !res.IsTruncated {
-			break
-		}
-		token = res.NextContinuationToken
 	}
 	if !slices.Equal(got, keys) {
 		t.Errorf("paged through %q; want %q", got, keys)
@@ -424,5 +410,36 @@ func TestListingMarksADirectoryOfRemnants(t *testing.T) {
 	// What a repair would do, for the check at the end of the test.
 	if err := os.Remove(ts.c.Archive(kept, "/bkt/dir/obj")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// pageThrough lists bucket "bkt" with ListObjectsV2 in pages of size
+// until the last, calling between(page) after each page that is
+// truncated, and returns the pages and how much count went up over each.
+func pageThrough(t *testing.T, ts *testServer, size int, count func() int64, between func(page int)) ([]listObjectsResult, []int64) {
+	t.Helper()
+	var pages []listObjectsResult
+	var counted []int64
+	token := ""
+	for page := 0; ; page++ {
+		if page > 1000 {
+			t.Fatal("paging does not end")
+		}
+		before := count()
+		q := fmt.Sprintf("/bkt?list-type=2&max-keys=%d", size)
+		if token != "" {
+			q += "&continuation-token=" + url.QueryEscape(token)
+		}
+		var res listObjectsResult
+		decodeXML(t, ts.must(200, "GET", q, nil, nil), &res)
+		pages = append(pages, res)
+		counted = append(counted, count()-before)
+		if !res.IsTruncated {
+			return pages, counted
+		}
+		token = res.NextContinuationToken
+		if between != nil {
+			between(page)
+		}
 	}
 }

@@ -133,7 +133,8 @@ func TestBusyStopsTheClock(t *testing.T) {
 // Without a watchdog, Busy costs no allocation: the xrootd client calls
 // it for every frame it receives.
 func TestBusyWithoutWatchdogAllocatesNothing(t *testing.T) {
-	ctx := context.WithValue(context.Background(), struct{}{}, 1)
+	type key struct{}
+	ctx := context.WithValue(context.Background(), key{}, 1)
 	if n := testing.AllocsPerRun(100, func() { Busy(ctx)() }); n != 0 {
 		t.Fatalf("Busy without a watchdog: %v allocations", n)
 	}
