@@ -769,18 +769,19 @@ func (c *Client) QueryConfig(ctx context.Context, keys ...string) ([]string, err
 }
 
 // ListAttr lists directory dir with the value of attribute attr of each
-// entry, in one request (kXR_query kXR_Qopaquf, see AttrLister). Servers
-// other than ecstore's answer kXR_Unsupported.
+// entry, in one request (kXR_query kXR_Qopaquf, see AttrLister): the
+// entries of ListAttrEach, collected. Servers other than ecstore's answer
+// kXR_Unsupported.
 func (c *Client) ListAttr(ctx context.Context, dir, attr string) ([]AttrEntry, error) {
-	body, err := c.collect(ctx, attrListQuery(dir, attr))
+	var out []AttrEntry
+	err := c.ListAttrEach(ctx, dir, attr, func(part []AttrEntry) error {
+		out = append(out, part...)
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("xrootd: list %s with attribute %s: %w", dir, attr, err)
+		return nil, err
 	}
-	list, err := ParseAttrList(body)
-	if err != nil {
-		return nil, fmt.Errorf("xrootd: list %s with attribute %s: %w", dir, attr, err)
-	}
-	return list, nil
+	return out, nil
 }
 
 // attrListQuery is the request of a listing with attributes.
