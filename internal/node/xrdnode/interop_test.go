@@ -238,7 +238,7 @@ func TestInteropListWithoutAttrListing(t *testing.T) {
 		if err != nil || len(ents) != 1 || ents[0].Name != "f" || ents[0].Size != 1 || ents[0].Attrs != nil {
 			t.Fatalf("List = %+v, %v; want f, without attributes", ents, err)
 		}
-		if !n.noAttrList.Load() {
+		if !n.noAttrList.active() {
 			t.Fatal("the server's kXR_Unsupported did not turn attribute listings off")
 		}
 	}

@@ -142,11 +142,12 @@ type Node struct {
 	pages    bool // Options.PageChecksums
 	closed   atomic.Bool
 	// noAttrs: the server answered a file attribute request with
-	// kXR_Unsupported; no more are sent.
-	noAttrs atomic.Bool
+	// kXR_Unsupported; none are sent while it is remembered.
+	noAttrs refusal
 	// noAttrList: the server answered a listing with attributes
-	// (xrootd.AttrLister) with kXR_Unsupported; listings are kXR_dirlists.
-	noAttrList atomic.Bool
+	// (xrootd.AttrLister) with kXR_Unsupported; listings are kXR_dirlists
+	// while it is remembered.
+	noAttrList refusal
 	// prefixMade: the prefix directory is known to exist on the server
 	// (made by Check, or by the first connection that could).
 	prefixMade atomic.Bool
@@ -420,13 +421,40 @@ const attrName = "ecstore"
 
 // KeepsAttrs implements node.AttrReader: true until the server answers
 // a file attribute request with kXR_Unsupported.
-func (n *Node) KeepsAttrs() bool { return !n.noAttrs.Load() }
+func (n *Node) KeepsAttrs() bool { return !n.noAttrs.active() }
+
+// refusalMemory is how long a node remembers that its server refused a
+// kind of request (kXR_Unsupported) before asking again: a server
+// replaced behind the same address, a plain xrootd by an `ecstore node`
+// or one upgraded, is then used in full without a gateway restart, at
+// the cost of one refused request per period where it is not.
+const refusalMemory = 10 * time.Minute
+
+// A refusal remembers, for refusalMemory, that the server refused a kind
+// of request.
+type refusal struct {
+	until atomic.Int64 // unix nanoseconds; 0: not refused
+}
+
+// active reports whether a refusal is remembered.
+func (r *refusal) active() bool {
+	u := r.until.Load()
+	return u != 0 && time.Now().UnixNano() < u
+}
+
+// note remembers a refusal and reports whether it is news (none was
+// remembered).
+func (r *refusal) note() bool {
+	news := !r.active()
+	r.until.Store(time.Now().Add(refusalMemory).UnixNano())
+	return news
+}
 
 // attrsSet notes how setting a file's attributes fared: a server that
 // does not support them is asked no more. Other failures leave the file
 // without attributes, which only costs its readers the cheap lookup.
 func (n *Node) attrsSet(err error) {
-	if isUnsupported(err) && !n.noAttrs.Swap(true) {
+	if isUnsupported(err) && n.noAttrs.note() {
 		n.log.Info("node keeps no file attributes: objects on it are looked up by reading their archives",
 			"node", n.id, "err", err)
 	}
@@ -438,6 +466,23 @@ func (n *Node) attrsSet(err error) {
 func isRefusedQuery(err error) bool {
 	var xe *xrootd.Error
 	return errors.As(err, &xe) && (xe.Code == xrootd.ErrArgInvalid || xe.Code == xrootd.ErrInvalidRequest)
+}
+
+// isServerFailure reports whether err is an answer other than one that
+// says what the path is (not there, not a directory, not allowed): the
+// server's own failure to carry a request out.
+func isServerFailure(err error) bool {
+	var xe *xrootd.Error
+	if !errors.As(err, &xe) || xe.Code == xrootd.ErrNotAuthorized || xe.Code == xrootd.ErrNotFile {
+		return false
+	}
+	mapped := mapErr(err)
+	for _, s := range nodeErrors {
+		if errors.Is(mapped, s) {
+			return false
+		}
+	}
+	return true
 }
 
 // isUnsupported reports whether err is a kXR_Unsupported answer.
@@ -579,11 +624,17 @@ func (n *Node) ListParts(ctx context.Context, dir string, fn func(part []node.Fi
 		case handed:
 			return n.fail("list", dir, err)
 		case isUnsupported(err) || isRefusedQuery(err):
-			if !n.noAttrList.Swap(true) {
+			if n.noAttrList.note() {
 				n.log.Debug("node lists no attributes: listings read the attribute of each file", "node", n.id, "err", err)
 			}
 		case errors.Is(err, xrootd.ErrFrameTooLarge):
 			// An entry too long with its attributes: a kXR_dirlist is shorter.
+		case isServerFailure(err):
+			// The server could not answer the query (a file system
+			// plugin's own failure, say) but is there: a kXR_dirlist
+			// may still list the directory, and tells what is wrong
+			// with it if not.
+			n.log.Debug("node failed a listing with attributes; listing names", "node", n.id, "dir", dir, "err", err)
 		default:
 			return n.fail("list", dir, err)
 		}
@@ -597,7 +648,7 @@ func (n *Node) ListParts(ctx context.Context, dir string, fn func(part []node.Fi
 
 // ListsAttrs implements node.AttrsLister: true while the server may
 // list with attributes (not known to answer kXR_Unsupported).
-func (n *Node) ListsAttrs() bool { return n.KeepsAttrs() && !n.noAttrList.Load() }
+func (n *Node) ListsAttrs() bool { return n.KeepsAttrs() && !n.noAttrList.active() }
 
 // ListNames implements node.NameLister with one kXR_dirlist with
 // kXR_dstat: the files come without attributes. Where the server lists
@@ -773,6 +824,10 @@ func (n *Node) fail(op, path string, err error) error {
 	return n.wrap(op, path, mapErr(err))
 }
 
+// nodeErrors are the node errors that mapErr recognizes in a server's
+// answers.
+var nodeErrors = []error{node.ErrNotExist, node.ErrExist, node.ErrNotEmpty, node.ErrIsDir, node.ErrNotDir, node.ErrPath, node.ErrNoSpace}
+
 // mapErr adds the node sentinel that matches a kXR_error, keeping the
 // original error in the chain. "Not a directory" and "directory not
 // empty" have no protocol code (xrootd sends kXR_FSError), so the text
@@ -783,7 +838,7 @@ func mapErr(err error) error {
 	if err == nil || !errors.As(err, &xe) {
 		return err
 	}
-	for _, s := range []error{node.ErrNotExist, node.ErrExist, node.ErrNotEmpty, node.ErrIsDir, node.ErrNotDir, node.ErrPath, node.ErrNoSpace} {
+	for _, s := range nodeErrors {
 		if errors.Is(err, s) {
 			return err
 		}

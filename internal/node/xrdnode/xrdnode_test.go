@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"net"
 	"os"
@@ -40,6 +41,13 @@ type ourServer struct {
 // stopped or the test ends.
 func startOurs(t testing.TB, dir, addr string) *ourServer {
 	t.Helper()
+	return startServing(t, dir, addr, func(fsys *dataserver.FS) xrootd.FileSystem { return fsys })
+}
+
+// startServing is startOurs with the file system that wrap makes of the
+// data server's.
+func startServing(t testing.TB, dir, addr string, wrap func(*dataserver.FS) xrootd.FileSystem) *ourServer {
+	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
 	}
@@ -59,7 +67,7 @@ func startOurs(t testing.TB, dir, addr string) *ourServer {
 		t.Fatal(err)
 	}
 	s := &ourServer{t: t, dir: dir, addr: ln.Addr().String(), done: make(chan error, 1)}
-	s.srv = &xrootd.Server{Handler: fsys, Logger: testLogger(t)}
+	s.srv = &xrootd.Server{Handler: wrap(fsys), Logger: testLogger(t)}
 	go func() { s.done <- s.srv.Serve(context.Background(), ln) }()
 	t.Cleanup(func() {
 		s.stop()
@@ -880,8 +888,8 @@ func TestListCarriesAttrs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ents) != 3 || n.noAttrList.Load() {
-		t.Fatalf("List = %+v (attribute listings off: %v)", ents, n.noAttrList.Load())
+	if len(ents) != 3 || n.noAttrList.active() {
+		t.Fatalf("List = %+v (attribute listings off: %v)", ents, n.noAttrList.active())
 	}
 	for _, fi := range ents {
 		switch fi.Name {
@@ -949,5 +957,104 @@ func TestListLongerThanMaxResponse(t *testing.T) {
 	}
 	if !n.ListsAttrs() {
 		t.Error("a long listing turned attribute listings off")
+	}
+}
+
+// listAttrFailing is an ecstore node whose listing with attributes fails
+// with code while fail is set: a server that does not offer it, or whose
+// file system fails it.
+type listAttrFailing struct {
+	*dataserver.FS
+	code  xrootd.ErrorCode
+	fail  atomic.Bool
+	asked atomic.Int32
+}
+
+func (q *listAttrFailing) ListAttr(ctx context.Context, dir, attr string) iter.Seq2[xrootd.AttrEntry, error] {
+	q.asked.Add(1)
+	if q.fail.Load() {
+		return func(yield func(xrootd.AttrEntry, error) bool) {
+			yield(xrootd.AttrEntry{}, xrootd.Errorf(q.code, "listing with attributes failed"))
+		}
+	}
+	return q.FS.ListAttr(ctx, dir, attr)
+}
+
+func startListAttrFailing(t *testing.T, code xrootd.ErrorCode) (*ourServer, *listAttrFailing) {
+	var q *listAttrFailing
+	s := startServing(t, "", "127.0.0.1:0", func(fsys *dataserver.FS) xrootd.FileSystem {
+		q = &listAttrFailing{FS: fsys, code: code}
+		return q
+	})
+	q.fail.Store(true)
+	return s, q
+}
+
+// A server that fails the listing with attributes (kXR_ServerError from
+// its file system, say) is listed with kXR_dirlist instead, and asked
+// with attributes again next time. Before, every listing of that node
+// failed.
+func TestListFallsBackWhenTheQueryFails(t *testing.T) {
+	s, q := startListAttrFailing(t, xrootd.ErrServerError)
+	n := newNode(t, "root://"+s.addr+"//p", Options{})
+	ctx := context.Background()
+	putFile(t, n, "/d/f", []byte("x"))
+	for i := range 2 {
+		ents, err := n.List(ctx, "/d")
+		if err != nil || len(ents) != 1 || ents[0].Name != "f" || ents[0].Size != 1 {
+			t.Fatalf("List = %+v, %v; want f", ents, err)
+		}
+		if got := q.asked.Load(); got != int32(i+1) || !n.ListsAttrs() {
+			t.Fatalf("after %d listings the query was asked %d times, attribute listings on: %v", i+1, got, n.ListsAttrs())
+		}
+	}
+	// Answers about the path are not failures of the query.
+	q.fail.Store(false)
+	if _, err := n.List(ctx, "/nothing"); !errors.Is(err, node.ErrNotExist) {
+		t.Errorf("List of nothing: %v; want ErrNotExist", err)
+	}
+}
+
+// A kXR_Unsupported is remembered for refusalMemory, and then the server
+// is asked again: one replaced by a server that lists with attributes is
+// used in full without a restart.
+func TestUnsupportedListingIsAskedAgain(t *testing.T) {
+	s, q := startListAttrFailing(t, xrootd.ErrUnsupported)
+	n := newNode(t, "root://"+s.addr+"//p", Options{})
+	ctx := context.Background()
+	putFile(t, n, "/d/f", []byte("x"))
+	for range 2 {
+		if ents, err := n.List(ctx, "/d"); err != nil || len(ents) != 1 || ents[0].Attrs != nil {
+			t.Fatalf("List = %+v, %v; want f without attributes", ents, err)
+		}
+	}
+	if q.asked.Load() != 1 || n.ListsAttrs() {
+		t.Fatalf("asked %d times, attribute listings on: %v; want 1 refusal remembered", q.asked.Load(), n.ListsAttrs())
+	}
+	q.fail.Store(false)
+	n.noAttrList.until.Store(time.Now().Add(-time.Second).UnixNano()) // refusalMemory has passed
+	ents, err := n.List(ctx, "/d")
+	if err != nil || len(ents) != 1 || ents[0].Attrs == nil || q.asked.Load() != 2 || !n.ListsAttrs() {
+		t.Fatalf("List = %+v, %v (asked %d times); want f listed with attributes", ents, err, q.asked.Load())
+	}
+}
+
+func TestRefusal(t *testing.T) {
+	var r refusal
+	if r.active() {
+		t.Fatal("a new refusal is active")
+	}
+	if !r.note() || !r.active() {
+		t.Fatal("the first note is not news, or not remembered")
+	}
+	if r.note() {
+		t.Error("a second note while one is remembered is news")
+	}
+	if d := time.Until(time.Unix(0, r.until.Load())); d < refusalMemory-time.Minute || d > refusalMemory {
+		t.Errorf("remembered for %v; want %v", d, refusalMemory)
+	}
+	r.until.Store(time.Now().Add(-time.Nanosecond).UnixNano())
+	if r.active() || !r.note() {
+		t.Error("a refusal past its memory is still active, or a new one is not news")
 	}
 }
