@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ecstore/ecstore/internal/testport"
 )
 
 // needTool returns the path of an external client; a missing one skips
@@ -42,16 +43,6 @@ type servingGateway struct {
 	cmd  *exec.Cmd
 	log  string
 	done chan error
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // startServe runs "ecstore serve" with args and waits for it to listen;
@@ -179,7 +170,7 @@ func TestFrontendsGiB(t *testing.T) {
 	if err := os.WriteFile(auth, []byte("access-key = slowkey:slow-secret\nhttp-token = "+token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	httpAddr, s3Addr := freeAddr(t), freeAddr(t)
+	httpAddr, s3Addr := testport.Addr(t), testport.Addr(t)
 	g := startServe(t, nil, "--data", filepath.Join(work, "data"), "--fsync=false",
 		"--http-addr", httpAddr, "--s3-addr", s3Addr, "--auth-file", auth)
 	seed := uint64(time.Now().UnixNano())

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,16 +16,9 @@ import (
 	"github.com/ecstore/ecstore/internal/object"
 	"github.com/ecstore/ecstore/internal/testcluster"
 	"github.com/ecstore/ecstore/internal/xrootd"
-)
 
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+	"github.com/ecstore/ecstore/internal/testport"
+)
 
 // TestMetricsThroughGateway runs a gateway with metrics and checks that a
 // write, a read, a failed stat and a degraded read show up in /metrics.
@@ -36,7 +28,7 @@ func TestMetricsThroughGateway(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ready := make(chan string, 1)
-	metricsAddr := freeAddr(t)
+	metricsAddr := testport.Addr(t)
 	done := make(chan error, 1)
 	go func() {
 		done <- gateway.Serve(ctx, gateway.Config{Store: c.Store, RootAddr: "127.0.0.1:0", MetricsAddr: metricsAddr,

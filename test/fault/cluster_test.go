@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ecstore/ecstore/internal/testport"
 )
 
 // Geometry of every cluster of the suite: 8+2 with 1 MiB chunks over
@@ -135,7 +137,7 @@ func newCluster(t *testing.T, opts clusterOptions) *cluster {
 	switch c.kind {
 	case remoteNodes:
 		start := func(n *storageNode) {
-			n.port = freePort(t)
+			n.port = testport.Free(t)
 			n.proc = startProc(t, c.work, "node"+n.id, "node", "--dir", n.disk,
 				"--addr", fmt.Sprintf("127.0.0.1:%d", n.port), "--fsync=false")
 		}
@@ -179,7 +181,7 @@ func newCluster(t *testing.T, opts clusterOptions) *cluster {
 		// The first mkdir creates the embedded cluster over the links.
 		mustRun(t, time.Minute, ecstoreBin, "mkdir", "--data", data, "--ec", "8+2", "--spares", "2", "--fsync=false", "/setup")
 	}
-	port := freePort(t)
+	port := testport.Free(t)
 	c.gwArgs = append([]string{"serve", "--root-addr", fmt.Sprintf("127.0.0.1:%d", port), "--metrics-addr="}, c.flags...)
 	if opts.heal {
 		c.gwArgs = append(c.gwArgs, "--heal", "--heal-rate", "50MB")

@@ -5,13 +5,13 @@ package interop
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ecstore/ecstore/internal/testport"
 )
 
 // httpCreds are the credentials of the HTTP suite, given to the gateway
@@ -50,8 +50,8 @@ func TestCrossProtocolHTTP(t *testing.T) {
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	t.Setenv("AWS_CONFIG_FILE", filepath.Join(work, "aws-config"))
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(work, "aws-credentials"))
-	s3addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
-	httpAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	s3addr := testport.Addr(t)
+	httpAddr := testport.Addr(t)
 	cluster := []string{"--data", filepath.Join(work, "data"), "--fsync=false"}
 	gw := startGateway(t, work, true, append(cluster, "--s3-addr", s3addr, "--http-addr", httpAddr,
 		"--auth-file", auth, "--s3-upload-expiry", "8s")...)

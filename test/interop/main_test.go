@@ -41,6 +41,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ecstore/ecstore/internal/testport"
 )
 
 // ecstoreBin is the ecstore binary built by TestMain.
@@ -312,17 +314,6 @@ func xrdcpAdler32(t testing.TB, out string) uint32 {
 	return uint32(v)
 }
 
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // proc is a process started by a test; t.Cleanup kills it.
 type proc struct {
 	name string
@@ -445,7 +436,7 @@ func startGateway(t testing.TB, dir string, withMetrics bool, flags ...string) *
 	t.Helper()
 	g := &gateway{flags: flags}
 	if withMetrics {
-		g.metrics = net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+		g.metrics = testport.Addr(t)
 	}
 	args := append([]string{"serve", "--root-addr", "127.0.0.1:0", "--metrics-addr=" + g.metrics}, flags...)
 	g.proc = startProc(t, dir, "gateway", ecstoreBin, args...)
@@ -586,7 +577,7 @@ func startXrootd(t testing.TB, base, name string) *xrootdServer {
 			t.Fatal(err)
 		}
 	}
-	port := freePort(t)
+	port := testport.Free(t)
 	s.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	cfg := filepath.Join(dir, "xrootd.cf")
 	conf := fmt.Sprintf("xrd.port %d\nall.export /\noss.localroot %s\nall.adminpath %s\nall.pidpath %s\nxrootd.chksum adler32\n",

@@ -3,11 +3,11 @@
 package interop
 
 import (
-	"net"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ecstore/ecstore/internal/testport"
 )
 
 // TestCrossProtocolS3 writes objects with xrdcp and reads them with the
@@ -22,7 +22,7 @@ func TestCrossProtocolS3(t *testing.T) {
 	t.Setenv("AWS_DEFAULT_REGION", "us-east-1")
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	work := t.TempDir()
-	s3addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	s3addr := testport.Addr(t)
 	cluster := []string{"--data", filepath.Join(work, "data"), "--fsync=false"}
 	gw := startGateway(t, work, false, append(cluster, "--s3-addr", s3addr)...)
 	gw.flags = cluster // the CLI commands take the cluster flags only

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/ecstore/ecstore/internal/xrootd"
+
+	"github.com/ecstore/ecstore/internal/testport"
 )
 
 // realServer is a real xrootd data server (Debian's xrootd-server) run
@@ -75,7 +77,7 @@ func startReal(t testing.TB) *realServer {
 			t.Fatal(err)
 		}
 	}
-	port := freePort(t)
+	port := testport.Free(t)
 	s.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	cfg := filepath.Join(base, "xrootd.cf")
 	conf := strings.Join([]string{
@@ -126,17 +128,6 @@ func tail(b []byte, n int) []byte {
 		return b[len(b)-n:]
 	}
 	return b
-}
-
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // start runs the server and waits until it accepts a login.
