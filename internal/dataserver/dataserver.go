@@ -102,6 +102,7 @@ var (
 	_ xrootd.DirMaker      = (*FS)(nil)
 	_ xrootd.DirRemover    = (*FS)(nil)
 	_ xrootd.SpaceReporter = (*FS)(nil)
+	_ xrootd.WholeOpener   = (*FS)(nil)
 )
 
 // New returns an FS serving dir, which must be an existing directory: a
@@ -144,6 +145,14 @@ func (s *FS) Close() error {
 	}
 	return nil
 }
+
+// OpenWholeMax implements xrootd.WholeOpener: files of up to a megabyte
+// are sent whole to a client that asks, in one answer.
+func (s *FS) OpenWholeMax() int64 { return openWholeMax }
+
+// openWholeMax bounds the files an open answers whole (WholeOpener), and
+// so the memory such an answer takes.
+const openWholeMax = 1 << 20
 
 // Open implements xrootd.FileSystem. A file opened for reading must be a
 // regular file. For writing, kXR_new fails if the file exists, kXR_delete

@@ -931,3 +931,86 @@ func TestListAttr(t *testing.T) {
 	_, err = c.ListAttr(ctx, "/d", "")
 	wantCode(t, "a listing without an attribute name", err, xrootd.ErrUnsupported)
 }
+
+// The open that reads small files whole (xrootd.WholeOpener) answers a
+// file of at most the size asked for with its content and leaves it
+// closed; a larger one (or one larger than the server sends whole) comes
+// open, as kXR_open with kXR_retstat opens it. Directories, missing
+// files, FIFOs and paths out of the directory fail as kXR_open fails.
+func TestOpenWhole(t *testing.T) {
+	dir, addr := serve(t, Options{})
+	c := dial(t, addr)
+	ctx := testCtx(t)
+	small := bytes.Repeat([]byte("small archive "), 100)
+	large := make([]byte, openWholeMax+1)
+	for i := range large {
+		large[i] = byte(i * 7)
+	}
+	for name, b := range map[string][]byte{"small": small, "large": large, "empty": nil} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, max := range []int64{int64(len(small)), openWholeMax} {
+		content, f, err := c.OpenWhole(ctx, "/small", max)
+		if err != nil || f != nil || !bytes.Equal(content, small) {
+			t.Fatalf("OpenWhole(small, %d) = %d bytes, %v, %v; want the content", max, len(content), f, err)
+		}
+	}
+	if content, f, err := c.OpenWhole(ctx, "/empty", 0); err != nil || f != nil || len(content) != 0 {
+		t.Fatalf("OpenWhole(empty, 0) = %q, %v, %v; want no content", content, f, err)
+	}
+	for _, tc := range []struct {
+		path string
+		max  int64
+		want []byte
+	}{
+		{"/small", int64(len(small)) - 1, small},
+		{"/large", 2 * openWholeMax, large}, // beyond what the server sends whole
+	} {
+		content, f, err := c.OpenWhole(ctx, tc.path, tc.max)
+		if err != nil || f == nil || content != nil {
+			t.Fatalf("OpenWhole(%s, %d) = %d bytes, %v, %v; want an open file", tc.path, tc.max, len(content), f, err)
+		}
+		if f.OpenInfo().Size != int64(len(tc.want)) {
+			t.Errorf("%s: open says size %d; want %d", tc.path, f.OpenInfo().Size, len(tc.want))
+		}
+		got := make([]byte, len(tc.want))
+		if n, err := f.ReadAt(ctx, got, 0); n != len(got) || !bytes.Equal(got, tc.want) {
+			t.Errorf("%s: read %d bytes (%v), same: %v", tc.path, n, err, bytes.Equal(got, tc.want))
+		}
+		if err := f.Close(ctx); err != nil {
+			t.Errorf("%s: close: %v", tc.path, err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "out")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path string
+		code xrootd.ErrorCode
+	}{
+		{"/nothing", xrootd.ErrNotFound},
+		{"/d", xrootd.ErrIsDirectory},
+		{"/out/secret", xrootd.ErrNotAuthorized},
+	} {
+		_, _, err := c.OpenWhole(ctx, tc.path, openWholeMax)
+		wantCode(t, "OpenWhole of "+tc.path, err, tc.code)
+	}
+	if _, _, err := c.OpenWhole(ctx, "/fifo", openWholeMax); err == nil {
+		t.Error("OpenWhole of a FIFO succeeded")
+	}
+	if _, _, err := c.OpenWhole(ctx, "/small", -1); err == nil {
+		t.Error("OpenWhole with a negative size succeeded")
+	}
+}

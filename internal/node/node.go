@@ -108,12 +108,17 @@ type File interface {
 }
 
 // ContentsFile is a File whose whole content its open read into memory
-// (Local does so for small files). Contents returns it; the caller must
+// (Local does so for small files, and xrdnode where the server offers
+// it). Contents returns it; the caller must
 // not change it. Reads from a ContentsFile cost no request.
 type ContentsFile interface {
 	File
 	Contents() []byte
 }
+
+// NewContentsFile returns the ContentsFile of content, which the caller
+// must not change afterwards: a node driver's file read whole by its open.
+func NewContentsFile(content []byte) ContentsFile { return &contentsFile{b: content} }
 
 // contentsFile is a ContentsFile.
 type contentsFile struct {

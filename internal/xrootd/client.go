@@ -768,6 +768,30 @@ func (c *Client) QueryConfig(ctx context.Context, keys ...string) ([]string, err
 	return vals, nil
 }
 
+// OpenWhole opens path for reading with ecstore's open that reads small
+// files whole (WholeOpener): a regular file of at most max bytes comes
+// whole, as content, and is not left open; any other comes open, as Open
+// returns it (with its stat information). Servers other than ecstore's
+// answer kXR_Unsupported.
+func (c *Client) OpenWhole(ctx context.Context, path string, max int64) (content []byte, f *ClientFile, err error) {
+	q := &QueryRequest{InfoType: QueryOpaqueFile, Args: []byte(path + "?" + OpenWholeArg + "=" + strconv.FormatInt(max, 10))}
+	body, err := c.collect(ctx, q)
+	if err != nil {
+		return nil, nil, fmt.Errorf("xrootd: open %s: %w", path, err)
+	}
+	content, r, err := ParseOpenWhole(body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("xrootd: open %s: %w", path, err)
+	}
+	if r == nil {
+		if int64(len(content)) > max {
+			return nil, nil, fmt.Errorf("xrootd: open %s: %w: %d bytes of content, at most %d asked for", path, ErrMalformed, len(content), max)
+		}
+		return content, nil, nil
+	}
+	return nil, &ClientFile{c: c, fh: r.Handle, name: path, info: *r.Stat}, nil
+}
+
 // ListAttr lists directory dir with the value of attribute attr of each
 // entry, in one request (kXR_query kXR_Qopaquf, see AttrLister): the
 // entries of ListAttrEach, collected. Servers other than ecstore's answer

@@ -396,6 +396,19 @@ func TestResponseBodies(t *testing.T) {
 	if or, err := ParseOpenResponse([]byte{0, 0, 0, 9}); err != nil || or.Stat != nil {
 		t.Errorf("bare open response %+v %v", or, err)
 	}
+	content, open, err := ParseOpenWhole(AppendOpenWholeContent(nil, []byte("archive")))
+	if err != nil || open != nil || string(content) != "archive" {
+		t.Errorf("open-whole content %q %+v %v", content, open, err)
+	}
+	content, open, err = ParseOpenWhole(AppendOpenWholeHandle(nil, &OpenResponse{Handle: FileHandle{0, 0, 0, 4}, Stat: &fi}))
+	if err != nil || content != nil || open == nil || open.Handle != (FileHandle{0, 0, 0, 4}) || open.Stat.Size != 3 {
+		t.Errorf("open-whole handle %q %+v %v", content, open, err)
+	}
+	for _, bad := range [][]byte{nil, []byte("X"), []byte("O\x00\x00\x00\x09"), []byte("O\x00")} {
+		if _, _, err := ParseOpenWhole(bad); !errors.Is(err, ErrMalformed) {
+			t.Errorf("open-whole answer %q: %v; want ErrMalformed", bad, err)
+		}
+	}
 	segs, data, err := ParseReadVResponse(unhex(t, "00000000 00000002 0000000000000010 abcd 00000000 00000000 0000000000000020"))
 	if err != nil || len(segs) != 2 || !bytes.Equal(data[0], []byte{0xab, 0xcd}) || len(data[1]) != 0 {
 		t.Errorf("readv response %+v %x %v", segs, data, err)

@@ -796,22 +796,84 @@ func (s *session) doQuery(ctx context.Context, sid StreamID, r *QueryRequest) er
 	case QueryStats:
 		return sent(s.sendOK(sid, s.statsXML()))
 	case QueryOpaqueFile:
-		return s.doListAttr(ctx, sid, args)
+		name, cgi, err := cleanPath(args)
+		if err != nil {
+			return err
+		}
+		switch {
+		case cgi.Has(AttrListArg):
+			return s.doListAttr(ctx, sid, name, cgi.Get(AttrListArg))
+		case cgi.Has(OpenWholeArg):
+			return s.doOpenWhole(ctx, sid, name, cgi.Get(OpenWholeArg))
+		}
+		return Errorf(ErrUnsupported, "opaque query %q is not supported", args)
 	}
 	return Errorf(ErrUnsupported, "query type %d is not supported", r.InfoType)
 }
 
-// doListAttr answers a listing with attributes (AttrLister), the only
-// kXR_Qopaquf query served, in chunks as doDirlist sends a listing.
-func (s *session) doListAttr(ctx context.Context, sid StreamID, args string) error {
-	h, ok := s.srv.Handler.(AttrLister)
-	name, cgi, err := cleanPath(args)
+// doOpenWhole answers an open that reads small files whole (WholeOpener):
+// a regular file of at most max bytes with its content, any other file
+// opened as doOpen opens it, with kXR_retstat.
+func (s *session) doOpenWhole(ctx context.Context, sid StreamID, name, max string) error {
+	h, ok := s.srv.Handler.(WholeOpener)
+	if !ok {
+		return Errorf(ErrUnsupported, "opaque query %s is not supported", OpenWholeArg)
+	}
+	limit, err := strconv.ParseInt(max, 10, 64)
+	if err != nil || limit < 0 {
+		return Errorf(ErrArgInvalid, "%s=%q is not a size", OpenWholeArg, max)
+	}
+	limit = min(limit, h.OpenWholeMax())
+	opts := OpenOptions{Flags: OpenRead}
+	f, err := s.srv.Handler.Open(ctx, name, opts)
 	if err != nil {
+		return fmt.Errorf("open %s: %w", name, err)
+	}
+	if f == nil {
+		return Errorf(ErrServerError, "open %s: handler returned no file", name)
+	}
+	fi, err := f.Stat(ctx)
+	if err != nil {
+		s.discardFile(f, false)
+		return fmt.Errorf("open %s: stat: %w", name, err)
+	}
+	if fi.Flags&(StatIsDir|StatOther) == 0 && fi.Size <= limit {
+		// One byte more than the size: a file that grew since the stat
+		// is left open rather than sent cut short.
+		b := bufpool.Get(1 + int(fi.Size) + 1)
+		defer bufpool.Put(b)
+		n, eof, err := readFull(ctx, f, b[1:], 0)
+		if err == nil && eof {
+			f.Close(ctx)
+			b[0] = openWholeContent
+			return sent(s.sendOK(sid, b[:1+n]))
+		}
+		if err != nil {
+			s.discardFile(f, false)
+			return fmt.Errorf("read %s: %w", name, err)
+		}
+		if fi, err = f.Stat(ctx); err != nil {
+			s.discardFile(f, false)
+			return fmt.Errorf("open %s: stat: %w", name, err)
+		}
+	}
+	fh, err := s.registerFile(f, name, false)
+	if err != nil {
+		s.discardFile(f, false)
 		return err
 	}
-	attr := cgi.Get(AttrListArg)
+	if err := s.sendOK(sid, AppendOpenWholeHandle(nil, &OpenResponse{Handle: fh, Stat: &fi})); err != nil {
+		return sent(err) // released with the connection, as doOpen's
+	}
+	return nil
+}
+
+// doListAttr answers a listing with attributes (AttrLister) in chunks,
+// as doDirlist sends a listing.
+func (s *session) doListAttr(ctx context.Context, sid StreamID, name, attr string) error {
+	h, ok := s.srv.Handler.(AttrLister)
 	if !ok || attr == "" {
-		return Errorf(ErrUnsupported, "opaque query %q is not supported", args)
+		return Errorf(ErrUnsupported, "opaque query %s is not supported", AttrListArg)
 	}
 	chunk := s.limits.ResponseChunk
 	var buf []byte

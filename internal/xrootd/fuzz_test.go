@@ -77,6 +77,7 @@ func FuzzResponse(f *testing.F) {
 		ParseProtocolResponse(fr.Body)
 		ParseLoginResponse(fr.Body)
 		ParseOpenResponse(fr.Body)
+		ParseOpenWhole(fr.Body)
 		ParseDirlist(fr.Body)
 		ParseReadVResponse(fr.Body)
 		parseWaitBody(fr.Body)

@@ -208,6 +208,18 @@ type AttrLister interface {
 	ListAttr(ctx context.Context, dir, attr string) iter.Seq2[AttrEntry, error]
 }
 
+// WholeOpener is implemented by file systems that offer ecstore's open
+// that reads small files whole: kXR_query kXR_Qopaquf on
+// "PATH?ecstore.open=MAX" (Client.OpenWhole) answers a regular file of
+// at most MAX bytes with its content, leaving it closed, and opens any
+// other for reading as kXR_open with kXR_retstat does. A client that
+// reads small files whole (the archives of small objects) saves the
+// kXR_read and kXR_close of each; other servers answer kXR_Unsupported.
+// OpenWholeMax bounds MAX, whatever the client asks.
+type WholeOpener interface {
+	OpenWholeMax() int64
+}
+
 // AttrEntry is a directory entry with the value of the attribute asked
 // for (AttrLister); HasValue is false when the entry has none.
 type AttrEntry struct {

@@ -218,6 +218,56 @@ func ParseDirlist(body []byte) ([]FileInfo, error) {
 // (AttrLister): the directory, then this key with the attribute's name.
 const AttrListArg = "ecstore.listattr"
 
+// OpenWholeArg is the query argument of an open that reads small files
+// whole (WholeOpener): the file's path, then this key with the size of
+// the largest file to answer whole.
+const OpenWholeArg = "ecstore.open"
+
+// The first byte of an answer to an open that reads small files whole
+// says which it is: the file's content follows openWholeContent, a
+// kXR_open answer with stat information (OpenResponse) follows
+// openWholeHandle.
+const (
+	openWholeContent = 'W'
+	openWholeHandle  = 'O'
+)
+
+// AppendOpenWholeContent appends the answer to an open that reads small
+// files whole that carries the whole file, content.
+func AppendOpenWholeContent(b, content []byte) []byte {
+	return append(append(b, openWholeContent), content...)
+}
+
+// AppendOpenWholeHandle appends the answer to an open that reads small
+// files whole that leaves the file open: r, as kXR_open answers it (with
+// its Stat).
+func AppendOpenWholeHandle(b []byte, r *OpenResponse) []byte {
+	return r.AppendTo(append(b, openWholeHandle))
+}
+
+// ParseOpenWhole decodes the answer to an open that reads small files
+// whole: the file's content (a part of body), or the open file's handle
+// and stat information.
+func ParseOpenWhole(body []byte) (content []byte, open *OpenResponse, err error) {
+	if len(body) == 0 {
+		return nil, nil, fmt.Errorf("%w: empty answer to an open", ErrMalformed)
+	}
+	switch body[0] {
+	case openWholeContent:
+		return body[1:len(body):len(body)], nil, nil
+	case openWholeHandle:
+		r, err := ParseOpenResponse(body[1:])
+		if err != nil {
+			return nil, nil, err
+		}
+		if r.Stat == nil {
+			return nil, nil, fmt.Errorf("%w: an open's answer without stat information", ErrMalformed)
+		}
+		return nil, &r, nil
+	}
+	return nil, nil, fmt.Errorf("%w: answer to an open of kind %q", ErrMalformed, body[0])
+}
+
 // AppendAttrListEntry appends one entry of the answer to a listing with
 // attributes (AttrLister): three lines, the name, its stat as kXR_dirlist
 // with kXR_dstat gives it, and "=" with the value in unpadded URL-safe

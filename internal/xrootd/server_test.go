@@ -382,6 +382,8 @@ func TestUnsupported(t *testing.T) {
 	}
 	_, _, checks["checksum"] = c.Checksum(ctx, "/f", "")
 	_, checks["space"] = c.Space(ctx, "/")
+	_, _, checks["open whole"] = c.OpenWhole(ctx, "/f", 1<<20)
+	_, checks["attribute listing"] = c.ListAttr(ctx, "/", "a")
 	f, err := c.Open(ctx, "/f", OpenUpdate, 0)
 	if err != nil {
 		t.Fatal(err)

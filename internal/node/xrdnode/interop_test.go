@@ -225,6 +225,33 @@ func TestInteropWritesWaitForAnswers(t *testing.T) {
 	}
 }
 
+// A plain xrootd answers the open that reads small files whole with
+// kXR_Unsupported: the node opens files with kXR_open from then on, and
+// small ones are read as large ones are.
+func TestInteropOpenWithoutWholeReads(t *testing.T) {
+	s := startReal(t)
+	n := newNode(t, "root://"+s.addr+"//whole", Options{})
+	ctx := context.Background()
+	putFile(t, n, "/f", []byte("small archive"))
+	for range 2 {
+		f, err := n.Open(ctx, "/f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, 13)
+		if k, err := f.ReadAt(ctx, got, 0); k != 13 || string(got) != "small archive" {
+			t.Fatalf("read %q, %v", got[:k], err)
+		}
+		if _, whole := f.(node.ContentsFile); whole {
+			t.Fatal("a plain xrootd's file came whole")
+		}
+		f.Close()
+		if !n.noOpenWhole.active() {
+			t.Fatal("the server's kXR_Unsupported did not turn whole reads off")
+		}
+	}
+}
+
 // A plain xrootd answers the listing with attributes kXR_Unsupported:
 // the node lists with kXR_dirlist from then on, and the files come
 // without attributes (the store reads them by path).

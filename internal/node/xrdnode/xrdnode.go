@@ -148,6 +148,10 @@ type Node struct {
 	// (xrootd.AttrLister) with kXR_Unsupported; listings are kXR_dirlists
 	// while it is remembered.
 	noAttrList refusal
+	// noOpenWhole: the server answered an open that reads small files
+	// whole (xrootd.WholeOpener) with kXR_Unsupported; opens are
+	// kXR_opens while it is remembered.
+	noOpenWhole refusal
 	// prefixMade: the prefix directory is known to exist on the server
 	// (made by Check, or by the first connection that could).
 	prefixMade atomic.Bool
@@ -526,13 +530,36 @@ func (n *Node) ReadAttrs(ctx context.Context, path string) (map[string]string, e
 }
 
 // Open implements node.Node. Size is the size the server reported with
-// the open.
+// the open. A server that offers it (xrootd.WholeOpener) is asked to send
+// a file of at most WholeRead bytes whole: the File is then a
+// node.ContentsFile, open on no connection.
 func (n *Node) Open(ctx context.Context, path string) (node.File, error) {
 	if err := n.check(ctx, "open", path); err != nil {
 		return nil, err
 	}
 	var f *xrootd.ClientFile
 	var cn *conn
+	if !n.noOpenWhole.active() {
+		var content []byte
+		err := n.pool.callConn(ctx, true, func(c *conn) error {
+			var err error
+			content, f, err = c.c.OpenWhole(ctx, n.remote(path), WholeRead)
+			cn = c
+			return err
+		})
+		switch {
+		case err == nil && f == nil:
+			return node.NewContentsFile(content), nil
+		case err == nil:
+			return &file{n: n, cn: cn, f: f, path: path, size: f.OpenInfo().Size}, nil
+		case isUnsupported(err) || isRefusedQuery(err):
+			if n.noOpenWhole.note() {
+				n.log.Debug("node reads no file whole on open: opens read archives as usual", "node", n.id, "err", err)
+			}
+		default:
+			return nil, n.fail("open", path, err)
+		}
+	}
 	err := n.pool.callConn(ctx, true, func(c *conn) error {
 		var err error
 		f, err = c.c.Open(ctx, n.remote(path), xrootd.OpenRead, 0)
@@ -544,6 +571,13 @@ func (n *Node) Open(ctx context.Context, path string) (node.File, error) {
 	}
 	return &file{n: n, cn: cn, f: f, path: path, size: f.OpenInfo().Size}, nil
 }
+
+// WholeRead bounds the files that Open reads whole from a server that
+// offers it (xrootd.WholeOpener, as `ecstore node` does): the archives
+// of small objects (128 KiB at most by default) and of objects whose
+// chunks are that small come in one request, and their reads cost none,
+// where a kXR_open, kXR_read and kXR_close were three.
+const WholeRead = 256 << 10
 
 // Stat implements node.Node.
 func (n *Node) Stat(ctx context.Context, path string) (node.FileInfo, error) {

@@ -598,7 +598,10 @@ func TestHungServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := u0.Write(bg, []byte("data")); err != nil {
+	// Larger than what an open reads whole, so that f's reads ask the
+	// server.
+	data := bytes.Repeat([]byte("data"), WholeRead/4+1)
+	if err := u0.Write(bg, data); err != nil {
 		t.Fatal(err)
 	}
 	if err := u0.Commit(bg); err != nil {
@@ -675,8 +678,8 @@ func TestHungServer(t *testing.T) {
 	fz.thaw()
 	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
 	defer cancel()
-	if got := readAll(t, n, ctx, "/f"); string(got) != "data" {
-		t.Errorf("read after thaw = %q", got)
+	if got := readAll(t, n, ctx, "/f"); !bytes.Equal(got, data) {
+		t.Errorf("read after thaw: %d bytes, equal: %v", len(got), bytes.Equal(got, data))
 	}
 	ents, err := n.List(ctx, "/")
 	if err != nil {
@@ -1056,5 +1059,55 @@ func TestRefusal(t *testing.T) {
 	r.until.Store(time.Now().Add(-time.Nanosecond).UnixNano())
 	if r.active() || !r.note() {
 		t.Error("a refusal past its memory is still active, or a new one is not news")
+	}
+}
+
+// An `ecstore node` sends a file of at most WholeRead bytes whole with
+// its open (xrootd.WholeOpener): the File is a node.ContentsFile that
+// needs no connection to be read, even after the server is gone. A
+// larger file is opened as before; missing files and directories fail
+// as before.
+func TestOpenReadsSmallFilesWhole(t *testing.T) {
+	s := startOurs(t, "", "127.0.0.1:0")
+	n := newNode(t, "root://"+s.addr+"//p", Options{})
+	ctx := context.Background()
+	small := []byte("a small archive")
+	large := bytes.Repeat([]byte("L"), WholeRead+1)
+	putFile(t, n, "/d/small", small)
+	putFile(t, n, "/d/large", large)
+	if _, err := n.Open(ctx, "/d/nothing"); !errors.Is(err, node.ErrNotExist) {
+		t.Errorf("Open of nothing: %v; want ErrNotExist", err)
+	}
+	if _, err := n.Open(ctx, "/d"); !errors.Is(err, node.ErrIsDir) {
+		t.Errorf("Open of a directory: %v; want ErrIsDir", err)
+	}
+	g, err := n.Open(ctx, "/d/large")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, whole := g.(node.ContentsFile); whole || g.Size() != int64(len(large)) {
+		t.Fatalf("large file: %T of size %d; want an open file of %d bytes", g, g.Size(), len(large))
+	}
+	got := make([]byte, len(large))
+	if k, err := g.ReadAt(ctx, got, 0); k != len(large) || !bytes.Equal(got, large) {
+		t.Errorf("large file: read %d bytes (%v)", k, err)
+	}
+	g.Close()
+	f, err := n.Open(ctx, "/d/small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c, whole := f.(node.ContentsFile)
+	if !whole || !bytes.Equal(c.Contents(), small) || f.Size() != int64(len(small)) {
+		t.Fatalf("small file: %T of size %d; want its content whole", f, f.Size())
+	}
+	s.stop()
+	got = make([]byte, len(small))
+	if k, err := f.ReadAt(ctx, got, 0); k != len(small) || !bytes.Equal(got, small) {
+		t.Errorf("small file read after the server stopped: %d bytes, %v", k, err)
+	}
+	if n.noOpenWhole.active() {
+		t.Error("opens that read small files whole are off")
 	}
 }
