@@ -18,7 +18,10 @@ Runs a vanilla storage node: a plain-file data server for directory DIR
 over the XRootD protocol, knowing nothing about erasure coding. A gateway
 lists it as root://HOST:PORT//PREFIX in its nodes. It serves what any
 XRootD data server does (open, read, write, stat, dirlist, mv, rm, mkdir,
-rmdir, space), so xrdcp and xrdfs work against it too.
+rmdir, space, file attributes), so xrdcp and xrdfs work against it too,
+plus two queries of its own (kXR_query kXR_Qopaquf) that save a gateway
+requests: a listing with one attribute of every entry, and an open that
+sends a small file whole.
 
 Nothing can escape DIR, symbolic links included. With --fsync (default)
 files are fsynced on sync and close, and renames are made durable.

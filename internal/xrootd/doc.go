@@ -21,12 +21,15 @@
 // lists, requests on an open file's handle and other handlers' requests
 // answer kXR_Unsupported, a malformed request kXR_ArgInvalid. The Client
 // gets, sets and deletes attributes too. One ecstore extension uses the
-// protocol's own opening for implementation-defined queries: kXR_query
-// kXR_Qopaquf on "DIR?ecstore.listattr=NAME" lists a directory with one
-// attribute of every entry (AttrLister; Client.ListAttr, and
+// protocol's own opening for implementation-defined queries, kXR_query
+// kXR_Qopaquf, twice: on "DIR?ecstore.listattr=NAME" it lists a directory
+// with one attribute of every entry (AttrLister; Client.ListAttr, and
 // Client.ListAttrEach, which parses the answer part by part as its
-// frames arrive); a plain xrootd answers it kXR_Unsupported ("Unable to
-// FSctl"). Every frame of an answer is progress for a watchdog of the
+// frames arrive), and on "PATH?ecstore.open=MAX" it opens a file for
+// reading and answers a regular file of at most MAX bytes with its
+// content, closed, instead of a handle (WholeOpener, Client.OpenWhole;
+// the answer's first byte says which). A plain xrootd answers both
+// kXR_Unsupported ("Unable to FSctl"). Every frame of an answer is progress for a watchdog of the
 // request's context (package watchdog), stopped while the caller
 // handles the frame. A pgwrite page
 // that fails its CRC32C fails the whole request with kXR_ChkSumErr instead
