@@ -135,21 +135,30 @@ func (f *FS) Stat(ctx context.Context, name string) (_ xrootd.FileInfo, err erro
 func (f *FS) List(ctx context.Context, dir string) iter.Seq2[xrootd.FileInfo, error] {
 	return func(yield func(xrootd.FileInfo, error) bool) {
 		start := time.Now()
-		infos, err := f.store.List(ctx, dir)
+		stopped := false
+		err := f.store.ListEach(ctx, dir, func(infos []object.Info) error {
+			for i := range infos {
+				fi := fileInfo(&infos[i])
+				fi.Name = infos[i].Name
+				if !yield(fi, nil) {
+					stopped = true
+					return errListingStopped
+				}
+			}
+			return nil
+		})
+		if stopped {
+			err = nil // the caller's own stop
+		}
 		f.hooks.done("list", start, err)
 		if err != nil {
 			yield(xrootd.FileInfo{}, mapErr(err))
-			return
-		}
-		for i := range infos {
-			fi := fileInfo(&infos[i])
-			fi.Name = infos[i].Name
-			if !yield(fi, nil) {
-				return
-			}
 		}
 	}
 }
+
+// errListingStopped ends a listing whose consumer stopped taking entries.
+var errListingStopped = errors.New("gateway: listing stopped")
 
 // Remove deletes an object.
 func (f *FS) Remove(ctx context.Context, name string) (err error) {

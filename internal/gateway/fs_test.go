@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/ecstore/ecstore/internal/erasure"
 	"github.com/ecstore/ecstore/internal/layout"
@@ -189,5 +191,34 @@ func TestReadOnlyListener(t *testing.T) {
 	}
 	if got, err := c.Get("/ro/x"); err != nil || string(got) != "readable" {
 		t.Fatalf("object changed: %q %v", got, err)
+	}
+}
+
+// A listing whose consumer stops taking entries ends there, and is not
+// counted as a failed request.
+func TestListStoppedByItsConsumer(t *testing.T) {
+	c := testcluster.New(t, 6, layout.Geometry{K: 4, M: 2, ChunkSize: 1024})
+	ctx := context.Background()
+	for _, name := range []string{"/d/a", "/d/b", "/d/c"} {
+		c.Put(t, name, []byte(name))
+	}
+	var lists []error
+	fs := NewFS(c.Store, nil, Hooks{Request: func(op string, _ time.Duration, err error) {
+		if op == "list" {
+			lists = append(lists, err)
+		}
+	}})
+	var names []string
+	for fi, err := range fs.List(ctx, "/d") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, fi.Name)
+		if len(names) == 2 {
+			break
+		}
+	}
+	if fmt.Sprint(names) != "[a b]" || len(lists) != 1 || lists[0] != nil {
+		t.Errorf("took %v; list requests recorded %v; want a and b, and one request without error", names, lists)
 	}
 }

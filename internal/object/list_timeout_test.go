@@ -3,6 +3,7 @@ package object
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -195,5 +196,50 @@ func TestListingTakesParts(t *testing.T) {
 	}
 	if parts < 8+6+3 { // sub on every node, large on 6, small on 3
 		t.Errorf("%d parts handed over, want one per entry of every node", parts)
+	}
+}
+
+// ListEach hands a directory over in batches of listBatch, in name
+// order, the entries List returns; an error of its function stops it.
+func TestListEachBatches(t *testing.T) {
+	c := newCluster(t, 6, layout.Geometry{K: 4, M: 2, ChunkSize: 4096})
+	ctx := context.Background()
+	n := listBatch + listBatch/2
+	for i := range n {
+		w, err := c.store.Create(ctx, fmt.Sprintf("/d/o%05d", i), &CreateOptions{SizeHint: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := c.store.List(ctx, "/d")
+	if err != nil || len(want) != n {
+		t.Fatalf("List: %d entries, %v; want %d", len(want), err, n)
+	}
+	var batches []int
+	var got []Info
+	err = c.store.ListEach(ctx, "/d", func(infos []Info) error {
+		batches = append(batches, len(infos))
+		got = append(got, infos...)
+		return nil
+	})
+	if err != nil || fmt.Sprint(batches) != fmt.Sprint([]int{listBatch, n - listBatch}) {
+		t.Fatalf("ListEach: batches %v, %v; want %d and %d", batches, err, listBatch, n-listBatch)
+	}
+	for i := range want {
+		if got[i].Name != want[i].Name || got[i].Size != 1 || got[i].Version != want[i].Version {
+			t.Fatalf("entry %d: %+v; List says %+v", i, got[i], want[i])
+		}
+	}
+	stop := errors.New("stop")
+	calls := 0
+	err = c.store.ListEach(ctx, "/d", func([]Info) error { calls++; return stop })
+	if !errors.Is(err, stop) || calls != 1 {
+		t.Errorf("ListEach after its function failed: %v, %d calls; want the error after 1", err, calls)
 	}
 }

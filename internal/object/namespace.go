@@ -255,12 +255,38 @@ func (s *Store) dirInfo(ctx context.Context, path string) (*Info, error) {
 // files are hidden. Objects that cannot be read are listed with Archives
 // below K.
 func (s *Store) List(ctx context.Context, dir string) ([]Info, error) {
-	l, err := s.listDir(ctx, dir, false)
+	var out []Info
+	err := s.ListEach(ctx, dir, func(infos []Info) error {
+		out = append(out, infos...)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	return s.DescribeListed(ctx, l, l.names), nil
+	return out, nil
 }
+
+// ListEach lists dir as List does and hands its entries to fn as they
+// are described, in name order, listBatch names at a time: a caller that
+// sends a listing on as it goes (a gateway's kXR_dirlist) holds one
+// batch of described entries rather than the whole directory's, and its
+// first entries go out before the last are described. An error of fn
+// stops the listing and is returned.
+func (s *Store) ListEach(ctx context.Context, dir string, fn func([]Info) error) error {
+	l, err := s.listDir(ctx, dir, false)
+	if err != nil {
+		return err
+	}
+	for i := 0; i < len(l.names); i += listBatch {
+		if err := fn(s.DescribeListed(ctx, l, l.names[i:min(i+listBatch, len(l.names))])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// listBatch is how many names ListEach describes at a time.
+const listBatch = 1024
 
 // A Listing is what the nodes listed in a directory, before its objects
 // are described: its names, which of them are directories, and the files
