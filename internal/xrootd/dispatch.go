@@ -336,29 +336,43 @@ func (s *session) doOpen(ctx context.Context, sid StreamID, r *OpenRequest) erro
 		return err
 	}
 	opts := OpenOptions{Flags: r.Options, Perm: fs.FileMode(r.Mode) & fs.ModePerm, CGI: cgi}
-	f, err := s.srv.Handler.Open(ctx, name, opts)
+	f, stat, err := s.openFile(ctx, name, opts, r.Options&(OpenRetStat|OpenCompress) != 0)
 	if err != nil {
-		return fmt.Errorf("open %s: %w", name, err)
-	}
-	if f == nil {
-		return Errorf(ErrServerError, "open %s: handler returned no file", name)
-	}
-	var resp OpenResponse
-	if r.Options&(OpenRetStat|OpenCompress) != 0 {
-		fi, err := f.Stat(ctx)
-		if err != nil {
-			s.discardFile(f, opts.Flags.Writable())
-			return fmt.Errorf("open %s: stat: %w", name, err)
-		}
-		resp.Stat = &fi
-	}
-	fh, err := s.registerFile(f, name, opts.Flags.Writable())
-	if err != nil {
-		s.discardFile(f, opts.Flags.Writable())
 		return err
 	}
-	resp.Handle = fh
-	if err := s.sendOK(sid, resp.AppendTo(nil)); err != nil {
+	return s.sendOpened(sid, f, name, opts.Flags.Writable(), stat, (*OpenResponse).AppendTo)
+}
+
+// openFile opens name through the handler, with its stat information
+// when stat is set.
+func (s *session) openFile(ctx context.Context, name string, opts OpenOptions, stat bool) (File, *FileInfo, error) {
+	f, err := s.srv.Handler.Open(ctx, name, opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open %s: %w", name, err)
+	}
+	if f == nil {
+		return nil, nil, Errorf(ErrServerError, "open %s: handler returned no file", name)
+	}
+	if !stat {
+		return f, nil, nil
+	}
+	fi, err := f.Stat(ctx)
+	if err != nil {
+		s.discardFile(f, opts.Flags.Writable())
+		return nil, nil, fmt.Errorf("open %s: stat: %w", name, err)
+	}
+	return f, &fi, nil
+}
+
+// sendOpened registers f, open at name, and answers with its handle (and
+// stat information) as encode writes them.
+func (s *session) sendOpened(sid StreamID, f File, name string, writable bool, stat *FileInfo, encode func(*OpenResponse, []byte) []byte) error {
+	fh, err := s.registerFile(f, name, writable)
+	if err != nil {
+		s.discardFile(f, writable)
+		return err
+	}
+	if err := s.sendOK(sid, encode(&OpenResponse{Handle: fh, Stat: stat}, nil)); err != nil {
 		// The client cannot know the handle; the file is released when the
 		// connection ends.
 		return sent(err)
@@ -824,18 +838,9 @@ func (s *session) doOpenWhole(ctx context.Context, sid StreamID, name, max strin
 		return Errorf(ErrArgInvalid, "%s=%q is not a size", OpenWholeArg, max)
 	}
 	limit = min(limit, h.OpenWholeMax())
-	opts := OpenOptions{Flags: OpenRead}
-	f, err := s.srv.Handler.Open(ctx, name, opts)
+	f, fi, err := s.openFile(ctx, name, OpenOptions{Flags: OpenRead}, true)
 	if err != nil {
-		return fmt.Errorf("open %s: %w", name, err)
-	}
-	if f == nil {
-		return Errorf(ErrServerError, "open %s: handler returned no file", name)
-	}
-	fi, err := f.Stat(ctx)
-	if err != nil {
-		s.discardFile(f, false)
-		return fmt.Errorf("open %s: stat: %w", name, err)
+		return err
 	}
 	if fi.Flags&(StatIsDir|StatOther) == 0 && fi.Size <= limit {
 		// One byte more than the size: a file that grew since the stat
@@ -852,20 +857,14 @@ func (s *session) doOpenWhole(ctx context.Context, sid StreamID, name, max strin
 			s.discardFile(f, false)
 			return fmt.Errorf("read %s: %w", name, err)
 		}
-		if fi, err = f.Stat(ctx); err != nil {
+		grown, err := f.Stat(ctx)
+		if err != nil {
 			s.discardFile(f, false)
 			return fmt.Errorf("open %s: stat: %w", name, err)
 		}
+		fi = &grown
 	}
-	fh, err := s.registerFile(f, name, false)
-	if err != nil {
-		s.discardFile(f, false)
-		return err
-	}
-	if err := s.sendOK(sid, AppendOpenWholeHandle(nil, &OpenResponse{Handle: fh, Stat: &fi})); err != nil {
-		return sent(err) // released with the connection, as doOpen's
-	}
-	return nil
+	return s.sendOpened(sid, f, name, false, fi, func(r *OpenResponse, b []byte) []byte { return AppendOpenWholeHandle(b, r) })
 }
 
 // doListAttr answers a listing with attributes (AttrLister) in chunks,
