@@ -423,8 +423,9 @@ func (n *Node) createFlags() xrootd.OpenFlags {
 // on disk as the extended attribute user.U.ecstore.
 const attrName = "ecstore"
 
-// KeepsAttrs implements node.AttrReader: true until the server answers
-// a file attribute request with kXR_Unsupported.
+// KeepsAttrs implements node.AttrReader: true unless the server answered
+// a file attribute request with kXR_Unsupported less than refusalMemory
+// ago.
 func (n *Node) KeepsAttrs() bool { return !n.noAttrs.active() }
 
 // refusalMemory is how long a node remembers that its server refused a
@@ -455,7 +456,7 @@ func (r *refusal) note() bool {
 }
 
 // attrsSet notes how setting a file's attributes fared: a server that
-// does not support them is asked no more. Other failures leave the file
+// does not support them is not asked for refusalMemory. Other failures leave the file
 // without attributes, which only costs its readers the cheap lookup.
 func (n *Node) attrsSet(err error) {
 	if isUnsupported(err) && n.noAttrs.note() {
@@ -537,11 +538,15 @@ func (n *Node) Open(ctx context.Context, path string) (node.File, error) {
 	if err := n.check(ctx, "open", path); err != nil {
 		return nil, err
 	}
-	var f *xrootd.ClientFile
-	var cn *conn
-	if !n.noOpenWhole.active() {
+	var (
+		f   *xrootd.ClientFile
+		cn  *conn
+		err error
+	)
+	whole := !n.noOpenWhole.active()
+	if whole {
 		var content []byte
-		err := n.pool.callConn(ctx, true, func(c *conn) error {
+		err = n.pool.callConn(ctx, true, func(c *conn) error {
 			var err error
 			content, f, err = c.c.OpenWhole(ctx, n.remote(path), WholeRead)
 			cn = c
@@ -550,22 +555,21 @@ func (n *Node) Open(ctx context.Context, path string) (node.File, error) {
 		switch {
 		case err == nil && f == nil:
 			return node.NewContentsFile(content), nil
-		case err == nil:
-			return &file{n: n, cn: cn, f: f, path: path, size: f.OpenInfo().Size}, nil
 		case isUnsupported(err) || isRefusedQuery(err):
 			if n.noOpenWhole.note() {
 				n.log.Debug("node reads no file whole on open: opens read archives as usual", "node", n.id, "err", err)
 			}
-		default:
-			return nil, n.fail("open", path, err)
+			whole = false
 		}
 	}
-	err := n.pool.callConn(ctx, true, func(c *conn) error {
-		var err error
-		f, err = c.c.Open(ctx, n.remote(path), xrootd.OpenRead, 0)
-		cn = c
-		return err
-	})
+	if !whole {
+		err = n.pool.callConn(ctx, true, func(c *conn) error {
+			var err error
+			f, err = c.c.Open(ctx, n.remote(path), xrootd.OpenRead, 0)
+			cn = c
+			return err
+		})
+	}
 	if err != nil {
 		return nil, n.fail("open", path, err)
 	}
@@ -681,7 +685,7 @@ func (n *Node) ListParts(ctx context.Context, dir string, fn func(part []node.Fi
 }
 
 // ListsAttrs implements node.AttrsLister: true while the server may
-// list with attributes (not known to answer kXR_Unsupported).
+// list with attributes (no kXR_Unsupported of it remembered).
 func (n *Node) ListsAttrs() bool { return n.KeepsAttrs() && !n.noAttrList.active() }
 
 // ListNames implements node.NameLister with one kXR_dirlist with
