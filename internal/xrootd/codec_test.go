@@ -396,7 +396,7 @@ func TestResponseBodies(t *testing.T) {
 	if or, err := ParseOpenResponse([]byte{0, 0, 0, 9}); err != nil || or.Stat != nil {
 		t.Errorf("bare open response %+v %v", or, err)
 	}
-	content, open, err := ParseOpenWhole(AppendOpenWholeContent(nil, []byte("archive")))
+	content, open, err := ParseOpenWhole(append([]byte{openWholeContent}, "archive"...))
 	if err != nil || open != nil || string(content) != "archive" {
 		t.Errorf("open-whole content %q %+v %v", content, open, err)
 	}

@@ -232,12 +232,6 @@ const (
 	openWholeHandle  = 'O'
 )
 
-// AppendOpenWholeContent appends the answer to an open that reads small
-// files whole that carries the whole file, content.
-func AppendOpenWholeContent(b, content []byte) []byte {
-	return append(append(b, openWholeContent), content...)
-}
-
 // AppendOpenWholeHandle appends the answer to an open that reads small
 // files whole that leaves the file open: r, as kXR_open answers it (with
 // its Stat).
