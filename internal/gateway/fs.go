@@ -135,20 +135,18 @@ func (f *FS) Stat(ctx context.Context, name string) (_ xrootd.FileInfo, err erro
 func (f *FS) List(ctx context.Context, dir string) iter.Seq2[xrootd.FileInfo, error] {
 	return func(yield func(xrootd.FileInfo, error) bool) {
 		start := time.Now()
-		stopped := false
 		err := f.store.ListEach(ctx, dir, func(infos []object.Info) error {
 			for i := range infos {
 				fi := fileInfo(&infos[i])
 				fi.Name = infos[i].Name
 				if !yield(fi, nil) {
-					stopped = true
 					return errListingStopped
 				}
 			}
 			return nil
 		})
-		if stopped {
-			err = nil // the caller's own stop
+		if errors.Is(err, errListingStopped) {
+			err = nil // the caller's own stop: not a failed request
 		}
 		f.hooks.done("list", start, err)
 		if err != nil {
