@@ -3,9 +3,11 @@ package object
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -47,7 +49,7 @@ func failedWriteWithNodesDown(t *testing.T) (*cluster, []*node.Faulty, *atomic.I
 	fs[1].SetDown(true)
 	_, werr := w.Write(data[g.BlockSize():])
 	if cerr := w.Close(); !errors.Is(errors.Join(werr, cerr), ErrQuorum) {
-		t.Fatalf("write with 2 of 6 nodes down mid-way (quorum 5): write %v, close %v", werr, cerr)
+		t.Fatalf("write with 2 of 6 nodes down mid-way (quorum 5): write %v, close %v\n%s", werr, cerr, writerState(w, fs))
 	}
 	// The aborts run in the background.
 	for deadline := time.Now().Add(5 * time.Second); peak.Load() < 2 && time.Now().Before(deadline); {
@@ -129,4 +131,21 @@ func TestTempFilesOfAFailedWriteAreRemovedInTheBackground(t *testing.T) {
 			t.Fatalf("node %d still holds %v", i, names)
 		}
 	}
+}
+
+// writerState describes a write's slots and the faults its nodes
+// injected, for a failure message: a write that succeeds below its quorum
+// (seen once, in CI, and never reproduced) would be a serious bug, one
+// that raced its test's setup a harmless one, and this tells them apart.
+func writerState(w *Writer, fs []*node.Faulty) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "quorum %d, failed %d, blocks %d, size %d\n", w.quorum, w.failed.Load(), w.block, w.size)
+	for _, sw := range w.slots {
+		fmt.Fprintf(&b, "slot %d on node %s: dropped %v, sent %d, done %d, err %v\n",
+			sw.slot, sw.node.ID(), sw.dropped.Load(), sw.sent.Load(), sw.done.Load(), sw.err)
+	}
+	for i, f := range fs {
+		fmt.Fprintf(&b, "faulty node %d (%s): injected %d\n", i, f.ID(), f.Injected(node.OpAny))
+	}
+	return b.String()
 }
