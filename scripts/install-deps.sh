@@ -3,12 +3,13 @@
 # XRootD client and server, the Python bindings, unzip, GNU time
 # (/usr/bin/time -v measures peak memory in test/), the S3 clients the
 # interop tests drive (awscli, python3-boto3, rclone, s3cmd, curl), the
-# WebDAV client davix (davix-ls, davix-get, davix-put, ...), and
-# staticcheck.
+# WebDAV client davix (davix-ls, davix-get, davix-put, ...), bindfs
+# (a FUSE mount whose server test/ stops, to freeze a node directory)
+# and staticcheck.
 # Idempotent: does nothing when everything is already there.
 set -euo pipefail
 
-pkgs=(unzip time xrootd-client xrootd-server python3-xrootd libxrootd-dev awscli python3-boto3 rclone s3cmd curl davix)
+pkgs=(unzip time xrootd-client xrootd-server python3-xrootd libxrootd-dev awscli python3-boto3 rclone s3cmd curl davix bindfs fuse3)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

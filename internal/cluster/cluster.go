@@ -307,7 +307,7 @@ func build(cfg *Config, file, base string, opts Options) (*Cluster, error) {
 			return nil, fmt.Errorf("cluster: node %s: %w", id, err)
 		}
 		info := NodeInfo{ID: id, Path: abs}
-		l, err := openLocal(id, abs, cfg.Fsync())
+		l, err := openLocalWithin(id, abs, cfg.Fsync(), localOpenTimeout)
 		if err != nil {
 			info.Err = err
 			info.Node = newLateLocal(id, abs, cfg.Fsync(), err, opts.Logger)
@@ -317,7 +317,13 @@ func build(cfg *Config, file, base string, opts Options) (*Cluster, error) {
 			up++
 		}
 		c.nodes = append(c.nodes, info)
-		nodes = append(nodes, info.Node)
+		// The engine bounds every node call by a deadline; a local
+		// directory's system calls ignore it, and one on a file system
+		// that stopped answering (a network or FUSE mount whose server
+		// is gone, a disk stuck in its controller) would block the
+		// call, and every transfer and listing waiting on it, for good.
+		nodes = append(nodes, node.Guard(info.Node, node.GuardOptions{
+			Logger: opts.Logger, Stuck: opts.Events.NodeStuckCalls}))
 	}
 	answered, pending := c.checkRemotes(remote, opts.Logger)
 	up += answered
@@ -351,6 +357,44 @@ func sparesOption(n int) int {
 		return -1
 	}
 	return n
+}
+
+// localOpenTimeout bounds the opening of a node directory when the
+// cluster opens: one on a mount that does not answer is down meanwhile.
+var localOpenTimeout = 5 * time.Second
+
+// openLocalWithin is openLocal bounded by d: a directory on a file system
+// that does not answer (a network mount whose server is gone) blocks the
+// stat and the open in the kernel, and the gateway would never start.
+// The open is left running; a node it opens late is closed (the node is
+// used as a lateLocal, which opens it again when it answers).
+func openLocalWithin(id, dir string, fsync bool, d time.Duration) (*node.Local, error) {
+	type opened struct {
+		l   *node.Local
+		err error
+	}
+	done := make(chan opened, 1)
+	var state atomic.Int32 // 0 opening, 1 returned in time, 2 abandoned
+	go func() {
+		l, err := openLocal(id, dir, fsync)
+		if state.CompareAndSwap(0, 1) {
+			done <- opened{l, err}
+		} else if err == nil {
+			l.Close()
+		}
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case o := <-done:
+		return o.l, o.err
+	case <-t.C:
+		if !state.CompareAndSwap(0, 2) {
+			o := <-done // it returned meanwhile
+			return o.l, o.err
+		}
+		return nil, fmt.Errorf("%s did not answer within %v (a mount whose server is gone?)", dir, d)
+	}
 }
 
 // openLocal opens a node directory, which must exist.

@@ -317,8 +317,15 @@ func TestLocalOpenFIFO(t *testing.T) {
 // O_DIRECT (a large span in a buffer with SpanSlack), through the page
 // cache (a small span, or no slack), and reports a span past the end.
 func TestLocalReadSpan(t *testing.T) {
-	ctx := context.Background()
 	l := newLocal(t, node.LocalOptions{})
+	t.Run("local", func(t *testing.T) { testReadSpan(t, l) })
+	// A guarded node reads into a buffer of its own and copies the span
+	// to where it sat in that buffer.
+	t.Run("guarded", func(t *testing.T) { testReadSpan(t, node.Guard(l, node.GuardOptions{})) })
+}
+
+func testReadSpan(t *testing.T, l node.Node) {
+	ctx := context.Background()
 	content := bytes.Repeat([]byte("0123456789abcdefghij"), 30000) // 600 000 bytes
 	put(t, l, "/span", content)
 	f, err := l.Open(ctx, "/span")

@@ -184,6 +184,11 @@ type Events struct {
 	// kept for removal each time it changes: aborted uploads whose node
 	// did not answer the abort, removed once it answers again.
 	PendingTempRemovals func(pending int)
+	// NodeStuckCalls is not called by the engine but by the guard of a
+	// local node (node.Guard, set up by package cluster): it is given the
+	// node's count of calls stuck in its file system each time the count
+	// changes.
+	NodeStuckCalls func(nodeID string, stuck int)
 }
 
 func (e *Events) nodeError(id, op string, err error) {

@@ -31,6 +31,7 @@ type Metrics struct {
 	healedBytes    prometheus.Counter
 	openTransfers  prometheus.Gauge
 	pendingTemps   prometheus.Gauge
+	stuckCalls     *prometheus.GaugeVec
 }
 
 // New registers every metric in a fresh registry (with the Go runtime and
@@ -75,8 +76,11 @@ func New() *Metrics {
 		pendingTemps: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ec_object_pending_temp_removals", Help: "Temporary archives of aborted writes whose node did not answer the abort, kept to be removed once it answers.",
 		}),
+		stuckCalls: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ec_node_stuck_calls", Help: "Calls to a local node's file system left running after their deadline (the file system does not answer), by node.",
+		}, []string{"node"}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.bytes, m.degradedReads, m.degradedWrites, m.nodeErrors, m.hedgedReads, m.slowNodes, m.healed, m.healedBytes, m.openTransfers, m.pendingTemps,
+	m.reg.MustRegister(m.requests, m.latency, m.bytes, m.degradedReads, m.degradedWrites, m.nodeErrors, m.hedgedReads, m.slowNodes, m.healed, m.healedBytes, m.openTransfers, m.pendingTemps, m.stuckCalls,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -93,6 +97,7 @@ func (m *Metrics) Events() object.Events {
 		NodeSlow:            func(id string) { m.slowNodes.WithLabelValues(id).Inc() },
 		Transfers:           func(open int) { m.openTransfers.Set(float64(open)) },
 		PendingTempRemovals: func(n int) { m.pendingTemps.Set(float64(n)) },
+		NodeStuckCalls:      func(id string, n int) { m.stuckCalls.WithLabelValues(id).Set(float64(n)) },
 	}
 }
 

@@ -1,0 +1,477 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/bufpool"
+)
+
+// ErrStuck means that a guarded node already has GuardOptions.MaxStuck
+// calls stuck in its file system: further calls fail at once rather than
+// leave one more thread blocked in the kernel.
+var ErrStuck = errors.New("too many calls stuck in the file system")
+
+// errNoAnswer is the reason given for a call left running: its context
+// ended before the file system answered.
+var errNoAnswer = errors.New("no answer from the file system (the call is left running)")
+
+// GuardOptions configure Guard.
+type GuardOptions struct {
+	// MaxStuck bounds the calls left running after their context ended,
+	// each a thread blocked in the kernel; past it, calls fail at once
+	// with ErrStuck until some return. Default 32.
+	MaxStuck int
+	// MaxCall bounds a call whose context has no deadline. Default
+	// DefaultMaxCall.
+	MaxCall time.Duration
+	// Logger is told when the file system stops answering and when it
+	// answers again. Default: discard.
+	Logger *slog.Logger
+	// Stuck, if set, is told the node's count of stuck calls whenever it
+	// changes (a gauge).
+	Stuck func(id string, n int)
+}
+
+// DefaultMaxCall is GuardOptions.MaxCall's default: far longer than any
+// one call of a healthy local file system takes (an fsync of a large
+// archive on a busy disk, the listing of a huge directory), short enough
+// that a transfer against a dead mount ends.
+const DefaultMaxCall = 2 * time.Minute
+
+// Guard returns n with every call bounded by its context, also when the
+// call blocks in the kernel: a local directory on a network or FUSE file
+// system whose server stopped answering, or on a disk stuck in its
+// controller, blocks system calls for as long as that lasts, whatever
+// the caller's deadline, and a Local node checks its context only
+// before each call. A guarded call runs in a goroutine of its own; when
+// its context ends first, the caller gets an error wrapping the
+// context's, and the call is left running (stuck) until the file system
+// answers: a file or upload it then returns is closed or aborted, and a
+// buffer it reads into is its own, copied to the caller's only on
+// success, so that a read that completes late writes into no memory the
+// caller has since reused.
+//
+// An upload one of whose calls is stuck fails every later call; its
+// Abort then fails with ErrStuck and aborts the upload once the stuck
+// call returns. Files whose whole content is in memory (ContentsFile)
+// are not wrapped. Close of a file returns at once and closes it in the
+// background. The optional interfaces AttrReader, NameLister and
+// AttrsLister are offered as the inner node offers them; PartLister is
+// not (no local node has it).
+func Guard(n Node, opts GuardOptions) Node {
+	if opts.MaxStuck <= 0 {
+		opts.MaxStuck = 32
+	}
+	if opts.MaxCall <= 0 {
+		opts.MaxCall = DefaultMaxCall
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &guarded{n: n, opts: opts}
+}
+
+// guarded is the Node of Guard.
+type guarded struct {
+	n     Node
+	opts  GuardOptions
+	stuck atomic.Int64
+}
+
+var (
+	_ Node        = (*guarded)(nil)
+	_ AttrReader  = (*guarded)(nil)
+	_ NameLister  = (*guarded)(nil)
+	_ AttrsLister = (*guarded)(nil)
+)
+
+// Call states: running until the call returns (done) or its caller stops
+// waiting (abandoned), whichever comes first.
+const (
+	callRunning int32 = iota
+	callDone
+	callAbandoned
+)
+
+// guardCall runs fn in a goroutine and returns its result, or an error
+// wrapping ctx's once ctx ends (or MaxCall passes, for a ctx without a
+// deadline) before fn returns. fn is then left running, and late, if not
+// nil, is given its result when it returns.
+func guardCall[T any](g *guarded, ctx context.Context, op, path string, fn func(ctx context.Context) (T, error), late func(T, error)) (T, error) {
+	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, g.wrap(op, path, err)
+	}
+	if g.stuck.Load() >= int64(g.opts.MaxStuck) {
+		return zero, g.wrap(op, path, ErrStuck)
+	}
+	cctx, cancel := ctx, context.CancelFunc(func() {})
+	if _, ok := ctx.Deadline(); !ok {
+		cctx, cancel = context.WithTimeout(ctx, g.opts.MaxCall)
+	}
+	defer cancel()
+	type result struct {
+		v   T
+		err error
+	}
+	var state atomic.Int32
+	done := make(chan result, 1)
+	go func() {
+		v, err := fn(cctx)
+		if state.CompareAndSwap(callRunning, callDone) {
+			done <- result{v, err}
+			return
+		}
+		// Abandoned: the caller has gone.
+		if late != nil {
+			late(v, err)
+		}
+		g.unstuck(op, path)
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-cctx.Done():
+		if !state.CompareAndSwap(callRunning, callAbandoned) {
+			r := <-done // it returned meanwhile
+			return r.v, r.err
+		}
+		g.addStuck(op, path)
+		return zero, g.wrap(op, path, fmt.Errorf("%w: %w", errNoAnswer, cctx.Err()))
+	}
+}
+
+// addStuck counts a call left running.
+func (g *guarded) addStuck(op, path string) {
+	n := g.stuck.Add(1)
+	if n == 1 {
+		g.opts.Logger.Warn("node's file system is not answering: calls are left running until it does",
+			"node", g.n.ID(), "op", op, "path", path)
+	}
+	g.report(n)
+}
+
+// unstuck counts a stuck call that returned.
+func (g *guarded) unstuck(op, path string) {
+	n := g.stuck.Add(-1)
+	if n == 0 {
+		g.opts.Logger.Warn("node's file system answers again: every stuck call has returned",
+			"node", g.n.ID(), "last_op", op, "path", path)
+	}
+	g.report(n)
+}
+
+func (g *guarded) report(n int64) {
+	if g.opts.Stuck != nil {
+		g.opts.Stuck(g.n.ID(), int(n))
+	}
+}
+
+func (g *guarded) wrap(op, path string, err error) error {
+	return fmt.Errorf("node %s: %s %s: %w", g.n.ID(), op, path, err)
+}
+
+// guardErr runs fn, which returns only an error, as guardCall does.
+func guardErr(g *guarded, ctx context.Context, op, path string, fn func(ctx context.Context) error) error {
+	_, err := guardCall(g, ctx, op, path, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, fn(ctx)
+	}, nil)
+	return err
+}
+
+// ID implements Node.
+func (g *guarded) ID() string { return g.n.ID() }
+
+// Create implements Node.
+func (g *guarded) Create(ctx context.Context, path string) (Upload, error) {
+	u, err := guardCall(g, ctx, "create", path, func(ctx context.Context) (Upload, error) {
+		return g.n.Create(ctx, path)
+	}, func(u Upload, err error) {
+		if err == nil {
+			_ = u.Abort(context.Background())
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	gu := &guardedUpload{g: g, u: u, path: path}
+	if a, ok := u.(Attributes); ok {
+		return &guardedAttrUpload{guardedUpload: gu, a: a}, nil
+	}
+	return gu, nil
+}
+
+// Open implements Node.
+func (g *guarded) Open(ctx context.Context, path string) (File, error) {
+	f, err := guardCall(g, ctx, "open", path, func(ctx context.Context) (File, error) {
+		return g.n.Open(ctx, path)
+	}, func(f File, err error) {
+		if err == nil {
+			_ = f.Close()
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	switch f := f.(type) {
+	case ContentsFile:
+		return f, nil // in memory: its reads make no system call
+	case SpanReader:
+		return &guardedSpanFile{guardedFile{g: g, f: f, path: path}, f}, nil
+	default:
+		return &guardedFile{g: g, f: f, path: path}, nil
+	}
+}
+
+// Stat implements Node.
+func (g *guarded) Stat(ctx context.Context, path string) (FileInfo, error) {
+	return guardCall(g, ctx, "stat", path, func(ctx context.Context) (FileInfo, error) {
+		return g.n.Stat(ctx, path)
+	}, nil)
+}
+
+// List implements Node.
+func (g *guarded) List(ctx context.Context, dir string) ([]FileInfo, error) {
+	return guardCall(g, ctx, "list", dir, func(ctx context.Context) ([]FileInfo, error) {
+		return g.n.List(ctx, dir)
+	}, nil)
+}
+
+// ListNames implements NameLister: the inner node's, or its List
+// without the files' descriptions.
+func (g *guarded) ListNames(ctx context.Context, dir string) ([]FileInfo, error) {
+	nl, ok := g.n.(NameLister)
+	if !ok {
+		fis, err := g.List(ctx, dir)
+		for i := range fis {
+			if !fis[i].IsDir {
+				fis[i] = FileInfo{Name: fis[i].Name}
+			}
+		}
+		return fis, err
+	}
+	return guardCall(g, ctx, "list", dir, func(ctx context.Context) ([]FileInfo, error) {
+		return nl.ListNames(ctx, dir)
+	}, nil)
+}
+
+// ListsAttrs implements AttrsLister: whether the inner node does.
+func (g *guarded) ListsAttrs() bool {
+	al, ok := g.n.(AttrsLister)
+	return ok && al.ListsAttrs()
+}
+
+// ReadAttrs implements AttrReader when the inner node does; otherwise it
+// fails with ErrNoAttrs.
+func (g *guarded) ReadAttrs(ctx context.Context, path string) (map[string]string, error) {
+	a, ok := g.n.(AttrReader)
+	if !ok {
+		return nil, g.wrap("readattrs", path, ErrNoAttrs)
+	}
+	return guardCall(g, ctx, "readattrs", path, func(ctx context.Context) (map[string]string, error) {
+		return a.ReadAttrs(ctx, path)
+	}, nil)
+}
+
+// KeepsAttrs implements AttrReader: whether the inner node does.
+func (g *guarded) KeepsAttrs() bool {
+	a, ok := g.n.(AttrReader)
+	return ok && a.KeepsAttrs()
+}
+
+// Remove implements Node.
+func (g *guarded) Remove(ctx context.Context, path string) error {
+	return guardErr(g, ctx, "remove", path, func(ctx context.Context) error {
+		return g.n.Remove(ctx, path)
+	})
+}
+
+// Rename implements Node.
+func (g *guarded) Rename(ctx context.Context, oldPath, newPath string) error {
+	return guardErr(g, ctx, "rename", oldPath, func(ctx context.Context) error {
+		return g.n.Rename(ctx, oldPath, newPath)
+	})
+}
+
+// Mkdir implements Node.
+func (g *guarded) Mkdir(ctx context.Context, path string) error {
+	return guardErr(g, ctx, "mkdir", path, func(ctx context.Context) error {
+		return g.n.Mkdir(ctx, path)
+	})
+}
+
+// Space implements Node.
+func (g *guarded) Space(ctx context.Context) (Space, error) {
+	return guardCall(g, ctx, "space", "", func(ctx context.Context) (Space, error) {
+		return g.n.Space(ctx)
+	}, nil)
+}
+
+// guardedFile is a File of a guarded node.
+type guardedFile struct {
+	g    *guarded
+	f    File
+	path string
+}
+
+// ReadAt implements File. The inner read fills a buffer of the guard's,
+// copied to p once it returns: a read left running must not write into
+// p after the caller has reused it.
+func (f *guardedFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	type read struct {
+		buf []byte
+		n   int
+	}
+	r, err := guardCall(f.g, ctx, "read", f.path, func(ctx context.Context) (read, error) {
+		buf := bufpool.Get(len(p))
+		n, err := f.f.ReadAt(ctx, buf, off)
+		return read{buf, n}, err
+	}, func(r read, _ error) {
+		bufpool.Put(r.buf)
+	})
+	if r.buf == nil {
+		return 0, err
+	}
+	n := copy(p, r.buf[:r.n])
+	bufpool.Put(r.buf)
+	return n, err
+}
+
+// Size implements File.
+func (f *guardedFile) Size() int64 { return f.f.Size() }
+
+// Close implements File: the inner file is closed in the background (a
+// close blocks too where the file system does not answer).
+func (f *guardedFile) Close() error {
+	go func() { _ = f.f.Close() }()
+	return nil
+}
+
+// guardedSpanFile is a guardedFile over a SpanReader.
+type guardedSpanFile struct {
+	guardedFile
+	s SpanReader
+}
+
+// ReadSpan implements SpanReader, reading into a buffer of the guard's
+// as ReadAt does: the span comes back at the same place in buf as it
+// sat in the guard's buffer.
+func (f *guardedSpanFile) ReadSpan(ctx context.Context, buf []byte, off int64, n int) ([]byte, error) {
+	type span struct {
+		own, data []byte
+	}
+	s, err := guardCall(f.g, ctx, "read", f.path, func(ctx context.Context) (span, error) {
+		own := bufpool.Get(len(buf))
+		data, err := f.s.ReadSpan(ctx, own, off, n)
+		return span{own, data}, err
+	}, func(s span, _ error) {
+		bufpool.Put(s.own)
+	})
+	if s.own == nil {
+		return nil, err
+	}
+	defer bufpool.Put(s.own)
+	if err != nil {
+		return nil, err
+	}
+	at := cap(s.own) - cap(s.data) // where the span starts in own
+	return buf[at : at+copy(buf[at:], s.data)], nil
+}
+
+// guardedUpload is an Upload of a guarded node. After one of its calls
+// is left running, the others fail: the inner upload is not safe for
+// concurrent use.
+type guardedUpload struct {
+	g    *guarded
+	u    Upload
+	path string
+
+	mu sync.Mutex
+	// stuck counts the upload's calls left running (at most one, as the
+	// calls are not concurrent). The call's own count of its return may
+	// come before the count of its abandonment, which makes it -1 for a
+	// moment: both are under mu, and the order does not matter.
+	stuck       int
+	abortWanted bool // Abort came while a call was stuck
+}
+
+// do runs fn on the inner upload under the guard, unless a call of the
+// upload is stuck.
+func (u *guardedUpload) do(ctx context.Context, op string, fn func(ctx context.Context) error) error {
+	u.mu.Lock()
+	stuck := u.stuck > 0
+	u.mu.Unlock()
+	if stuck {
+		return u.g.wrap(op, u.path, fmt.Errorf("an earlier call of this upload is stuck: %w", ErrStuck))
+	}
+	_, err := guardCall(u.g, ctx, op, u.path, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, fn(ctx)
+	}, func(struct{}, error) {
+		u.mu.Lock()
+		u.stuck--
+		abort := u.abortWanted && u.stuck == 0
+		u.mu.Unlock()
+		if abort {
+			_ = u.u.Abort(context.Background())
+		}
+	})
+	if errors.Is(err, errNoAnswer) {
+		u.mu.Lock()
+		u.stuck++
+		u.mu.Unlock()
+	}
+	return err
+}
+
+func (u *guardedUpload) Write(ctx context.Context, p []byte) error {
+	return u.do(ctx, "write", func(ctx context.Context) error { return u.u.Write(ctx, p) })
+}
+
+func (u *guardedUpload) Finish(ctx context.Context) error {
+	return u.do(ctx, "finish", u.u.Finish)
+}
+
+func (u *guardedUpload) Commit(ctx context.Context) error {
+	return u.do(ctx, "commit", u.u.Commit)
+}
+
+// Abort implements Upload. While a call of the upload is stuck it fails
+// with ErrStuck, and the upload is aborted once that call returns.
+func (u *guardedUpload) Abort(ctx context.Context) error {
+	u.mu.Lock()
+	if u.stuck > 0 {
+		u.abortWanted = true
+		u.mu.Unlock()
+		return u.g.wrap("abort", u.path, fmt.Errorf("a call of this upload is stuck; it is aborted once that returns: %w", ErrStuck))
+	}
+	u.mu.Unlock()
+	if ctx.Err() != nil {
+		// An abort must work with a cancelled context (Upload's
+		// contract).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
+		defer cancel()
+	}
+	return u.do(ctx, "abort", u.u.Abort)
+}
+
+// abortTimeout bounds an Abort called with a context already done.
+const abortTimeout = 10 * time.Second
+
+func (u *guardedUpload) TempPath() string { return u.u.TempPath() }
+
+// guardedAttrUpload is a guardedUpload over an Upload with Attributes.
+type guardedAttrUpload struct {
+	*guardedUpload
+	a Attributes
+}
+
+func (u *guardedAttrUpload) SetAttrs(ctx context.Context, attrs map[string]string) error {
+	return u.do(ctx, "setattrs", func(ctx context.Context) error { return u.a.SetAttrs(ctx, attrs) })
+}

@@ -1,0 +1,245 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/node"
+	"github.com/ecstore/ecstore/internal/node/nodetest"
+)
+
+func TestGuardConformance(t *testing.T) {
+	nodetest.Run(t, func(t *testing.T) node.Node {
+		return node.Guard(newLocal(t, node.LocalOptions{}), node.GuardOptions{})
+	})
+}
+
+// frozen is a node whose calls block, whatever their context, while it
+// is frozen: a local directory on a file system that stopped answering.
+// Its calls succeed once thawed; it records what was closed and aborted.
+type frozen struct {
+	mu      sync.Mutex
+	thawed  chan struct{} // closed while thawed
+	calls   atomic.Int64  // calls that reached the node
+	closed  atomic.Int64  // files closed
+	aborted atomic.Int64  // uploads aborted
+}
+
+func newFrozen() *frozen { return &frozen{thawed: make(chan struct{})} }
+
+func (f *frozen) thaw() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	select {
+	case <-f.thawed:
+	default:
+		close(f.thawed)
+	}
+}
+
+func (f *frozen) freeze() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.thawed = make(chan struct{})
+}
+
+func (f *frozen) wait() {
+	f.calls.Add(1)
+	f.mu.Lock()
+	c := f.thawed
+	f.mu.Unlock()
+	<-c
+}
+
+func (f *frozen) ID() string { return "frozen" }
+func (f *frozen) Create(context.Context, string) (node.Upload, error) {
+	f.wait()
+	return &frozenUpload{f: f}, nil
+}
+func (f *frozen) Open(context.Context, string) (node.File, error) {
+	f.wait()
+	return &frozenFile{f: f}, nil
+}
+func (f *frozen) Stat(context.Context, string) (node.FileInfo, error) {
+	f.wait()
+	return node.FileInfo{Name: "x"}, nil
+}
+func (f *frozen) List(context.Context, string) ([]node.FileInfo, error) { f.wait(); return nil, nil }
+func (f *frozen) Remove(context.Context, string) error                  { f.wait(); return nil }
+func (f *frozen) Rename(context.Context, string, string) error          { f.wait(); return nil }
+func (f *frozen) Mkdir(context.Context, string) error                   { f.wait(); return nil }
+func (f *frozen) Space(context.Context) (node.Space, error)             { f.wait(); return node.Space{}, nil }
+
+type frozenUpload struct{ f *frozen }
+
+func (u *frozenUpload) Write(context.Context, []byte) error { u.f.wait(); return nil }
+func (u *frozenUpload) Finish(context.Context) error        { u.f.wait(); return nil }
+func (u *frozenUpload) Commit(context.Context) error        { u.f.wait(); return nil }
+func (u *frozenUpload) Abort(context.Context) error         { u.f.aborted.Add(1); return nil }
+func (u *frozenUpload) TempPath() string                    { return "/.tmp" }
+
+type frozenFile struct{ f *frozen }
+
+// ReadAt fills p, late: what a read left running does to the memory it
+// was given.
+func (r *frozenFile) ReadAt(_ context.Context, p []byte, _ int64) (int, error) {
+	r.f.wait()
+	for i := range p {
+		p[i] = 0xEE
+	}
+	return len(p), nil
+}
+func (r *frozenFile) Size() int64  { return 1 << 20 }
+func (r *frozenFile) Close() error { r.f.closed.Add(1); return nil }
+
+// within runs fn with a context of d and checks that it fails, wrapping
+// the context's error, within a second more.
+func within(t *testing.T, what string, d time.Duration, fn func(ctx context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	start := time.Now()
+	err := fn(ctx)
+	if took := time.Since(start); took > d+time.Second {
+		t.Fatalf("%s took %v with a deadline of %v", what, took, d)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("%s on a frozen node: %v, want an error wrapping context.DeadlineExceeded", what, err)
+	}
+}
+
+// Every call of a guarded node returns by its deadline although the node
+// does not; what the calls left running return once the node thaws is
+// closed or aborted, and the count of stuck calls goes back to 0.
+func TestGuardBoundsCallsThatBlock(t *testing.T) {
+	f := newFrozen()
+	var gauge atomic.Int64
+	g := node.Guard(f, node.GuardOptions{Stuck: func(id string, n int) {
+		if id != "frozen" {
+			t.Errorf("stuck calls reported for node %q", id)
+		}
+		gauge.Store(int64(n))
+	}})
+	const d = 50 * time.Millisecond
+	within(t, "Create", d, func(ctx context.Context) error { _, err := g.Create(ctx, "/a"); return err })
+	within(t, "Open", d, func(ctx context.Context) error { _, err := g.Open(ctx, "/a"); return err })
+	within(t, "Stat", d, func(ctx context.Context) error { _, err := g.Stat(ctx, "/a"); return err })
+	within(t, "List", d, func(ctx context.Context) error { _, err := g.List(ctx, "/"); return err })
+	within(t, "ListNames", d, func(ctx context.Context) error {
+		_, err := g.(node.NameLister).ListNames(ctx, "/")
+		return err
+	})
+	within(t, "Remove", d, func(ctx context.Context) error { return g.Remove(ctx, "/a") })
+	within(t, "Rename", d, func(ctx context.Context) error { return g.Rename(ctx, "/a", "/b") })
+	within(t, "Mkdir", d, func(ctx context.Context) error { return g.Mkdir(ctx, "/d") })
+	within(t, "Space", d, func(ctx context.Context) error { _, err := g.Space(ctx); return err })
+	if n := gauge.Load(); n != 9 {
+		t.Fatalf("%d stuck calls reported, want 9", n)
+	}
+	f.thaw()
+	for deadline := time.Now().Add(5 * time.Second); gauge.Load() != 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls still stuck after the node thawed", gauge.Load())
+		}
+	}
+	if f.aborted.Load() != 1 || f.closed.Load() != 1 {
+		t.Errorf("after the thaw: %d uploads aborted, %d files closed; want the late upload and file, 1 each",
+			f.aborted.Load(), f.closed.Load())
+	}
+	// Thawed, the node's calls go through.
+	if _, err := g.Stat(context.Background(), "/a"); err != nil {
+		t.Errorf("Stat after the thaw: %v", err)
+	}
+}
+
+// A read left running writes into a buffer of the guard's, never into
+// the caller's, which the caller may have reused by then.
+func TestGuardReadLeftRunningKeepsOffCallersBuffer(t *testing.T) {
+	f := newFrozen()
+	f.thaw() // open at once
+	g := node.Guard(f, node.GuardOptions{})
+	file, err := g.Open(context.Background(), "/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.freeze()
+	p := bytes.Repeat([]byte{1}, 64<<10)
+	within(t, "ReadAt", 50*time.Millisecond, func(ctx context.Context) error {
+		_, err := file.ReadAt(ctx, p, 0)
+		return err
+	})
+	f.thaw()
+	time.Sleep(50 * time.Millisecond) // the late read fills its buffer
+	if !bytes.Equal(p, bytes.Repeat([]byte{1}, 64<<10)) {
+		t.Fatal("the read left running wrote into the caller's buffer")
+	}
+	// A read that returns in time copies its bytes to the caller.
+	n, err := file.ReadAt(context.Background(), p, 0)
+	if err != nil || n != len(p) || p[0] != 0xEE || p[len(p)-1] != 0xEE {
+		t.Fatalf("read of a thawed file: %d, %v, bytes %x…%x", n, err, p[0], p[len(p)-1])
+	}
+}
+
+// Past MaxStuck stuck calls, calls fail at once with ErrStuck without
+// reaching the node (each would hold one more thread in the kernel).
+func TestGuardMaxStuck(t *testing.T) {
+	f := newFrozen()
+	defer f.thaw()
+	g := node.Guard(f, node.GuardOptions{MaxStuck: 3})
+	for range 3 {
+		within(t, "Stat", 20*time.Millisecond, func(ctx context.Context) error { _, err := g.Stat(ctx, "/a"); return err })
+	}
+	start := time.Now()
+	_, err := g.Stat(context.Background(), "/a")
+	if !errors.Is(err, node.ErrStuck) || time.Since(start) > 100*time.Millisecond {
+		t.Fatalf("Stat with 3 calls stuck: %v after %v, want ErrStuck at once", err, time.Since(start))
+	}
+	if n := f.calls.Load(); n != 3 {
+		t.Fatalf("%d calls reached the node, want 3", n)
+	}
+}
+
+// An upload whose write is left running fails its later calls; its
+// Abort fails with ErrStuck and aborts the upload once the write returns.
+func TestGuardUploadWithACallStuck(t *testing.T) {
+	f := newFrozen()
+	f.thaw()
+	g := node.Guard(f, node.GuardOptions{})
+	u, err := g.Create(context.Background(), "/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.freeze()
+	within(t, "Write", 50*time.Millisecond, func(ctx context.Context) error { return u.Write(ctx, []byte("x")) })
+	if err := u.Finish(context.Background()); !errors.Is(err, node.ErrStuck) {
+		t.Fatalf("Finish after a stuck write: %v, want ErrStuck", err)
+	}
+	if err := u.Abort(context.Background()); !errors.Is(err, node.ErrStuck) {
+		t.Fatalf("Abort while the write is stuck: %v, want ErrStuck", err)
+	}
+	if f.aborted.Load() != 0 {
+		t.Fatal("the upload was aborted while its write was still running")
+	}
+	f.thaw()
+	for deadline := time.Now().Add(5 * time.Second); f.aborted.Load() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the upload was not aborted once its stuck write returned")
+		}
+	}
+}
+
+// A call whose context has no deadline is bounded by MaxCall.
+func TestGuardMaxCall(t *testing.T) {
+	f := newFrozen()
+	defer f.thaw()
+	g := node.Guard(f, node.GuardOptions{MaxCall: 50 * time.Millisecond})
+	start := time.Now()
+	if err := g.Mkdir(context.Background(), "/d"); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > time.Second {
+		t.Fatalf("Mkdir without a deadline on a frozen node: %v after %v, want DeadlineExceeded after MaxCall", err, time.Since(start))
+	}
+}
