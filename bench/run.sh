@@ -98,6 +98,7 @@ mkdir -p "$base"
 work="$(mktemp -d "$base/ecstore-bench.XXXXXX")"
 chmod 755 "$work" # xrootd runs as another user and must reach its directory
 pids=()           # every process started and not yet reaped
+mounts=()         # FUSE mounts to undo before the working directory goes
 
 forget() { # forget PID: drop it from pids
   local keep=() p
@@ -116,12 +117,17 @@ cleanup() {
   [ "${#pids[@]}" -eq 0 ] || sleep 0.5
   for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  for p in "${mounts[@]}"; do unmount "$p"; done
   if [ "${BENCH_KEEP:-0}" = 1 ]; then
     say "kept $work"
   else
     rm -rf "$work"
   fi
   exit "$rc"
+}
+# unmount DIR: undo a FUSE mount, even one whose server is gone
+unmount() {
+  umount -l "$1" 2>/dev/null || fusermount3 -uz "$1" 2>/dev/null || fusermount -uz "$1" 2>/dev/null || true
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -719,6 +725,62 @@ evicter "$data"
 median_xrd local.get_killed2 "$size" evict_now -f "$gw_url//big" /dev/null || true
 stop_proc "$gw_pid"
 rm -rf "$data" "$work/moved"
+
+# one node directory on a file system that stops answering: a bindfs
+# (FUSE) mount of a directory, whose server is SIGSTOPped before a cold
+# get, freezes every system call on the mount in the kernel, as an NFS
+# mount whose server is gone does. D-frozen is compared with healthy
+# gets of the same setup (the FUSE directory included) right before.
+say "3c. ecstore on 10 local directories, one of them on a FUSE mount that freezes"
+fz="$work/fuse"
+if ! command -v bindfs >/dev/null 2>&1 || [ ! -e /dev/fuse ]; then
+  fail local.get_before_freeze "bindfs or /dev/fuse missing (scripts/install-deps.sh installs bindfs)"
+  fail local.get_frozen1 "bindfs or /dev/fuse missing"
+  fail local.frozen_stall "bindfs or /dev/fuse missing"
+else
+  fz_dirs=()
+  for i in 0 1 2 3 4 5 6 7 8 9; do
+    mkdir -p "$fz/n$i"
+    fz_dirs+=("$fz/n$i")
+  done
+  mkdir -p "$fz/under3"
+  start bindfs bindfs -f --no-allow-other "$fz/under3" "$fz/n3"
+  bindfs_pid=$started
+  mounts+=("$fz/n3")
+  for ((i = 0; i < 500; i++)); do
+    grep -q " $fz/n3 fuse" /proc/self/mounts && break
+    sleep 0.01
+  done
+  gateway gw-fuse --nodes "$(
+    IFS=,
+    echo "${fz_dirs[*]}"
+  )" "${geom[@]}"
+  if xrd -f "$src" "$gw_url//big"; then
+    prime "$gw_url//big"
+    evicter "${fz_dirs[@]}" "$fz/under3"
+    median_xrd local.get_before_freeze "$size" evict_now -f "$gw_url//big" /dev/null || true
+    healthy_ns="$elapsed_ns"
+    # evict what the frozen mount does not hold first: a walk into the
+    # mount would freeze the walker too
+    "$limits" evict "${fz_dirs[@]}" "$fz/under3" >/dev/null
+    kill -STOP "$bindfs_pid"
+    if timed_xrd local.get_frozen1 "$size" -f "$gw_url//big" /dev/null && [ "$healthy_ns" -gt 0 ]; then
+      record local.frozen_stall "$(awk -v s="$elapsed_ns" -v h="$healthy_ns" 'BEGIN { printf "%.2f", (s - h) / 1e9 }')"
+    else
+      fail local.frozen_stall "no healthy or frozen get to compare"
+    fi
+    kill -CONT "$bindfs_pid"
+  else
+    fail local.get_before_freeze "put through the gateway failed: $(xrd_error "$work/xrdcp.log")"
+    fail local.get_frozen1 "no object"
+    fail local.frozen_stall "no object"
+  fi
+  stop_proc "$gw_pid"
+  unmount "$fz/n3"
+  stop_proc "$bindfs_pid"
+  mounts=()
+fi
+rm -rf "$fz"
 
 # --- report -------------------------------------------------------------------
 if [ -n "${runs_note:-}" ]; then

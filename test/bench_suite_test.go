@@ -20,7 +20,7 @@ import (
 // benchSuiteRows lists the row ids of the table bench/run.sh writes: L
 // machine limits, X the plain xrootd baseline, N ecstore on ecstore
 // nodes, D ecstore on local directories.
-var benchSuiteRows = map[string]int{"L": 6, "X": 15, "N": 19, "D": 17}
+var benchSuiteRows = map[string]int{"L": 6, "X": 15, "N": 19, "D": 20}
 
 // TestBenchSuiteQuick is the smoke test of the benchmark suite: it runs
 // bench/run.sh --quick (real xrootd, xrdcp, ten ecstore nodes, local
@@ -34,7 +34,7 @@ func TestBenchSuiteQuick(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the benchmark suite smoke run is skipped with -short")
 	}
-	for _, tool := range []string{"bash", "xrdcp", "xrdfs", "xrootd", "go"} {
+	for _, tool := range []string{"bash", "xrdcp", "xrdfs", "xrootd", "go", "bindfs"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			if os.Getenv("CI") == "true" {
 				t.Fatalf("required tool missing (CI=true): %s: %v", tool, err)

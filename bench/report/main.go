@@ -298,6 +298,19 @@ func build(r *results) *report {
 					key: "local.put_pg", limit: "local put", baseKey: "xrootd.put_fsync", baseID: "X2"},
 				row{id: next(), what: gw + "xrdcp get " + size + " (cold), gateway with --page-checksums (as xrootd)", durability: read, unit: "MB/s",
 					key: "local.get_pg", limit: "local get", baseKey: "xrootd.get", baseID: "X3"})
+			// One node directory on a FUSE mount that freezes (its
+			// server SIGSTOPped): the local counterpart of the
+			// SIGSTOPped node, against healthy gets of the same setup.
+			fuse := "ecstore " + fmt.Sprintf("%d+%d", dataChunks, parityChunks) + " on 10 local dirs, one on a FUSE (bindfs) mount: "
+			frozenBase := next()
+			rows = append(rows,
+				row{id: frozenBase, what: fuse + "xrdcp get " + size + " (cold), healthy, right before the next row", durability: read, unit: "MB/s",
+					key: "local.get_before_freeze", limit: "local get", baseKey: "local.get", baseID: getID},
+				row{id: next(), what: fuse + "xrdcp get, that mount frozen (bindfs SIGSTOPped)", durability: read, unit: "MB/s",
+					key: "local.get_frozen1", limit: "local get", baseKey: "local.get_before_freeze", baseID: frozenBase,
+					checks: []check{{"base", 0.5}}, target: "≥ 0.50 × " + frozenBase},
+				row{id: next(), what: fuse + "stall of that get (time beyond " + frozenBase + "'s rate)", unit: "s", key: "local.frozen_stall",
+					checks: []check{{"max", 5}}, target: "< 5 s (no timeout-length stall)"})
 		}
 	}
 
@@ -515,11 +528,13 @@ func writeMarkdown(w io.Writer, r *results, rep *report) {
 	fmt.Fprintf(w, "- Page checksums: plain xrootd offers kXR_pgread and kXR_pgwrite, so xrdcp computes a CRC32C for every 4 KiB page "+
 		"it reads or writes, in software in Debian's client library (about 2 s of CPU per GiB here). The ecstore gateway does not offer them "+
 		"by default (`--page-checksums` turns them on), so xrdcp reads and writes plainly; the gateway verifies every chunk against its archive's "+
-		"CRC-32 either way. The last two D rows run the gateway with page checksums, like xrootd, for comparison.\n")
+		"CRC-32 either way. D16 and D17 run the gateway with page checksums, like xrootd, for comparison.\n")
 	fmt.Fprintf(w, "- Small-object gets read objects written seconds earlier (page cache warm), on both sides.\n")
 	fmt.Fprintf(w, "- The stall (N5) is the SIGSTOPped get's time minus the time the same bytes take at the healthy rate N2.\n")
 	fmt.Fprintf(w, "- Local directories cannot be taken away from a running gateway (it keeps the directories it opened), "+
-		"so D3 moves two node directories away and restarts the gateway before the timed get; D3h is timed on a gateway started the same way with every directory in place.\n")
+		"so D3 moves two node directories away and restarts the gateway before the timed get; D3h is timed on a gateway started the same way with every directory in place. "+
+		"A directory can instead stop answering in place: D18-D20 put one of the ten on a bindfs (FUSE) mount and SIGSTOP its server before the get of D19, "+
+		"which freezes every system call on that directory in the kernel, as an NFS mount whose server is gone does; the stall (D20) is D19's time minus D18's.\n")
 	fmt.Fprintf(w, "- N3 and D3 (two nodes lost) are compared with N3h and D3h, healthy gets of the same object timed right before them, "+
 		"rather than with N2 and D2 from minutes earlier: the disk's read rate drifts by a third within minutes here, "+
 		"which a ratio across that time would carry.\n")
