@@ -319,8 +319,6 @@ func TestLocalOpenFIFO(t *testing.T) {
 func TestLocalReadSpan(t *testing.T) {
 	l := newLocal(t, node.LocalOptions{})
 	t.Run("local", func(t *testing.T) { testReadSpan(t, l) })
-	// A guarded node reads into a buffer of its own and copies the span
-	// to where it sat in that buffer.
 	t.Run("guarded", func(t *testing.T) { testReadSpan(t, node.Guard(l, node.GuardOptions{})) })
 }
 

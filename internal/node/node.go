@@ -99,7 +99,10 @@ type Upload interface {
 // File is an open, committed file. Safe for concurrent ReadAt.
 type File interface {
 	// ReadAt reads len(p) bytes at off; it returns io.EOF only when fewer
-	// than len(p) bytes are available there.
+	// than len(p) bytes are available there. After an error wrapping
+	// ErrLeftRunning (a guarded local node whose file system did not
+	// answer in time) the read may still write into p: the caller must
+	// not reuse p. The same holds for SpanReader's buf.
 	ReadAt(ctx context.Context, p []byte, off int64) (int, error)
 	// Size is the file's size when it was opened.
 	Size() int64

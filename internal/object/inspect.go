@@ -245,6 +245,9 @@ func (s *Store) deepCheck(ctx context.Context, in *Inspection, loc *located) (in
 			buf = make([]byte, c.Span())
 		}
 		_, err := archive.ReadChunk(ctx, ref.idx.Source(ref.file), c, buf)
+		if errors.Is(err, node.ErrLeftRunning) {
+			buf = nil // the read left running may still write into it
+		}
 		if err != nil && ctx.Err() != nil {
 			return false, ctx.Err()
 		}

@@ -963,7 +963,11 @@ func readChunkOf(ctx context.Context, ref *archiveRef, b int64, direct bool) (da
 	buf = bufpool.Get(n)
 	data, err = archive.ReadChunk(ctx, src, c, buf)
 	if err != nil {
-		bufpool.Put(buf)
+		if !errors.Is(err, node.ErrLeftRunning) {
+			// (A read left running may still write into buf: the
+			// garbage collector takes it once that read is done.)
+			bufpool.Put(buf)
+		}
 		return nil, nil, fmt.Errorf("node %s: %w", ref.node.ID(), err)
 	}
 	return data, buf, nil
