@@ -234,16 +234,7 @@ func (f *FS) Checksum(ctx context.Context, name, algorithm string) (_ string, er
 
 // Space reports the usable capacity: the nodes' space times K/(K+M).
 func (f *FS) Space(ctx context.Context, _ string) (xrootd.Space, error) {
-	var total, free, largest int64
-	for _, n := range f.store.Nodes() {
-		sp, err := n.Space(ctx)
-		if err != nil {
-			continue
-		}
-		total += sp.Total
-		free += sp.Free
-		largest = max(largest, sp.Free)
-	}
+	total, free, largest := f.store.Capacity(ctx)
 	g := f.store.Geometry()
 	scale := func(v int64) int64 { return v / int64(g.Width()) * int64(g.K) }
 	return xrootd.Space{Total: scale(total), Free: scale(free), Used: scale(total - free),

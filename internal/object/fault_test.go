@@ -1690,3 +1690,32 @@ func TestReaderFindsACopyOnANodeTheLookupGaveUpOn(t *testing.T) {
 		t.Fatalf("get with slot 0 only on a node the lookup gave up on: %d bytes, %v", len(got), err)
 	}
 }
+
+// Regression: the gateway's space query asked the nodes one after the
+// other without a deadline, so a node that hung held the client's query
+// (xrdfs spaceinfo) for as long as it hung. Capacity gives each node
+// MetadataTimeout, all at once, and sums those that answer.
+func TestCapacityWithANodeHung(t *testing.T) {
+	g := layout.Geometry{K: 2, M: 1, ChunkSize: 4096}
+	c, fs := faultyCluster(t, 3, g, func(o *Options) { o.MetadataTimeout = 100 * time.Millisecond })
+	ctx := context.Background()
+	total, free, largest := c.store.Capacity(ctx)
+	if total <= 0 || free <= 0 || largest <= 0 || largest > free || free > total {
+		t.Fatalf("capacity of 3 healthy nodes: total %d, free %d, largest free %d", total, free, largest)
+	}
+	hang := node.Inject(node.OpSpace, node.Hang())
+	hung := node.Wrap(fs[0], hang)
+	s, err := New([]node.Node{hung, fs[1], fs[2]}, Options{Geometry: g, MinFree: -1, MetadataTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	total2, free2, _ := s.Capacity(ctx)
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("Capacity with a node hung took %v", took)
+	}
+	if hang.Fired() == 0 || total2 <= 0 || total2 >= total || free2 >= free {
+		t.Fatalf("capacity with one of 3 nodes hung: total %d of %d, free %d of %d (rule fired %d times): want the other two's",
+			total2, total, free2, free, hang.Fired())
+	}
+}

@@ -127,3 +127,27 @@ func (s *Store) querySpaces(ctx context.Context) []placement.Node {
 	}
 	return out
 }
+
+// Capacity is the space of the nodes that answer: their sums, and the
+// free space of the emptiest. Each node is given MetadataTimeout, and a
+// node known to hang is not asked: a client's space query must not wait
+// for a node that does not answer.
+func (s *Store) Capacity(ctx context.Context) (total, free, largestFree int64) {
+	var mu sync.Mutex
+	s.forNodes(ctx, s.nodes, func(ctx context.Context, n node.Node) error {
+		if s.isHung(n.ID()) {
+			return errHung
+		}
+		sp, err := n.Space(ctx)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		total += sp.Total
+		free += sp.Free
+		largestFree = max(largestFree, sp.Free)
+		return nil
+	})
+	return total, free, largestFree
+}
