@@ -61,7 +61,8 @@ func (m *fuseMount) thaw()   { _ = m.cmd.Process.Signal(syscall.SIGCONT) }
 
 // A node directory on a file system that stops answering does not stall
 // the gateway: with the mount frozen, gets of objects with an archive
-// there, stats, listings, puts and removals all finish within seconds,
+// there, stats, space queries, listings, puts and removals all finish
+// within seconds,
 // and the data is right; a gateway started while the mount is frozen
 // starts and serves. Before node.Guard every one of these waited for as
 // long as the mount stayed frozen.
@@ -137,6 +138,7 @@ func TestFrozenNodeDirectory(t *testing.T) {
 	}
 	addr := strings.TrimPrefix(url, "root://")
 	bounded(limit, xrdfs, addr, "stat", "/big")
+	bounded(limit, xrdfs, addr, "spaceinfo", "/")
 	if out := bounded(limit, xrdfs, addr, "ls", "/"); !strings.Contains(out, "/big") {
 		t.Fatalf("listing with a frozen node lacks /big:\n%s", out)
 	}
