@@ -111,7 +111,42 @@ func TestFrozenNodeDirectory(t *testing.T) {
 		t.Fatalf("the frozen node holds no archive of /big (%v) or of the small objects (%d): the test would prove nothing", err, onFrozen)
 	}
 
+	// A put whose node's mount freezes after it has sent its data: its
+	// node's sync or rename hangs, and the close must not wait for it.
+	midData, err := os.ReadFile(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mid := exec.Command(xrdcp, "-s", "-", url+"//mid")
+	stdin, err := mid.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var midOut strings.Builder
+	mid.Stdout, mid.Stderr = &midOut, &midOut
+	if err := mid.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stdin.Write(midData[:5<<20]); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
 	mount.freeze()
+	start := time.Now()
+	stdin.Close()
+	midDone := make(chan error, 1)
+	go func() { midDone <- mid.Wait() }()
+	select {
+	case err := <-midDone:
+		if err != nil {
+			t.Fatalf("xrdcp put of /mid with the mount frozen after its data: %v\n%s", err, midOut.String())
+		}
+	case <-time.After(20 * time.Second):
+		_ = mid.Process.Kill()
+		t.Fatalf("xrdcp put of /mid still closing 20 s after the mount froze")
+	}
+	t.Logf("put with the mount frozen after its data closed in %v", time.Since(start).Round(time.Millisecond))
+
 	// bounded runs a client command that must succeed within limit.
 	bounded := func(limit time.Duration, name string, args ...string) string {
 		t.Helper()
@@ -147,7 +182,7 @@ func TestFrozenNodeDirectory(t *testing.T) {
 
 	// A gateway that starts while the mount is frozen opens the other
 	// directories and serves.
-	start := time.Now()
+	start = time.Now()
 	gw2 := startServe(t, nil, args...)
 	if took := time.Since(start); took > limit {
 		t.Fatalf("a gateway took %v to start with a node's mount frozen", took)

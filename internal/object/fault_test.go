@@ -1719,3 +1719,63 @@ func TestCapacityWithANodeHung(t *testing.T) {
 			total2, total, free2, free, hang.Fired())
 	}
 }
+
+// Regression: a node that stopped answering after its last chunk, in its
+// sync or its rename, held the client's close for as long as it hung (the
+// write's watch, which drops a lagging slot, had stopped by then; a local
+// directory on a frozen mount held it for the node guard's 2 minutes).
+// Once the quorum has synced (or renamed), a slot still at it gets
+// WriteLag more; the write then commits degraded without it.
+func TestCloseWithANodeHungInItsSyncOrRename(t *testing.T) {
+	for _, op := range []node.Op{node.OpFinish, node.OpCommit} {
+		t.Run(op.String(), func(t *testing.T) {
+			g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+			var degraded atomic.Int32
+			c, fs := faultyCluster(t, 6, g, func(o *Options) {
+				o.WriteLag = 200 * time.Millisecond
+				o.Events.DegradedWrite = func(string, []int) { degraded.Add(1) }
+			})
+			ctx := context.Background()
+			hang := node.Inject(op, node.Hang())
+			fs[2] = node.Wrap(fs[2], hang)
+			s, err := New([]node.Node{fs[0], fs[1], fs[2], fs[3], fs[4], fs[5]}, c.store.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data := randBytes(rand.New(rand.NewPCG(seed(t), 3)), 3*g.BlockSize()+100)
+			w, err := s.Create(ctx, "/o", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.Write(data); err != nil {
+				t.Fatal(err)
+			}
+			closed := make(chan error, 1)
+			start := time.Now()
+			go func() { closed <- w.Close() }()
+			select {
+			case err := <-closed:
+				if err != nil {
+					t.Fatalf("close with a node hung in its %v: %v", op, err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("close with a node hung in its %v still waiting after 10 s", op)
+			}
+			if took := time.Since(start); took > 3*time.Second {
+				t.Errorf("close took %v with WriteLag 200ms", took)
+			}
+			if hang.Fired() == 0 || degraded.Load() != 1 {
+				t.Fatalf("hang fired %d times, %d degraded writes: want the node's %v hung and the write degraded", hang.Fired(), degraded.Load(), op)
+			}
+			r, err := s.Open(ctx, "/o")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			var got bytes.Buffer
+			if _, err := r.WriteTo(ctx, &got); err != nil || !bytes.Equal(got.Bytes(), data) {
+				t.Fatalf("read back: %v, equal %v", err, bytes.Equal(got.Bytes(), data))
+			}
+		})
+	}
+}

@@ -784,60 +784,44 @@ func (w *Writer) commit() error {
 		User: w.user,
 	}
 	// Finish every healthy archive in parallel.
-	var wg sync.WaitGroup
-	for _, sw := range w.slots {
-		if sw.dropped.Load() {
-			continue
+	w.eachSlot(func(ctx context.Context, sw *slotWriter) bool {
+		m := meta
+		m.Slot = sw.slot
+		if err := sw.aw.Close(&m); err != nil {
+			w.slotFailed(sw, err)
+			return false
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			m := meta
-			m.Slot = sw.slot
-			if err := sw.aw.Close(&m); err != nil {
-				w.slotFailed(sw, err)
-				return
+		if a, ok := sw.up.(node.Attributes); ok {
+			if err := a.SetAttrs(ctx, summaryAttrs(&m)); err != nil {
+				w.slotFailed(sw, w.straggled(ctx, err))
+				return false
 			}
-			if a, ok := sw.up.(node.Attributes); ok {
-				if err := a.SetAttrs(w.ctx, summaryAttrs(&m)); err != nil {
-					w.slotFailed(sw, err)
-					return
-				}
-			}
-			if err := sw.up.Finish(w.ctx); err != nil {
-				w.slotFailed(sw, err)
-			}
-		}()
-	}
-	wg.Wait()
+		}
+		if err := sw.up.Finish(ctx); err != nil {
+			w.slotFailed(sw, w.straggled(ctx, err))
+			return false
+		}
+		return true
+	})
 	if err := w.stickyErr(); err != nil {
 		w.abortAll()
 		return err
 	}
 	// Commit: rename into place.
-	var committed atomic.Int32
-	for _, sw := range w.slots {
-		if sw.dropped.Load() {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := sw.up.Commit(w.ctx); err != nil {
-				if w.s.holdsVersion(w.ctx, sw.node, w.path, meta.Version) {
-					// A reader completed this commit, taking us for dead.
-					committed.Add(1)
-					return
-				}
-				sw.dropped.Store(true)
-				sw.err = err
-				w.s.opts.Logger.Warn("archive commit failed", "obj", w.path, "node", sw.node.ID(), "err", err)
-				return
+	committed := w.eachSlot(func(ctx context.Context, sw *slotWriter) bool {
+		if err := sw.up.Commit(ctx); err != nil {
+			if w.s.holdsVersion(ctx, sw.node, w.path, meta.Version) {
+				// A reader completed this commit, taking us for dead.
+				return true
 			}
-			committed.Add(1)
-		}()
-	}
-	wg.Wait()
+			err = w.straggled(ctx, err)
+			sw.dropped.Store(true)
+			sw.err = err
+			w.s.opts.Logger.Warn("archive commit failed", "obj", w.path, "node", sw.node.ID(), "err", err)
+			return false
+		}
+		return true
+	})
 	var missing []int
 	for _, sw := range w.slots {
 		if sw.dropped.Load() {
@@ -860,7 +844,7 @@ func (w *Writer) commit() error {
 	// so the write has happened: report success (degraded) rather than a
 	// failure that the visible object would contradict. Below K the new
 	// version is invisible and the write failed.
-	if c := int(committed.Load()); c < w.geo.K {
+	if c := committed; c < w.geo.K {
 		return fmt.Errorf("object: write %s: %w: only %d of %d archives committed; run fsck", w.path, ErrQuorum, c, w.geo.Width())
 	}
 	if len(missing) > 0 {
@@ -933,6 +917,54 @@ func (s *Store) clearReplaced(ctx context.Context, path string, v archive.Versio
 		}
 		return nil
 	})
+}
+
+// eachSlot runs fn for every slot still in the write, in parallel, and
+// returns how many succeeded. Once the write quorum has succeeded, the
+// slots still running get WriteLag more before their context is
+// cancelled: a node that stops answering between its last chunk and its
+// sync or rename (after the write's watch has stopped) would otherwise
+// hold the client's close for as long as it hangs. fn reports success.
+func (w *Writer) eachSlot(fn func(ctx context.Context, sw *slotWriter) bool) int {
+	ctx, cancel := context.WithCancel(w.ctx)
+	defer cancel()
+	results := make(chan bool, len(w.slots))
+	running := 0
+	for _, sw := range w.slots {
+		if sw.dropped.Load() {
+			continue
+		}
+		running++
+		go func() { results <- fn(ctx, sw) }()
+	}
+	ok := 0
+	var lag <-chan time.Time
+	for running > 0 {
+		select {
+		case r := <-results:
+			running--
+			if r {
+				ok++
+			}
+			if lag == nil && ok >= w.quorum && running > 0 {
+				t := time.NewTimer(w.s.opts.WriteLag)
+				defer t.Stop()
+				lag = t.C
+			}
+		case <-lag:
+			cancel() // the slots still running hang; fn returns promptly
+		}
+	}
+	return ok
+}
+
+// straggled wraps err, a slot's failure in eachSlot, with why when the
+// slot was cut off for lagging behind the quorum.
+func (w *Writer) straggled(ctx context.Context, err error) error {
+	if ctx.Err() != nil && w.ctx.Err() == nil {
+		return fmt.Errorf("node did not answer within %v of the write quorum: %w", w.s.opts.WriteLag, err)
+	}
+	return err
 }
 
 // Abort discards the write; nothing becomes visible. It is safe to call
