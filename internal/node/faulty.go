@@ -396,10 +396,16 @@ func (f *Faulty) ListNames(ctx context.Context, dir string) ([]FileInfo, error) 
 	if _, err := f.fault(ctx, OpList, dir); err != nil {
 		return nil, err
 	}
-	if nl, ok := f.n.(NameLister); ok {
+	return listNames(ctx, f.n, dir)
+}
+
+// listNames is n's ListNames, or its List without the files'
+// descriptions: a wrapper's NameLister over any node.
+func listNames(ctx context.Context, n Node, dir string) ([]FileInfo, error) {
+	if nl, ok := n.(NameLister); ok {
 		return nl.ListNames(ctx, dir)
 	}
-	fis, err := f.n.List(ctx, dir)
+	fis, err := n.List(ctx, dir)
 	for i := range fis {
 		if !fis[i].IsDir {
 			fis[i] = FileInfo{Name: fis[i].Name}

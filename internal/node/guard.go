@@ -247,18 +247,8 @@ func (g *guarded) List(ctx context.Context, dir string) ([]FileInfo, error) {
 // ListNames implements NameLister: the inner node's, or its List
 // without the files' descriptions.
 func (g *guarded) ListNames(ctx context.Context, dir string) ([]FileInfo, error) {
-	nl, ok := g.n.(NameLister)
-	if !ok {
-		fis, err := g.List(ctx, dir)
-		for i := range fis {
-			if !fis[i].IsDir {
-				fis[i] = FileInfo{Name: fis[i].Name}
-			}
-		}
-		return fis, err
-	}
 	return guardCall(g, ctx, "list", dir, func(ctx context.Context) ([]FileInfo, error) {
-		return nl.ListNames(ctx, dir)
+		return listNames(ctx, g.n, dir)
 	}, nil)
 }
 

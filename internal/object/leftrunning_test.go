@@ -37,17 +37,7 @@ func TestChunkReadLeftRunningKeepsItsBuffer(t *testing.T) {
 	g := layout.Geometry{K: 2, M: 1, ChunkSize: 256 << 10}
 	c := newCluster(t, 3, g)
 	ctx := context.Background()
-	data := randBytes(rand.New(rand.NewPCG(seed(t), 7)), g.BlockSize())
-	w, err := c.store.Create(ctx, "/o", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	put(t, c.store, "/o", randBytes(rand.New(rand.NewPCG(seed(t), 7)), g.BlockSize()))
 	b, err := os.ReadFile(filepath.Join(c.dirs[0], "o"))
 	if err != nil {
 		t.Fatal(err)
