@@ -3,6 +3,9 @@ package node_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,6 +13,7 @@ import (
 
 	"github.com/ecstore/ecstore/internal/node"
 	"github.com/ecstore/ecstore/internal/node/nodetest"
+	"github.com/ecstore/ecstore/internal/watchdog"
 )
 
 func TestGuardConformance(t *testing.T) {
@@ -240,5 +244,63 @@ func TestGuardMaxCall(t *testing.T) {
 	start := time.Now()
 	if err := g.Mkdir(context.Background(), "/d"); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > time.Second {
 		t.Fatalf("Mkdir without a deadline on a frozen node: %v after %v, want DeadlineExceeded after MaxCall", err, time.Since(start))
+	}
+}
+
+// A guarded listing of a large directory is bounded by how long the file
+// system goes silent, not by how long the listing takes: Local reports
+// progress to the watchdogs of its context every listBatch entries. The
+// idle timeout here is a third of the time the whole listing takes, so a
+// listing that reported nothing until its end would be cut off.
+func TestGuardedListOfALargeDirectory(t *testing.T) {
+	dir := t.TempDir()
+	l, err := node.NewLocal("n", dir, node.LocalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	const n = 20000
+	if err := os.Mkdir(filepath.Join(dir, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Links of one file: entries without an inode each, quick to make.
+	first := filepath.Join(dir, "d", "f00000")
+	if err := os.WriteFile(first, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < n; i++ {
+		if err := os.Link(first, filepath.Join(dir, "d", fmt.Sprintf("f%05d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	for _, list := range []struct {
+		name string
+		fn   func(ctx context.Context, n node.Node) ([]node.FileInfo, error)
+	}{
+		{"List", func(ctx context.Context, n node.Node) ([]node.FileInfo, error) { return n.List(ctx, "/d") }},
+		{"ListNames", func(ctx context.Context, n node.Node) ([]node.FileInfo, error) {
+			return n.(node.NameLister).ListNames(ctx, "/d")
+		}},
+	} {
+		t.Run(list.name, func(t *testing.T) {
+			whole := time.Hour
+			for range 3 {
+				start := time.Now()
+				if fis, err := list.fn(ctx, l); err != nil || len(fis) != n {
+					t.Fatalf("unguarded: %d entries, %v", len(fis), err)
+				}
+				whole = min(whole, time.Since(start))
+			}
+			// (At least 20 ms: a names-only listing of n entries takes
+			// a few ms, too little to time its batches against.)
+			idle := max(whole/3, 20*time.Millisecond)
+			wctx, stop := watchdog.WithIdleTimeout(ctx, idle)
+			defer stop()
+			fis, err := list.fn(wctx, node.Guard(l, node.GuardOptions{}))
+			if err != nil || len(fis) != n {
+				t.Fatalf("guarded, idle timeout %v (the whole listing takes %v): %d entries, %v", idle, whole, len(fis), err)
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"github.com/ecstore/ecstore/internal/directio"
 	"github.com/ecstore/ecstore/internal/fsutil"
+	"github.com/ecstore/ecstore/internal/watchdog"
 	"io"
 	"io/fs"
 	"maps"
@@ -405,9 +406,17 @@ func (l *Local) List(ctx context.Context, dir string) ([]FileInfo, error) {
 	defer f.Close()
 	// A directory opened in a Root stats its entries with fstatat on the
 	// directory's descriptor, so they cannot escape either.
-	fis, err := f.Readdir(-1)
-	if err != nil {
-		return nil, l.fail("list", dir, err)
+	var fis []os.FileInfo
+	for {
+		batch, err := f.Readdir(listBatch)
+		fis = append(fis, batch...)
+		watchdog.Progress(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, l.fail("list", dir, err)
+		}
 	}
 	out := make([]FileInfo, 0, len(fis))
 	for _, fi := range fis {
@@ -418,6 +427,9 @@ func (l *Local) List(ctx context.Context, dir string) ([]FileInfo, error) {
 	}
 	err = control(f, func(dirfd int) {
 		for i := range out {
+			if i%listBatch == listBatch-1 {
+				watchdog.Progress(ctx)
+			}
 			if !fis[i].Mode().IsRegular() || l.noAttr.Load() {
 				continue
 			}
@@ -430,6 +442,13 @@ func (l *Local) List(ctx context.Context, dir string) ([]FileInfo, error) {
 	return out, nil
 }
 
+// listBatch is how many entries a listing reads, or describes, between
+// two reports of progress to the watchdogs of its context: a listing of a
+// large directory is bounded by how long the file system goes silent
+// (watchdog.WithIdleTimeout), not by how long the whole listing takes,
+// and a guarded node (Guard) cuts off one that stops.
+const listBatch = 1024
+
 // ListNames implements NameLister: the directory's entries from getdents
 // (their types included), a stat for each directory, nothing read for
 // files.
@@ -439,14 +458,25 @@ func (l *Local) ListNames(ctx context.Context, dir string) ([]FileInfo, error) {
 		return nil, err
 	}
 	defer f.Close()
-	des, err := f.ReadDir(-1)
-	if err != nil {
-		return nil, l.fail("list", dir, err)
+	var des []os.DirEntry
+	for {
+		batch, err := f.ReadDir(listBatch)
+		des = append(des, batch...)
+		watchdog.Progress(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, l.fail("list", dir, err)
+		}
 	}
 	out := make([]FileInfo, 0, len(des))
 	var serr error
 	err = control(f, func(dirfd int) {
-		for _, de := range des {
+		for i, de := range des {
+			if i%listBatch == listBatch-1 {
+				watchdog.Progress(ctx)
+			}
 			if !de.IsDir() {
 				out = append(out, FileInfo{Name: de.Name()})
 				continue
