@@ -921,13 +921,16 @@ func (s *Store) clearReplaced(ctx context.Context, path string, v archive.Versio
 
 // eachSlot runs fn for every slot still in the write, in parallel, and
 // returns how many succeeded. Once the write quorum has succeeded, the
-// slots still running get WriteLag more before their context is
-// cancelled: a node that stops answering between its last chunk and its
-// sync or rename (after the write's watch has stopped) would otherwise
-// hold the client's close for as long as it hangs. fn reports success.
+// slots still running get as long again as the quorum took, and at least
+// WriteLag, before their context is cancelled: a node that stops
+// answering between its last chunk and its sync or rename (after the
+// write's watch has stopped) would otherwise hold the client's close for
+// as long as it hangs, while a disk that syncs a little slower than the
+// others is waited for. fn reports success.
 func (w *Writer) eachSlot(fn func(ctx context.Context, sw *slotWriter) bool) int {
 	ctx, cancel := context.WithCancel(w.ctx)
 	defer cancel()
+	start := time.Now()
 	results := make(chan bool, len(w.slots))
 	running := 0
 	for _, sw := range w.slots {
@@ -947,7 +950,7 @@ func (w *Writer) eachSlot(fn func(ctx context.Context, sw *slotWriter) bool) int
 				ok++
 			}
 			if lag == nil && ok >= w.quorum && running > 0 {
-				t := time.NewTimer(w.s.opts.WriteLag)
+				t := time.NewTimer(max(w.s.opts.WriteLag, time.Since(start)))
 				defer t.Stop()
 				lag = t.C
 			}
@@ -962,7 +965,7 @@ func (w *Writer) eachSlot(fn func(ctx context.Context, sw *slotWriter) bool) int
 // slot was cut off for lagging behind the quorum.
 func (w *Writer) straggled(ctx context.Context, err error) error {
 	if ctx.Err() != nil && w.ctx.Err() == nil {
-		return fmt.Errorf("node did not answer within %v of the write quorum: %w", w.s.opts.WriteLag, err)
+		return fmt.Errorf("node lagged the write quorum (its sync or rename) by as long as the quorum took, and at least %v: %w", w.s.opts.WriteLag, err)
 	}
 	return err
 }
