@@ -406,17 +406,9 @@ func (l *Local) List(ctx context.Context, dir string) ([]FileInfo, error) {
 	defer f.Close()
 	// A directory opened in a Root stats its entries with fstatat on the
 	// directory's descriptor, so they cannot escape either.
-	var fis []os.FileInfo
-	for {
-		batch, err := f.Readdir(listBatch)
-		fis = append(fis, batch...)
-		watchdog.Progress(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, l.fail("list", dir, err)
-		}
+	fis, err := readInBatches(ctx, f.Readdir)
+	if err != nil {
+		return nil, l.fail("list", dir, err)
 	}
 	out := make([]FileInfo, 0, len(fis))
 	for _, fi := range fis {
@@ -449,6 +441,23 @@ func (l *Local) List(ctx context.Context, dir string) ([]FileInfo, error) {
 // and a guarded node (Guard) cuts off one that stops.
 const listBatch = 1024
 
+// readInBatches reads a directory's entries listBatch at a time with
+// read (os.File's Readdir or ReadDir), reporting progress after each.
+func readInBatches[T any](ctx context.Context, read func(n int) ([]T, error)) ([]T, error) {
+	var all []T
+	for {
+		batch, err := read(listBatch)
+		all = append(all, batch...)
+		watchdog.Progress(ctx)
+		if errors.Is(err, io.EOF) {
+			return all, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
 // ListNames implements NameLister: the directory's entries from getdents
 // (their types included), a stat for each directory, nothing read for
 // files.
@@ -458,17 +467,9 @@ func (l *Local) ListNames(ctx context.Context, dir string) ([]FileInfo, error) {
 		return nil, err
 	}
 	defer f.Close()
-	var des []os.DirEntry
-	for {
-		batch, err := f.ReadDir(listBatch)
-		des = append(des, batch...)
-		watchdog.Progress(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, l.fail("list", dir, err)
-		}
+	des, err := readInBatches(ctx, f.ReadDir)
+	if err != nil {
+		return nil, l.fail("list", dir, err)
 	}
 	out := make([]FileInfo, 0, len(des))
 	var serr error
