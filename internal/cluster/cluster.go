@@ -369,32 +369,18 @@ var localOpenTimeout = 5 * time.Second
 // The open is left running; a node it opens late is closed (the node is
 // used as a lateLocal, which opens it again when it answers).
 func openLocalWithin(id, dir string, fsync bool, d time.Duration) (*node.Local, error) {
-	type opened struct {
-		l   *node.Local
-		err error
-	}
-	done := make(chan opened, 1)
-	var state atomic.Int32 // 0 opening, 1 returned in time, 2 abandoned
-	go func() {
-		l, err := openLocal(id, dir, fsync)
-		if state.CompareAndSwap(0, 1) {
-			done <- opened{l, err}
-		} else if err == nil {
-			l.Close()
-		}
-	}()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case o := <-done:
-		return o.l, o.err
-	case <-t.C:
-		if !state.CompareAndSwap(0, 2) {
-			o := <-done // it returned meanwhile
-			return o.l, o.err
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	l, err := node.Within(ctx, func() (*node.Local, error) { return openLocal(id, dir, fsync) },
+		func(l *node.Local, err error) {
+			if err == nil {
+				l.Close()
+			}
+		})
+	if errors.Is(err, node.ErrLeftRunning) {
 		return nil, fmt.Errorf("%s did not answer within %v (a mount whose server is gone?)", dir, d)
 	}
+	return l, err
 }
 
 // openLocal opens a node directory, which must exist.

@@ -100,10 +100,41 @@ const (
 	callAbandoned
 )
 
-// guardCall runs fn in a goroutine and returns its result, or an error
-// wrapping ctx's once ctx ends (or MaxCall passes, for a ctx without a
-// deadline) before fn returns. fn is then left running, and late, if not
-// nil, is given its result when it returns.
+// Within runs fn in a goroutine of its own and returns its result, or an
+// error wrapping ErrLeftRunning and ctx's error once ctx ends first: fn
+// is then left running, and late, if not nil, is given its result when
+// it returns. For calls that may block in the kernel past any deadline
+// (Guard; the opening of a node directory).
+func Within[T any](ctx context.Context, fn func() (T, error), late func(T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	var state atomic.Int32
+	done := make(chan result, 1)
+	go func() {
+		v, err := fn()
+		if state.CompareAndSwap(callRunning, callDone) {
+			done <- result{v, err}
+		} else if late != nil {
+			late(v, err) // abandoned: the caller has gone
+		}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		if !state.CompareAndSwap(callRunning, callAbandoned) {
+			r := <-done // it returned meanwhile
+			return r.v, r.err
+		}
+		var zero T
+		return zero, fmt.Errorf("%w: %w", ErrLeftRunning, ctx.Err())
+	}
+}
+
+// guardCall runs fn as Within does, with ctx bounded by MaxCall when it
+// has no deadline, counting the calls left running.
 func guardCall[T any](g *guarded, ctx context.Context, op, path string, fn func(ctx context.Context) (T, error), late func(T, error)) (T, error) {
 	var zero T
 	if err := ctx.Err(); err != nil {
@@ -112,40 +143,22 @@ func guardCall[T any](g *guarded, ctx context.Context, op, path string, fn func(
 	if g.stuck.Load() >= int64(g.opts.MaxStuck) {
 		return zero, g.wrap(op, path, ErrStuck)
 	}
-	cctx, cancel := ctx, context.CancelFunc(func() {})
 	if _, ok := ctx.Deadline(); !ok {
-		cctx, cancel = context.WithTimeout(ctx, g.opts.MaxCall)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, g.opts.MaxCall)
+		defer cancel()
 	}
-	defer cancel()
-	type result struct {
-		v   T
-		err error
-	}
-	var state atomic.Int32
-	done := make(chan result, 1)
-	go func() {
-		v, err := fn(cctx)
-		if state.CompareAndSwap(callRunning, callDone) {
-			done <- result{v, err}
-			return
-		}
-		// Abandoned: the caller has gone.
+	v, err := Within(ctx, func() (T, error) { return fn(ctx) }, func(v T, err error) {
 		if late != nil {
 			late(v, err)
 		}
 		g.unstuck(op, path)
-	}()
-	select {
-	case r := <-done:
-		return r.v, r.err
-	case <-cctx.Done():
-		if !state.CompareAndSwap(callRunning, callAbandoned) {
-			r := <-done // it returned meanwhile
-			return r.v, r.err
-		}
+	})
+	if errors.Is(err, ErrLeftRunning) {
 		g.addStuck(op, path)
-		return zero, g.wrap(op, path, fmt.Errorf("%w: %w", ErrLeftRunning, cctx.Err()))
+		return zero, g.wrap(op, path, err)
 	}
+	return v, err
 }
 
 // addStuck counts a call left running.
@@ -168,9 +181,12 @@ func (g *guarded) unstuck(op, path string) {
 	g.report(n)
 }
 
+// report passes the count on. A call that returns right after it was
+// abandoned may count its return before its abandonment: the count is
+// then -1 for a moment, reported as 0.
 func (g *guarded) report(n int64) {
 	if g.opts.Stuck != nil {
-		g.opts.Stuck(g.n.ID(), int(n))
+		g.opts.Stuck(g.n.ID(), int(max(n, 0)))
 	}
 }
 
