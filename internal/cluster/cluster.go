@@ -371,7 +371,7 @@ var localOpenTimeout = 5 * time.Second
 func openLocalWithin(id, dir string, fsync bool, d time.Duration) (*node.Local, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	l, err := node.Within(ctx, func() (*node.Local, error) { return openLocal(id, dir, fsync) },
+	l, err := node.Within(ctx, func() (*node.Local, error) { return openLocal(id, dir, fsync) }, nil,
 		func(l *node.Local, err error) {
 			if err == nil {
 				l.Close()

@@ -102,22 +102,27 @@ const (
 
 // Within runs fn in a goroutine of its own and returns its result, or an
 // error wrapping ErrLeftRunning and ctx's error once ctx ends first: fn
-// is then left running, and late, if not nil, is given its result when
-// it returns. For calls that may block in the kernel past any deadline
+// is then left running, left (if not nil) is called at once, and late
+// (if not nil) is given fn's result when it returns, never before left
+// has returned. For calls that may block in the kernel past any deadline
 // (Guard; the opening of a node directory).
-func Within[T any](ctx context.Context, fn func() (T, error), late func(T, error)) (T, error) {
+func Within[T any](ctx context.Context, fn func() (T, error), left func(), late func(T, error)) (T, error) {
 	type result struct {
 		v   T
 		err error
 	}
 	var state atomic.Int32
 	done := make(chan result, 1)
+	leftDone := make(chan struct{})
 	go func() {
 		v, err := fn()
 		if state.CompareAndSwap(callRunning, callDone) {
 			done <- result{v, err}
-		} else if late != nil {
-			late(v, err) // abandoned: the caller has gone
+			return
+		}
+		<-leftDone // abandoned: the caller has gone
+		if late != nil {
+			late(v, err)
 		}
 	}()
 	select {
@@ -128,6 +133,10 @@ func Within[T any](ctx context.Context, fn func() (T, error), late func(T, error
 			r := <-done // it returned meanwhile
 			return r.v, r.err
 		}
+		if left != nil {
+			left()
+		}
+		close(leftDone)
 		var zero T
 		return zero, fmt.Errorf("%w: %w", ErrLeftRunning, ctx.Err())
 	}
@@ -136,6 +145,11 @@ func Within[T any](ctx context.Context, fn func() (T, error), late func(T, error
 // guardCall runs fn as Within does, with ctx bounded by MaxCall when it
 // has no deadline, counting the calls left running.
 func guardCall[T any](g *guarded, ctx context.Context, op, path string, fn func(ctx context.Context) (T, error), late func(T, error)) (T, error) {
+	return guardCallLeft(g, ctx, op, path, fn, nil, late)
+}
+
+// guardCallLeft is guardCall with left, called as Within calls it.
+func guardCallLeft[T any](g *guarded, ctx context.Context, op, path string, fn func(ctx context.Context) (T, error), left func(), late func(T, error)) (T, error) {
 	var zero T
 	if err := ctx.Err(); err != nil {
 		return zero, g.wrap(op, path, err)
@@ -148,14 +162,18 @@ func guardCall[T any](g *guarded, ctx context.Context, op, path string, fn func(
 		ctx, cancel = context.WithTimeout(ctx, g.opts.MaxCall)
 		defer cancel()
 	}
-	v, err := Within(ctx, func() (T, error) { return fn(ctx) }, func(v T, err error) {
+	v, err := Within(ctx, func() (T, error) { return fn(ctx) }, func() {
+		g.addStuck(op, path)
+		if left != nil {
+			left()
+		}
+	}, func(v T, err error) {
 		if late != nil {
 			late(v, err)
 		}
 		g.unstuck(op, path)
 	})
 	if errors.Is(err, ErrLeftRunning) {
-		g.addStuck(op, path)
 		return zero, g.wrap(op, path, err)
 	}
 	return v, err
@@ -181,12 +199,9 @@ func (g *guarded) unstuck(op, path string) {
 	g.report(n)
 }
 
-// report passes the count on. A call that returns right after it was
-// abandoned may count its return before its abandonment: the count is
-// then -1 for a moment, reported as 0.
 func (g *guarded) report(n int64) {
 	if g.opts.Stuck != nil {
-		g.opts.Stuck(g.n.ID(), int(max(n, 0)))
+		g.opts.Stuck(g.n.ID(), int(n))
 	}
 }
 
@@ -366,12 +381,8 @@ type guardedUpload struct {
 	u    Upload
 	path string
 
-	mu sync.Mutex
-	// stuck counts the upload's calls left running (at most one, as the
-	// calls are not concurrent). The call's own count of its return may
-	// come before the count of its abandonment, which makes it -1 for a
-	// moment: both are under mu, and the order does not matter.
-	stuck       int
+	mu          sync.Mutex
+	stuck       bool // a call of the upload is left running
 	abortWanted bool // Abort came while a call was stuck
 }
 
@@ -379,27 +390,26 @@ type guardedUpload struct {
 // upload is stuck.
 func (u *guardedUpload) do(ctx context.Context, op string, fn func(ctx context.Context) error) error {
 	u.mu.Lock()
-	stuck := u.stuck > 0
+	stuck := u.stuck
 	u.mu.Unlock()
 	if stuck {
 		return u.g.wrap(op, u.path, fmt.Errorf("an earlier call of this upload is stuck: %w", ErrStuck))
 	}
-	_, err := guardCall(u.g, ctx, op, u.path, func(ctx context.Context) (struct{}, error) {
+	_, err := guardCallLeft(u.g, ctx, op, u.path, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, fn(ctx)
+	}, func() {
+		u.mu.Lock()
+		u.stuck = true
+		u.mu.Unlock()
 	}, func(struct{}, error) {
 		u.mu.Lock()
-		u.stuck--
-		abort := u.abortWanted && u.stuck == 0
+		u.stuck = false
+		abort := u.abortWanted
 		u.mu.Unlock()
 		if abort {
 			_ = u.u.Abort(context.Background())
 		}
 	})
-	if errors.Is(err, ErrLeftRunning) {
-		u.mu.Lock()
-		u.stuck++
-		u.mu.Unlock()
-	}
 	return err
 }
 
@@ -419,7 +429,7 @@ func (u *guardedUpload) Commit(ctx context.Context) error {
 // with ErrStuck, and the upload is aborted once that call returns.
 func (u *guardedUpload) Abort(ctx context.Context) error {
 	u.mu.Lock()
-	if u.stuck > 0 {
+	if u.stuck {
 		u.abortWanted = true
 		u.mu.Unlock()
 		return u.g.wrap("abort", u.path, fmt.Errorf("a call of this upload is stuck; it is aborted once that returns: %w", ErrStuck))
