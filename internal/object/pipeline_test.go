@@ -72,8 +72,19 @@ func TestPipelinedReaderReadsEachChunkOnce(t *testing.T) {
 	data := randBytes(r, blocks*bs)
 	put(t, s, "/p", data)
 
-	for _, inflight := range []int{1, 4, 8} {
-		t.Run(fmt.Sprintf("inflight=%d", inflight), func(t *testing.T) {
+	for _, tc := range []struct {
+		inflight int
+		alone    bool // the reader is the only transfer open: it reads LoneReadAhead ahead
+	}{{1, true}, {4, true}, {8, true}, {4, false}, {8, false}} {
+		t.Run(fmt.Sprintf("inflight=%d,alone=%v", tc.inflight, tc.alone), func(t *testing.T) {
+			inflight := tc.inflight
+			if !tc.alone {
+				other, err := s.Open(context.Background(), "/p")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer other.Close()
+			}
 			reads.Store(0)
 			peak.Store(0)
 			rd, err := s.Open(context.Background(), "/p")
@@ -81,6 +92,13 @@ func TestPipelinedReaderReadsEachChunkOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer rd.Close()
+			depth := s.opts.ReadAhead
+			if tc.alone {
+				depth = s.opts.LoneReadAhead
+			}
+			if rd.readAhead != depth {
+				t.Fatalf("reader reads %d blocks ahead; want %d", rd.readAhead, depth)
+			}
 			var next atomic.Int64
 			var wg sync.WaitGroup
 			for range inflight {
@@ -108,8 +126,8 @@ func TestPipelinedReaderReadsEachChunkOnce(t *testing.T) {
 				t.Errorf("%d chunk reads from the nodes for %d data chunks", got, want)
 			}
 			// However many requests the client keeps in flight, the
-			// reader fetches at most ReadAhead+1 blocks at once.
-			if got, most := peak.Load(), int64((s.opts.ReadAhead+1)*g.K); got > most {
+			// reader fetches at most its read-ahead+1 blocks at once.
+			if got, most := peak.Load(), int64((depth+1)*g.K); got > most {
 				t.Errorf("%d chunk reads at once; want at most %d", got, most)
 			}
 		})
@@ -166,7 +184,8 @@ func TestOpenTransfersCounted(t *testing.T) {
 // which the gateway's memory limit follows: a block per transfer, or the
 // size of an object smaller than a block (announced to a writer, found
 // by a reader), grown to a block when a writer's announcement falls
-// short; nothing once every transfer is closed.
+// short, more for a lone reader that reads further ahead; nothing once
+// every transfer is closed.
 func TestTransferMemoryCounted(t *testing.T) {
 	var last atomic.Int64
 	g := layout.Geometry{K: 3, M: 2, ChunkSize: 4096}
@@ -223,5 +242,15 @@ func TestTransferMemoryCounted(t *testing.T) {
 	check(100 + bs)
 	r.Close()
 	r2.Close()
+	check(0)
+	// A reader of several blocks that opens as the only transfer reads
+	// LoneReadAhead (3) blocks ahead instead of ReadAhead (1), and counts
+	// buffers for twice the depth of one.
+	lone, err := s.Open(ctx, "/big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(2 * bs)
+	lone.Close()
 	check(0)
 }

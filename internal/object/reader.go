@@ -30,8 +30,14 @@ type Reader struct {
 	l     layout.Layout
 	codec *erasure.Codec
 	// blockBuf is how much of a block the reader's buffers hold: a block,
-	// or a smaller object's size (counted in Store.transfer).
+	// or a smaller object's size.
 	blockBuf int64
+	// readAhead is how many blocks the reader fetches ahead (ReadAhead,
+	// or LoneReadAhead for a reader opened alone), and memory what it
+	// counts in Store.transfer for its buffers: blockBuf, scaled by its
+	// depth against ReadAhead's.
+	readAhead int
+	memory    int64
 
 	bg     context.Context // background read-ahead; cancelled by Close
 	cancel context.CancelFunc
@@ -42,7 +48,7 @@ type Reader struct {
 	nextSeq int64   // furthest offset read so far, for sequential detection
 	active  int     // ReadAt calls in progress
 
-	// fetching bounds the blocks being fetched at once (ReadAhead+1):
+	// fetching bounds the blocks being fetched at once (readAhead+1):
 	// what a pipelining client asks for beyond that waits its turn
 	// instead of holding buffers while the nodes are busy anyway.
 	fetching chan struct{}
@@ -124,16 +130,33 @@ func (s *Store) openReader(ctx context.Context, path string, everyNode bool) (*R
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	l := loc.meta.Layout()
 	blockBuf := min(l.BlockSize(), max(l.Size, 1))
-	s.transfer(1, blockBuf)
+	readAhead, memory := s.readAheadFor(l, blockBuf)
 	r := &Reader{s: s, path: path, loc: loc, l: l, blockBuf: blockBuf, codec: codec,
+		readAhead: readAhead, memory: memory,
 		bg: bg, cancel: cancel, cache: map[int64]*blockFetch{},
-		fetching:  make(chan struct{}, s.opts.ReadAhead+1),
+		fetching:  make(chan struct{}, readAhead+1),
 		late:      make([]atomic.Pointer[archiveRef], len(loc.slots)),
 		reopening: make([]atomic.Bool, len(loc.slots))}
 	if len(loc.lazy) > 0 {
 		r.lazyMu, r.lazyGone = make([]sync.Mutex, len(loc.slots)), make([]atomic.Bool, len(loc.slots))
 	}
 	return r, nil
+}
+
+// readAheadFor counts a reader of an object of layout l opening, with
+// blocks of blockBuf bytes, and returns how many blocks it is to read
+// ahead and the memory it counted. A reader of several blocks that is the
+// only transfer open reads LoneReadAhead blocks ahead and counts its
+// buffers for that depth.
+func (s *Store) readAheadFor(l layout.Layout, blockBuf int64) (readAhead int, memory int64) {
+	readAhead, memory = s.opts.ReadAhead, blockBuf
+	s.transfer(1, blockBuf)
+	if l.Blocks() > 1 && s.opts.LoneReadAhead > readAhead && s.OpenTransfers() == 1 {
+		extra := blockBuf * int64(s.opts.LoneReadAhead-readAhead) / int64(readAhead+1)
+		s.transferMemory(extra)
+		readAhead, memory = s.opts.LoneReadAhead, memory+extra
+	}
+	return readAhead, memory
 }
 
 // Size is the object's size in bytes.
@@ -173,7 +196,7 @@ func (r *Reader) Close() error {
 			ref.file.Close()
 		}
 	})
-	r.s.transfer(-1, r.blockBuf)
+	r.s.transfer(-1, r.memory)
 	return nil
 }
 
@@ -225,7 +248,7 @@ func (r *Reader) read(ctx context.Context, off int64, length int, keep bool, emi
 	// requests in flight, which arrive out of order) do. A sequential reader gets
 	// whole blocks, which the following reads find in the cache; a
 	// random one only the chunks it asks for.
-	window := int64(r.s.opts.ReadAhead+pipelineDepth) * bs
+	window := int64(r.readAhead+pipelineDepth) * bs
 	sequential := off >= r.nextSeq-window && off <= r.nextSeq+window
 	r.nextSeq = max(r.nextSeq, end)
 	fetches := make([]*blockFetch, 0, last-first+1)
@@ -247,7 +270,7 @@ func (r *Reader) read(ctx context.Context, off int64, length int, keep bool, emi
 	// finishing out of order, a block after this one may be done already.
 	if sequential && r.active == 0 {
 		from := (r.nextSeq + bs - 1) / bs
-		for b := from; b < from+int64(r.s.opts.ReadAhead) && b < r.l.Blocks(); b++ {
+		for b := from; b < from+int64(r.readAhead) && b < r.l.Blocks(); b++ {
 			r.fetchLocked(b, r.need(b, b*bs, min(r.l.Size, (b+1)*bs)))
 		}
 	}
@@ -333,7 +356,7 @@ func (f *blockFetch) failed() bool {
 // keeps cached: enough for clients with many requests in flight (xrdcp
 // keeps four by default, up to 16 with XRD_CPPARALLELCHUNKS) to find the
 // blocks they are reading. It does not bound memory: blocks read to their
-// end leave the cache at once, and at most ReadAhead+1 blocks are being
+// end leave the cache at once, and at most readAhead+1 blocks are being
 // fetched (holding buffers) at a time.
 const pipelineDepth = 16
 
@@ -352,7 +375,7 @@ func (r *Reader) fetchLocked(b int64, need []bool) *blockFetch {
 		r.fifo = append(r.fifo, b)
 	}
 	r.cache[b] = f
-	for len(r.fifo) > r.s.opts.ReadAhead+pipelineDepth {
+	for len(r.fifo) > r.readAhead+pipelineDepth {
 		r.evictLocked(r.fifo[0])
 	}
 	if chunks, ok := r.inMemory(b, need); ok {

@@ -94,6 +94,14 @@ type Options struct {
 	// Default 1: clients such as xrdcp keep several block-sized requests
 	// in flight, which is read-ahead already.
 	ReadAhead int
+	// LoneReadAhead is how many blocks a sequential reader fetches ahead,
+	// and how many more than one it fetches at once for a client's
+	// requests, when it opens as the only transfer of the store (a lone
+	// get on a fast disk reads about a fifth faster three blocks ahead);
+	// a reader opened beside others uses ReadAhead, which keeps the
+	// memory of many concurrent transfers bounded. Default 3; never
+	// below ReadAhead.
+	LoneReadAhead int
 	// HedgeDelay is how long a read waits for a data chunk before it also
 	// reads parity chunks and reconstructs from whichever K arrive first.
 	// Default 250ms.
@@ -229,6 +237,10 @@ func (o *Options) withDefaults() error {
 	if o.ReadAhead <= 0 {
 		o.ReadAhead = 1
 	}
+	if o.LoneReadAhead <= 0 {
+		o.LoneReadAhead = 3
+	}
+	o.LoneReadAhead = max(o.LoneReadAhead, o.ReadAhead)
 	if o.HedgeDelay <= 0 {
 		o.HedgeDelay = 250 * time.Millisecond
 	}
