@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ecstore/ecstore/internal/layout"
@@ -16,6 +17,11 @@ degraded object from the object's other archives — onto the node the
 placement names, or onto another node when that one is down — and
 inspects each object again. Temporary files of dead writes and archives
 of stale versions are removed (unless --keep-debris).
+
+A local node directory that is empty and lacks its marker while the
+cluster is in use is left down (the mount point of a disk that is not
+mounted, most likely): with --adopt ID it is taken as a new disk for
+node ID, marked, and refilled by the repair.
 
 An object counts as repaired only when the second inspection finds it
 healthy; the final report lists everything that could not be repaired
@@ -33,9 +39,16 @@ func cmdRepair(ctx context.Context, e *env, args []string) error {
 	dry := fs.Bool("dry-run", false, "report what would be rebuilt and change nothing")
 	keep := fs.Bool("keep-debris", false, "do not remove temporary files and stale archives")
 	debrisAge := fs.Duration("debris-age", time.Hour, "temporary files younger than this are writes in progress")
+	adopt := fs.String("adopt", "", "comma-separated node `IDS` whose empty, unmarked directory is a new disk: mark it and rebuild its archives there")
 	pos, err := fs.parse(args, 0, 1)
 	if err != nil {
 		return err
+	}
+	if *adopt != "" {
+		if *dry {
+			return usageErrorf("--adopt marks node directories: it cannot go with --dry-run")
+		}
+		cf.adopt = strings.Split(*adopt, ",")
 	}
 	root, err := optionalRoot(pos)
 	if err != nil {

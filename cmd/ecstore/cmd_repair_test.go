@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -60,5 +61,43 @@ func TestRepairProgress(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "[1/1] rebuilt        /p/big") {
 		t.Errorf("repair lines: %q", stdout.String())
+	}
+}
+
+// A node directory emptied under a cluster in use (the mount point of a
+// disk that is not mounted) is refused, and fsck says how to adopt a new
+// disk; repair --adopt marks it and rebuilds the node's archives there.
+func TestRepairAdoptsANewDisk(t *testing.T) {
+	c := newTestCluster(t)
+	data := testcluster.Rand(rand.New(rand.NewPCG(9, 9)), 2<<20+7)
+	c.put("/a/x", data)
+	files, info := c.archives("/a/x")
+	id := info.Placement[0]
+	dir := filepath.Join(c.dir, "nodes", id)
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := ecstore(t, nil, c.cmd("fsck")...)
+	if r.code != 1 || !strings.Contains(r.stdout, "ecstore repair --adopt "+id) {
+		t.Fatalf("fsck with node %s's directory empty and unmarked: exit %d\n%s%s", id, r.code, r.stdout, r.stderr)
+	}
+	if r := ecstore(t, nil, c.cmd("repair", "--adopt", id, "--dry-run")...); r.code != 2 {
+		t.Errorf("repair --adopt --dry-run: exit %d, want 2 (usage)\n%s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(files[0]); err == nil {
+		t.Fatal("an archive was written to the refused directory")
+	}
+	mustRun(t, nil, c.cmd("repair", "--adopt", id)...)
+	if _, err := os.Stat(files[0]); err != nil {
+		t.Errorf("the adopted node's archive was not rebuilt: %v", err)
+	}
+	if r := ecstore(t, nil, c.cmd("fsck", "--deep")...); r.code != 0 {
+		t.Fatalf("fsck --deep after the adoption: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := mustRun(t, nil, c.cmd("get", "/a/x", "-")...); got != string(data) {
+		t.Fatal("object changed by the adoption")
 	}
 }

@@ -27,7 +27,9 @@
 // A node directory that cannot be opened (a missing disk) is reported and
 // treated as a node that is down, so that reads can still reconstruct
 // from the others; it is tried again every few seconds while in use, and
-// used once it opens (a disk mounted late). It is never created. Entries
+// used once it opens (a disk mounted late). It is never created, and it
+// is not used when it is empty and lacks its marker while the cluster is
+// in use, or carries another node's marker (see MarkerName). Entries
 // of the form root://host:port//prefix are remote data servers (a real
 // xrootd, or ecstore node) reached with xrdnode.
 package cluster
@@ -38,8 +40,10 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,6 +99,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Events are passed to the engine (metrics, repair queues).
 	Events object.Events
+	// Adopt lists ids of local nodes whose directory, empty and without
+	// its marker (MarkerName), is a new disk for the node: it is marked
+	// and used, where otherwise a cluster in use leaves it down (as the
+	// empty mount point of a disk that is not mounted).
+	Adopt []string
 }
 
 // NodeInfo describes one node of a cluster.
@@ -276,10 +285,26 @@ func build(cfg *Config, file, base string, opts Options) (*Cluster, error) {
 		nodes  []node.Node
 		remote []int // indexes in c.nodes of the root:// nodes opened
 		up     = 0
+		dirs   = map[string]string{} // local node directories by id
 	)
 	for i, p := range paths {
+		if !isRemote(p) && !strings.Contains(p, "://") {
+			dir, err := localDir(p, base)
+			if err != nil {
+				return nil, fmt.Errorf("cluster: node %0*d: %w", max(2, width), i, err)
+			}
+			dirs[fmt.Sprintf("%0*d", max(2, width), i)] = dir
+		}
+	}
+	for _, id := range opts.Adopt {
+		if _, ok := dirs[id]; !ok {
+			return nil, fmt.Errorf("%w: adopt: %q is not the id of a local node of the cluster", ErrUsage, id)
+		}
+	}
+	rule := markerRule{inUse: clusterInUse(slices.Collect(maps.Values(dirs)), localOpenTimeout), adopt: opts.Adopt}
+	for i, p := range paths {
 		id := fmt.Sprintf("%0*d", max(2, width), i)
-		if strings.HasPrefix(p, "root://") || strings.HasPrefix(p, "xroot://") {
+		if isRemote(p) {
 			info := NodeInfo{ID: id, Path: p}
 			// The store asks every node whether a path is a directory
 			// before it writes there (Store.checkCreate).
@@ -299,19 +324,17 @@ func build(cfg *Config, file, base string, opts Options) (*Cluster, error) {
 		if strings.Contains(p, "://") {
 			return nil, fmt.Errorf("%w: node %s: %q: only local directories are supported", ErrNotSupported, id, p)
 		}
-		if base != "" && !filepath.IsAbs(p) {
-			p = filepath.Join(base, p)
-		}
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			return nil, fmt.Errorf("cluster: node %s: %w", id, err)
-		}
+		abs := dirs[id]
 		info := NodeInfo{ID: id, Path: abs}
-		l, err := openLocalWithin(id, abs, cfg.Fsync(), localOpenTimeout)
+		l, err := openLocalWithin(id, abs, cfg.Fsync(), rule, opts.Logger, localOpenTimeout)
 		if err != nil {
 			info.Err = err
-			info.Node = newLateLocal(id, abs, cfg.Fsync(), err, opts.Logger)
-			opts.Logger.Warn("node is down; it is used once its directory can be opened", "node", id, "dir", abs, "err", err)
+			info.Node = newLateLocal(id, abs, cfg.Fsync(), rule, err, opts.Logger)
+			if errors.Is(err, ErrUnmarked) || errors.Is(err, ErrWrongNode) {
+				opts.Logger.Error("node directory refused; the node is down until it is fixed", "node", id, "dir", abs, "err", err)
+			} else {
+				opts.Logger.Warn("node is down; it is used once its directory can be opened", "node", id, "dir", abs, "err", err)
+			}
 		} else {
 			info.Node = l
 			up++
@@ -368,10 +391,10 @@ var localOpenTimeout = 5 * time.Second
 // stat and the open in the kernel, and the gateway would never start.
 // The open is left running; a node it opens late is closed (the node is
 // used as a lateLocal, which opens it again when it answers).
-func openLocalWithin(id, dir string, fsync bool, d time.Duration) (*node.Local, error) {
+func openLocalWithin(id, dir string, fsync bool, rule markerRule, log *slog.Logger, d time.Duration) (*node.Local, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	l, err := node.Within(ctx, func() (*node.Local, error) { return openLocal(id, dir, fsync) }, nil,
+	l, err := node.Within(ctx, func() (*node.Local, error) { return openLocal(id, dir, fsync, rule, log) }, nil,
 		func(l *node.Local, err error) {
 			if err == nil {
 				l.Close()
@@ -383,8 +406,9 @@ func openLocalWithin(id, dir string, fsync bool, d time.Duration) (*node.Local, 
 	return l, err
 }
 
-// openLocal opens a node directory, which must exist.
-func openLocal(id, dir string, fsync bool) (*node.Local, error) {
+// openLocal opens a node directory, which must exist and pass the marker
+// check of rule (see MarkerName).
+func openLocal(id, dir string, fsync bool, rule markerRule, log *slog.Logger) (*node.Local, error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return nil, err
@@ -392,7 +416,24 @@ func openLocal(id, dir string, fsync bool) (*node.Local, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%s is not a directory", dir)
 	}
+	if err := checkNodeDir(dir, id, rule, log); err != nil {
+		return nil, err
+	}
 	return node.NewLocal(id, dir, node.LocalOptions{Fsync: fsync})
+}
+
+// isRemote reports whether a node entry is a root:// URL.
+func isRemote(p string) bool {
+	return strings.HasPrefix(p, "root://") || strings.HasPrefix(p, "xroot://")
+}
+
+// localDir returns the absolute directory of node entry p, relative to
+// base when p is relative and base is set.
+func localDir(p, base string) (string, error) {
+	if base != "" && !filepath.IsAbs(p) {
+		p = filepath.Join(base, p)
+	}
+	return filepath.Abs(p)
 }
 
 // remoteDialTimeout bounds connecting to a remote node at start-up.
@@ -590,6 +631,7 @@ func syncDir(dir string) error {
 type lateLocal struct {
 	id, dir string
 	fsync   bool
+	rule    markerRule
 	log     *slog.Logger
 	up      atomic.Pointer[node.Local]
 	err     atomic.Pointer[error] // why it is down, wrapping ErrNodeDown
@@ -607,8 +649,8 @@ var (
 	_ node.AttrReader = (*lateLocal)(nil)
 )
 
-func newLateLocal(id, dir string, fsync bool, err error, log *slog.Logger) *lateLocal {
-	n := &lateLocal{id: id, dir: dir, fsync: fsync, log: log, tried: time.Now()}
+func newLateLocal(id, dir string, fsync bool, rule markerRule, err error, log *slog.Logger) *lateLocal {
+	n := &lateLocal{id: id, dir: dir, fsync: fsync, rule: rule, log: log, tried: time.Now()}
 	n.setErr(err)
 	return n
 }
@@ -640,7 +682,7 @@ func (n *lateLocal) node() (*node.Local, error) {
 		return nil, *n.err.Load()
 	}
 	n.tried = time.Now()
-	l, err := openLocal(n.id, n.dir, n.fsync)
+	l, err := openLocal(n.id, n.dir, n.fsync, n.rule, n.log)
 	if err != nil {
 		n.setErr(err)
 		return nil, *n.err.Load()

@@ -24,7 +24,6 @@ import (
 	"log/slog"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -523,13 +522,14 @@ func (s *Store) rank(path string) []node.Node {
 // retired reports whether node id takes no new archives.
 func (s *Store) retired(id string) bool { return slices.Contains(s.opts.Retired, id) }
 
-// checkPath validates an object path. The tombstone area is reserved.
+// checkPath validates an object path. The tombstone area and the node
+// marker are reserved (see Reserved).
 func checkPath(p string) error {
 	if err := node.CheckPath(p); err != nil {
 		return fmt.Errorf("object: %w", err)
 	}
-	if p == TombstoneRoot || strings.HasPrefix(p, TombstoneRoot+"/") {
-		return fmt.Errorf("object: %w: %s is reserved", node.ErrPath, TombstoneRoot)
+	if Reserved(p) {
+		return fmt.Errorf("object: %w: %s is reserved", node.ErrPath, p)
 	}
 	return nil
 }

@@ -34,6 +34,20 @@ const TombstoneRoot = "/.ecstore-rm"
 // own bookkeeping (hidden from listings of "/").
 func reservedRoot(name string) bool { return strings.HasPrefix(name, ".ecstore-") }
 
+// NodeMarker is the reserved top-level file of a local node directory
+// that names the node (see cluster.MarkerName).
+const NodeMarker = "/.ecstore-node"
+
+// Reserved reports whether node path p is ecstore's own bookkeeping
+// rather than an object's archive: a tombstone (under TombstoneRoot) or
+// a node directory's marker (NodeMarker). No object can be stored there,
+// listings hide it, and walks of a node's tree skip it. (Other top-level
+// ".ecstore-" names are hidden from listings of "/" but hold objects,
+// such as S3's multipart uploads.)
+func Reserved(p string) bool {
+	return p == TombstoneRoot || strings.HasPrefix(p, TombstoneRoot+"/") || p == NodeMarker
+}
+
 func tombstonePath(p string) string { return TombstoneRoot + p }
 
 // tombstone is what a node's tombstone of a path records: versions up to

@@ -175,8 +175,9 @@ func walk(ctx context.Context, nodes []node.Node, opts CheckOptions, rep *Report
 				for _, fi := range fis {
 					p := node.Join(dir, fi.Name)
 					switch {
-					case p == object.TombstoneRoot:
-						// Tombstones are bookkeeping, collected by Repair.
+					case object.Reserved(p):
+						// Tombstones are bookkeeping, collected by Repair;
+						// a local node's marker stays.
 					case fi.IsDir:
 						visit(p)
 					case node.IsTemp(fi.Name):

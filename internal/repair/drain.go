@@ -138,7 +138,7 @@ func nodeFiles(ctx context.Context, n node.Node) ([]string, error) {
 		for _, fi := range fis {
 			p := node.Join(dir, fi.Name)
 			switch {
-			case p == object.TombstoneRoot:
+			case object.Reserved(p): // tombstones, a node's marker
 			case fi.IsDir:
 				if err := walk(p); err != nil {
 					return err
