@@ -31,8 +31,16 @@ func faultyCluster(t *testing.T, n int, g layout.Geometry, mod ...func(*Options)
 		fs[i] = node.Wrap(nd)
 		wrapped[i] = fs[i]
 	}
+	// The fault tests time hedges and suspicion against 30-100 ms delays
+	// and count the reads each node gets, for readers one block ahead
+	// (ReadAhead). A lone reader's four blocks at once (LoneReadAhead),
+	// under the race detector on two cores, sometimes have every chunk of
+	// a block late — the whole machine slow, which hedging and the delay
+	// estimate rightly follow — and mark healthy nodes slow at these
+	// delays; its depth is tested in pipeline_test.go.
 	opts := Options{Geometry: g, MinFree: -1, HedgeDelay: 50 * time.Millisecond,
-		ChunkTimeout: time.Second, WriteTimeout: 500 * time.Millisecond, ProbeTimeout: time.Second}
+		ChunkTimeout: time.Second, WriteTimeout: 500 * time.Millisecond, ProbeTimeout: time.Second,
+		LoneReadAhead: 1}
 	for _, m := range mod {
 		m(&opts)
 	}
@@ -161,9 +169,6 @@ func TestSlowNodeIsReadAgainOnceItAnswers(t *testing.T) {
 	data, s, _, id := slotRuleStore(t, 40, 5, slow, reads, func(o *Options) {
 		o.HedgeDelay = hedge
 		o.SuspectFor = time.Hour
-		// The rules count the node's reads in the order of the blocks:
-		// one block read ahead, not a lone reader's three.
-		o.LoneReadAhead = 1
 	})
 	ctx := context.Background()
 	r, err := s.Open(ctx, "/h")
@@ -1299,9 +1304,6 @@ func TestReaderReopensSlotOfNodeSlowAtOpen(t *testing.T) {
 	degraded := map[int64]bool{}
 	opts := c.store.opts
 	opts.HedgeDelay = 50 * time.Millisecond
-	// Blocks read ahead before the archive is found again read degraded
-	// rightly; the checks below allow for one, not a lone reader's three.
-	opts.LoneReadAhead = 1
 	opts.Events.DegradedRead = func(_ string, b int64, _ []int) {
 		mu.Lock()
 		defer mu.Unlock()
