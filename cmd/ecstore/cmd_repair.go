@@ -48,7 +48,9 @@ func cmdRepair(ctx context.Context, e *env, args []string) error {
 		if *dry {
 			return usageErrorf("--adopt marks node directories: it cannot go with --dry-run")
 		}
-		cf.adopt = strings.Split(*adopt, ",")
+		for _, id := range strings.Split(*adopt, ",") {
+			cf.adopt = append(cf.adopt, strings.TrimSpace(id))
+		}
 	}
 	root, err := optionalRoot(pos)
 	if err != nil {

@@ -40,10 +40,8 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -287,13 +285,14 @@ func build(cfg *Config, file, base string, opts Options) (*Cluster, error) {
 		up     = 0
 		dirs   = map[string]string{} // local node directories by id
 	)
+	nodeID := func(i int) string { return fmt.Sprintf("%0*d", max(2, width), i) }
 	for i, p := range paths {
-		if !isRemote(p) && !strings.Contains(p, "://") {
+		if !strings.Contains(p, "://") {
 			dir, err := localDir(p, base)
 			if err != nil {
-				return nil, fmt.Errorf("cluster: node %0*d: %w", max(2, width), i, err)
+				return nil, fmt.Errorf("cluster: node %s: %w", nodeID(i), err)
 			}
-			dirs[fmt.Sprintf("%0*d", max(2, width), i)] = dir
+			dirs[nodeID(i)] = dir
 		}
 	}
 	for _, id := range opts.Adopt {
@@ -301,9 +300,13 @@ func build(cfg *Config, file, base string, opts Options) (*Cluster, error) {
 			return nil, fmt.Errorf("%w: adopt: %q is not the id of a local node of the cluster", ErrUsage, id)
 		}
 	}
-	rule := markerRule{inUse: clusterInUse(slices.Collect(maps.Values(dirs)), localOpenTimeout), adopt: opts.Adopt}
+	// Every local directory is looked at once, all at once, before any
+	// is opened: whether one that is empty and unmarked may be used
+	// depends on the others (see MarkerName).
+	found := inspectDirs(dirs, localOpenTimeout)
+	rule := markerRule{inUse: inUse(found), adopt: opts.Adopt}
 	for i, p := range paths {
-		id := fmt.Sprintf("%0*d", max(2, width), i)
+		id := nodeID(i)
 		if isRemote(p) {
 			info := NodeInfo{ID: id, Path: p}
 			// The store asks every node whether a path is a directory
@@ -326,7 +329,11 @@ func build(cfg *Config, file, base string, opts Options) (*Cluster, error) {
 		}
 		abs := dirs[id]
 		info := NodeInfo{ID: id, Path: abs}
-		l, err := openLocalWithin(id, abs, cfg.Fsync(), rule, opts.Logger, localOpenTimeout)
+		var l *node.Local
+		err := found[id].err
+		if err == nil {
+			l, err = openLocalWithin(id, abs, cfg.Fsync(), rule, found[id].m, opts.Logger, localOpenTimeout)
+		}
 		if err != nil {
 			info.Err = err
 			info.Node = newLateLocal(id, abs, cfg.Fsync(), rule, err, opts.Logger)
@@ -391,10 +398,10 @@ var localOpenTimeout = 5 * time.Second
 // stat and the open in the kernel, and the gateway would never start.
 // The open is left running; a node it opens late is closed (the node is
 // used as a lateLocal, which opens it again when it answers).
-func openLocalWithin(id, dir string, fsync bool, rule markerRule, log *slog.Logger, d time.Duration) (*node.Local, error) {
+func openLocalWithin(id, dir string, fsync bool, rule markerRule, m markerState, log *slog.Logger, d time.Duration) (*node.Local, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	l, err := node.Within(ctx, func() (*node.Local, error) { return openLocal(id, dir, fsync, rule, log) }, nil,
+	l, err := node.Within(ctx, func() (*node.Local, error) { return openLocal(id, dir, fsync, rule, m, log) }, nil,
 		func(l *node.Local, err error) {
 			if err == nil {
 				l.Close()
@@ -406,17 +413,11 @@ func openLocalWithin(id, dir string, fsync bool, rule markerRule, log *slog.Logg
 	return l, err
 }
 
-// openLocal opens a node directory, which must exist and pass the marker
-// check of rule (see MarkerName).
-func openLocal(id, dir string, fsync bool, rule markerRule, log *slog.Logger) (*node.Local, error) {
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("%s is not a directory", dir)
-	}
-	if err := checkNodeDir(dir, id, rule, log); err != nil {
+// openLocal opens node directory dir, found in marker state m (so it
+// exists and is a directory), if it passes the marker check of rule (see
+// MarkerName).
+func openLocal(id, dir string, fsync bool, rule markerRule, m markerState, log *slog.Logger) (*node.Local, error) {
+	if err := rule.apply(dir, id, m, log); err != nil {
 		return nil, err
 	}
 	return node.NewLocal(id, dir, node.LocalOptions{Fsync: fsync})
@@ -682,7 +683,11 @@ func (n *lateLocal) node() (*node.Local, error) {
 		return nil, *n.err.Load()
 	}
 	n.tried = time.Now()
-	l, err := openLocal(n.id, n.dir, n.fsync, n.rule, n.log)
+	m, err := readMarker(n.dir)
+	var l *node.Local
+	if err == nil {
+		l, err = openLocal(n.id, n.dir, n.fsync, n.rule, m, n.log)
+	}
 	if err != nil {
 		n.setErr(err)
 		return nil, *n.err.Load()

@@ -175,13 +175,10 @@ func (r markerRule) check(dir, id string, m markerState) (usable bool, markErr, 
 
 func (r markerRule) adopting(id string) bool { return slices.Contains(r.adopt, id) }
 
-// checkNodeDir is the marker check for opening node id's directory dir
-// under rule r: it returns why the directory must not be used, if so.
-func checkNodeDir(dir, id string, r markerRule, log *slog.Logger) error {
-	m, err := readMarker(dir)
-	if err != nil {
-		return err
-	}
+// apply decides whether node id may use directory dir, found in state
+// m (see check): it returns why not, or nil after marking the directory
+// where it was not marked (a failure to mark is logged).
+func (r markerRule) apply(dir, id string, m markerState, log *slog.Logger) error {
 	usable, markErr, refusal := r.check(dir, id, m)
 	if !usable {
 		return refusal
@@ -192,22 +189,49 @@ func checkNodeDir(dir, id string, r markerRule, log *slog.Logger) error {
 	return nil
 }
 
-// clusterInUse reports whether any of the local node directories dirs
-// carries a marker or holds data, reading them in parallel, each within
-// d: one that does not answer in time (a frozen mount) does not count.
-func clusterInUse(dirs []string, d time.Duration) bool {
-	found := make(chan bool, len(dirs))
-	for _, dir := range dirs {
+// inspection is what reading a local node directory's marker state
+// found, or why it could not be read.
+type inspection struct {
+	m   markerState
+	err error
+}
+
+// inspectDirs reads the marker state of the local node directories dirs
+// (by node id) at once, each within d: a directory on a file system that
+// does not answer (a network mount whose server is gone) blocks in the
+// kernel, and the read is left running.
+func inspectDirs(dirs map[string]string, d time.Duration) map[string]inspection {
+	type result struct {
+		id string
+		inspection
+	}
+	results := make(chan result, len(dirs))
+	for id, dir := range dirs {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), d)
 			defer cancel()
 			m, err := node.Within(ctx, func() (markerState, error) { return readMarker(dir) }, nil, nil)
-			found <- err == nil && m.inUse()
+			if errors.Is(err, node.ErrLeftRunning) {
+				err = fmt.Errorf("%s did not answer within %v (a mount whose server is gone?)", dir, d)
+			}
+			results <- result{id, inspection{m, err}}
 		}()
 	}
-	inUse := false
+	out := make(map[string]inspection, len(dirs))
 	for range dirs {
-		inUse = <-found || inUse
+		r := <-results
+		out[r.id] = r.inspection
 	}
-	return inUse
+	return out
+}
+
+// inUse reports whether any directory inspected carries a marker or holds
+// data: the cluster has been used.
+func inUse(found map[string]inspection) bool {
+	for _, f := range found {
+		if f.err == nil && f.m.inUse() {
+			return true
+		}
+	}
+	return false
 }
