@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/ecstore/ecstore/internal/layout"
@@ -18,10 +17,10 @@ placement names, or onto another node when that one is down — and
 inspects each object again. Temporary files of dead writes and archives
 of stale versions are removed (unless --keep-debris).
 
-A local node directory that is empty and lacks its marker while the
-cluster is in use is left down (the mount point of a disk that is not
-mounted, most likely): with --adopt ID it is taken as a new disk for
-node ID, marked, and refilled by the repair.
+A node directory that is empty and lacks its marker while the cluster
+is in use is left down (the mount point of a disk that is not mounted,
+most likely): with --adopt ID it is taken as a new disk for node ID,
+marked, and refilled by the repair (see 'ecstore help adopt').
 
 An object counts as repaired only when the second inspection finds it
 healthy; the final report lists everything that could not be repaired
@@ -48,9 +47,7 @@ func cmdRepair(ctx context.Context, e *env, args []string) error {
 		if *dry {
 			return usageErrorf("--adopt marks node directories: it cannot go with --dry-run")
 		}
-		for _, id := range strings.Split(*adopt, ",") {
-			cf.adopt = append(cf.adopt, strings.TrimSpace(id))
-		}
+		cf.adopt = splitIDs([]string{*adopt})
 	}
 	root, err := optionalRoot(pos)
 	if err != nil {

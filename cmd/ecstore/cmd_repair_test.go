@@ -101,3 +101,41 @@ func TestRepairAdoptsANewDisk(t *testing.T) {
 		t.Fatal("object changed by the adoption")
 	}
 }
+
+// A node appended to the node list starts empty and unmarked: it is left
+// down, as an unmounted disk would be, until 'ecstore adopt' marks it.
+func TestAdoptAnAppendedNode(t *testing.T) {
+	c := newTestCluster(t)
+	c.put("/a/x", []byte("before the new node"))
+	conf := filepath.Join(c.dir, "ecstore.conf")
+	b, err := os.ReadFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "nodes/11") {
+		t.Fatalf("config without nodes/11:\n%s", b)
+	}
+	if err := os.WriteFile(conf, []byte(strings.Replace(string(b), "nodes/11", "nodes/11, nodes/12", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(c.dir, "nodes", "12"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := ecstore(t, nil, c.cmd("fsck")...)
+	if r.code != 1 || !strings.Contains(r.stdout, "ecstore adopt 12") {
+		t.Fatalf("fsck with node 12 new and unmarked: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := ecstore(t, nil, c.cmd("adopt", "99")...); r.code != 2 {
+		t.Errorf("adopt of a node that does not exist: exit %d, want 2\n%s", r.code, r.stderr)
+	}
+	out := mustRun(t, nil, c.cmd("adopt", "12")...)
+	if !strings.Contains(out, "node 12") || !strings.Contains(out, "in use") {
+		t.Errorf("adopt output: %q", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(c.dir, "nodes", "12", ".ecstore-node")); err != nil || !strings.Contains(string(b), "node = 12") {
+		t.Errorf("marker of the adopted node: %q, %v", b, err)
+	}
+	if r := ecstore(t, nil, c.cmd("fsck")...); r.code != 0 {
+		t.Fatalf("fsck after the adoption: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -29,7 +29,8 @@
 // from the others; it is tried again every few seconds while in use, and
 // used once it opens (a disk mounted late). It is never created, and it
 // is not used when it is empty and lacks its marker while the cluster is
-// in use, or carries another node's marker (see MarkerName). Entries
+// in use, or carries another node's marker (see MarkerName); nor is a
+// remote node's root in those states. Entries
 // of the form root://host:port//prefix are remote data servers (a real
 // xrootd, or ecstore node) reached with xrdnode.
 package cluster
@@ -42,6 +43,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -295,9 +297,15 @@ func build(cfg *Config, file, base string, opts Options) (*Cluster, error) {
 			dirs[nodeID(i)] = dir
 		}
 	}
+	var remoteIDs []string
+	for i, p := range paths {
+		if isRemote(p) {
+			remoteIDs = append(remoteIDs, nodeID(i))
+		}
+	}
 	for _, id := range opts.Adopt {
-		if _, ok := dirs[id]; !ok {
-			return nil, fmt.Errorf("%w: adopt: %q is not the id of a local node of the cluster", ErrUsage, id)
+		if _, ok := dirs[id]; !ok && !slices.Contains(remoteIDs, id) {
+			return nil, fmt.Errorf("%w: adopt: %q is not the id of a node of the cluster", ErrUsage, id)
 		}
 	}
 	// Every local directory is looked at once, all at once, before any
@@ -305,13 +313,21 @@ func build(cfg *Config, file, base string, opts Options) (*Cluster, error) {
 	// depends on the others (see MarkerName).
 	found := inspectDirs(dirs, localOpenTimeout)
 	rule := markerRule{inUse: inUse(found), adopt: opts.Adopt}
+	// Remote roots wait for one another (see remoteRoots) for at most
+	// half the start-up grace: the nodes that answer then still finish
+	// their checks well within the grace that checkRemotes gives them.
+	roots := newRemoteRoots(rule, remoteIDs)
+	if len(remoteIDs) > 0 {
+		time.AfterFunc(remoteGrace/2, roots.decide)
+	}
 	for i, p := range paths {
 		id := nodeID(i)
 		if isRemote(p) {
 			info := NodeInfo{ID: id, Path: p}
 			// The store asks every node whether a path is a directory
 			// before it writes there (Store.checkCreate).
-			n, err := xrdnode.Open(p, xrdnode.Options{ID: id, Fsync: cfg.Fsync(), Logger: opts.Logger, NoDirCheck: true})
+			n, err := xrdnode.Open(p, xrdnode.Options{ID: id, Fsync: cfg.Fsync(), Logger: opts.Logger, NoDirCheck: true,
+				CheckRoot: roots.check(id, p), MarkerPath: object.NodeMarker})
 			if err != nil { // a malformed URL
 				info.Err = err
 				info.Node = &downNode{id: id, err: downError(id, p, err)}
@@ -467,7 +483,11 @@ func (c *Cluster) checkRemotes(idx []int, log *slog.Logger) (answered int, pendi
 	}
 	report := func(r result) bool {
 		info := c.nodes[r.i]
-		if r.err != nil {
+		switch {
+		case errors.Is(r.err, ErrUnmarked) || errors.Is(r.err, ErrWrongNode):
+			log.Error("node root refused; the node is down until it is fixed", "node", info.ID, "url", info.Path, "err", r.err)
+			return false
+		case r.err != nil:
 			log.Warn("node does not answer; it is used once it does", "node", info.ID, "url", info.Path, "err", r.err)
 			return false
 		}

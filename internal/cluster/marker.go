@@ -13,15 +13,19 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ecstore/ecstore/internal/node"
+	"github.com/ecstore/ecstore/internal/node/xrdnode"
 )
 
-// MarkerName is the file at the top of every local node directory that
-// says which node of the cluster the directory is: object.NodeMarker,
-// reserved (object.Reserved), so that listings hide it and no object can
-// be stored there.
+// MarkerName is the file at the top of every node's root (a local node
+// directory, or a remote node's prefix directory, checked on each new
+// connection: remoteRoots) that says which node of the cluster the
+// directory is: object.NodeMarker, reserved (object.Reserved), so that
+// listings hide it and no object can be stored there.
 //
 // A node directory is usually the mount point of a disk. When the disk
 // is not mounted (it failed, or the boot did not mount it), the directory
@@ -109,11 +113,16 @@ func emptyNodeDir(dir string) (bool, error) {
 	}
 }
 
+// markerContent is the marker of node id.
+func markerContent(id string) string {
+	return fmt.Sprintf("# ecstore node directory: this directory is node %s of its cluster.\n"+
+		"# Do not copy it to another node's directory.\nnode = %s\n", id, id)
+}
+
 // writeMarker marks dir as node id's, durably: a temporary file, fsynced,
 // renamed over the marker, and the directory fsynced.
 func writeMarker(dir, id string) error {
-	content := fmt.Sprintf("# ecstore node directory: this directory is node %s of its cluster.\n"+
-		"# Do not copy it to another node's directory.\nnode = %s\n", id, id)
+	content := markerContent(id)
 	// A name of its own: two processes opening a new cluster at once
 	// both mark it, with the same content.
 	f, err := os.CreateTemp(dir, MarkerName+".*.tmp")
@@ -155,22 +164,21 @@ type markerRule struct {
 	adopt []string
 }
 
-// check decides whether node id may use directory dir, found in state
-// m, and marks it when it may and is not marked yet. A directory that
-// holds data but no marker (written before markers existed) is marked
-// and used; so is an empty one in a cluster not in use yet (a new
-// cluster, its directories empty). Failing to write the marker is
-// logged by the caller and not fatal: the directory is used.
-func (r markerRule) check(dir, id string, m markerState) (usable bool, markErr, refusal error) {
+// decide says whether node id may use the directory (or remote root)
+// where, found in state m, and whether to mark it first. A directory
+// that holds data but no marker (written before markers existed) is
+// marked and used; so is an empty one in a cluster not in use yet (a new
+// cluster, its directories empty), or adopted.
+func (r markerRule) decide(where, id string, m markerState) (mark bool, refusal error) {
 	switch {
 	case m.marked && m.node != id:
-		return false, nil, fmt.Errorf("%s: %w (node %s's), not node %s's (disks mounted at each other's places, or a reordered node list?)", dir, ErrWrongNode, m.node, id)
+		return false, fmt.Errorf("%s: %w (node %s's), not node %s's (disks mounted at each other's places, or a reordered node list?)", where, ErrWrongNode, m.node, id)
 	case m.marked:
-		return true, nil, nil
+		return false, nil
 	case m.empty && r.inUse && !r.adopting(id):
-		return false, nil, fmt.Errorf("%s: %w; if it is a new disk for node %s, run 'ecstore repair --adopt %s' to use it and rebuild its archives", dir, ErrUnmarked, id, id)
+		return false, fmt.Errorf("%s: %w; if it is meant to be empty (a node just added, a new disk), run 'ecstore adopt %s' (for a new disk, 'ecstore repair --adopt %s' also rebuilds its archives)", where, ErrUnmarked, id, id)
 	}
-	return true, writeMarker(dir, id), nil
+	return true, nil
 }
 
 func (r markerRule) adopting(id string) bool { return slices.Contains(r.adopt, id) }
@@ -179,12 +187,14 @@ func (r markerRule) adopting(id string) bool { return slices.Contains(r.adopt, i
 // m (see check): it returns why not, or nil after marking the directory
 // where it was not marked (a failure to mark is logged).
 func (r markerRule) apply(dir, id string, m markerState, log *slog.Logger) error {
-	usable, markErr, refusal := r.check(dir, id, m)
-	if !usable {
+	mark, refusal := r.decide(dir, id, m)
+	if refusal != nil {
 		return refusal
 	}
-	if markErr != nil {
-		log.Warn("node directory could not be marked; it is used unmarked", "node", id, "dir", dir, "err", markErr)
+	if mark {
+		if err := writeMarker(dir, id); err != nil {
+			log.Warn("node directory could not be marked; it is used unmarked", "node", id, "dir", dir, "err", err)
+		}
 	}
 	return nil
 }
@@ -234,4 +244,86 @@ func inUse(found map[string]inspection) bool {
 		}
 	}
 	return false
+}
+
+// remoteRoots applies the marker rule to the roots of a cluster's remote
+// nodes, as xrdnode.Options.CheckRoot: every new connection to a node
+// checks its root before it is used. Whether the cluster is in use is
+// decided once, when every remote node has reported its root or after a
+// grace period (half of remoteGrace), from them and the local directories; a
+// check made before then waits for the decision. A node whose marker a
+// connection has seen is refused when a later connection finds its root
+// empty and unmarked, whatever was decided: its server restarted without
+// its disk.
+type remoteRoots struct {
+	mu       sync.Mutex
+	rule     markerRule // inUse final once decided is closed
+	pending  map[string]bool
+	decided  chan struct{}
+	decideMu sync.Once
+}
+
+func newRemoteRoots(rule markerRule, ids []string) *remoteRoots {
+	rr := &remoteRoots{rule: rule, pending: map[string]bool{}, decided: make(chan struct{})}
+	for _, id := range ids {
+		rr.pending[id] = true
+	}
+	if len(ids) == 0 {
+		rr.decide()
+	}
+	return rr
+}
+
+// decide ends the start-up: checks no longer wait, and the rule is final.
+func (rr *remoteRoots) decide() { rr.decideMu.Do(func() { close(rr.decided) }) }
+
+// report records node id's root state m at start-up.
+func (rr *remoteRoots) report(id string, m markerState) {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	if !rr.pending[id] {
+		return
+	}
+	delete(rr.pending, id)
+	if m.inUse() {
+		rr.rule.inUse = true
+	}
+	if len(rr.pending) == 0 {
+		rr.decide()
+	}
+}
+
+// check returns the CheckRoot function of node id at where (its URL).
+func (rr *remoteRoots) check(id, where string) func(context.Context, xrdnode.RootState) ([]byte, error) {
+	var seen atomic.Bool // a connection found the node marked, or marked it
+	return func(ctx context.Context, st xrdnode.RootState) ([]byte, error) {
+		m := markerState{marked: st.Marker != nil, empty: st.Empty}
+		if m.marked {
+			var err error
+			if m.node, err = parseMarker(st.Marker); err != nil {
+				return nil, fmt.Errorf("%s: %w", where, err)
+			}
+		}
+		rr.report(id, m)
+		select {
+		case <-rr.decided:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		rr.mu.Lock()
+		rule := rr.rule
+		rr.mu.Unlock()
+		if seen.Load() {
+			rule.inUse = true
+		}
+		mark, err := rule.decide(where, id, m)
+		if err != nil {
+			return nil, err
+		}
+		seen.Store(true)
+		if mark {
+			return []byte(markerContent(id)), nil
+		}
+		return nil, nil
+	}
 }

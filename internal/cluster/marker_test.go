@@ -5,14 +5,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/ecstore/ecstore/internal/dataserver"
 	"github.com/ecstore/ecstore/internal/node"
 	"github.com/ecstore/ecstore/internal/object"
+	"github.com/ecstore/ecstore/internal/xrootd"
 )
 
 func TestMarkerNameIsReserved(t *testing.T) {
@@ -218,5 +222,116 @@ func TestParseMarker(t *testing.T) {
 		if id != tc.id || (err == nil) != tc.ok {
 			t.Errorf("parseMarker(%q) = %q, %v", tc.in, id, err)
 		}
+	}
+}
+
+// dataServer is a root:// data server over dir for a test; stop ends it
+// and the connections to it.
+type dataServer struct {
+	addr string
+	dir  string
+	stop func()
+}
+
+func startDataServer(t *testing.T, addr, dir string) *dataServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := dataserver.New(dir, dataserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &xrootd.Server{Handler: fsys}
+	ctx, cancel := context.WithCancel(context.Background())
+	go srv.Serve(ctx, ln)
+	stop := sync.OnceFunc(func() { cancel(); srv.Shutdown(context.Background()) })
+	t.Cleanup(stop)
+	return &dataServer{addr: ln.Addr().String(), dir: dir, stop: stop}
+}
+
+// remoteCluster serves n new directories and returns their servers and
+// the cluster's node URLs (prefix /data).
+func remoteCluster(t *testing.T, n int) ([]*dataServer, []string) {
+	t.Helper()
+	var (
+		srvs []*dataServer
+		urls []string
+	)
+	for range n {
+		s := startDataServer(t, "127.0.0.1:0", t.TempDir())
+		srvs = append(srvs, s)
+		urls = append(urls, "root://"+s.addr+"//data")
+	}
+	return srvs, urls
+}
+
+// Remote nodes' roots are marked like local directories; one whose root
+// is empty and unmarked in a cluster in use (its server's disk not
+// mounted) is refused and takes no archives.
+func TestEmptyRemoteRootIsRefused(t *testing.T) {
+	srvs, urls := remoteCluster(t, 3)
+	c := openNodes(t, urls, nil)
+	putGet(t, c, "/obj", bytes.Repeat([]byte("remote marked "), 1<<15))
+	c.Close()
+	for i, s := range srvs {
+		m, err := readMarker(filepath.Join(s.dir, "data"))
+		if err != nil || m.node != fmt.Sprintf("%02d", i) {
+			t.Errorf("server %d's root: marker %+v, %v", i, m, err)
+		}
+	}
+	root1 := filepath.Join(srvs[1].dir, "data")
+	if err := os.RemoveAll(root1); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(root1, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c = openNodes(t, urls, nil)
+	defer c.Close()
+	if err := c.Nodes()[1].Err; !errors.Is(err, ErrUnmarked) {
+		t.Fatalf("node 01 with an empty root: %v, want ErrUnmarked", err)
+	}
+	putGet(t, c, "/new", bytes.Repeat([]byte("degraded "), 1<<15))
+	if names, _ := os.ReadDir(root1); len(names) != 0 {
+		t.Errorf("the refused root holds %d entries", len(names))
+	}
+	if _, err := c.Nodes()[1].Node.Space(context.Background()); !errors.Is(err, ErrUnmarked) {
+		t.Errorf("space of the refused node: %v, want ErrUnmarked", err)
+	}
+}
+
+// A remote node whose server comes back without its disk while the
+// gateway runs (a reboot with the disk not mounted) is refused by the
+// new connection, even in a cluster that was new when it opened: its
+// marker had been seen.
+func TestRemoteServerBackWithoutItsDisk(t *testing.T) {
+	srvs, urls := remoteCluster(t, 3)
+	c := openNodes(t, urls, nil)
+	defer c.Close()
+	data := bytes.Repeat([]byte("before the reboot "), 1<<15)
+	putGet(t, c, "/a", data)
+	srvs[1].stop()
+	empty := t.TempDir()
+	if err := os.Mkdir(filepath.Join(empty, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	startDataServer(t, srvs[1].addr, empty)
+	ctx := context.Background()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := c.Nodes()[1].Node.Space(ctx)
+		if errors.Is(err, ErrUnmarked) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node 01 back without its disk: space %v, want ErrUnmarked", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	putGet(t, c, "/b", data)
+	if names, _ := os.ReadDir(filepath.Join(empty, "data")); len(names) != 0 {
+		t.Errorf("the restarted server's empty root got %d entries", len(names))
 	}
 }

@@ -34,8 +34,8 @@ const TombstoneRoot = "/.ecstore-rm"
 // own bookkeeping (hidden from listings of "/").
 func reservedRoot(name string) bool { return strings.HasPrefix(name, ".ecstore-") }
 
-// NodeMarker is the reserved top-level file of a local node directory
-// that names the node (see cluster.MarkerName).
+// NodeMarker is the reserved top-level file of a node's root that names
+// the node (see cluster.MarkerName).
 const NodeMarker = "/.ecstore-node"
 
 // Reserved reports whether node path p is ecstore's own bookkeeping

@@ -73,6 +73,10 @@ func (p *pool) get(ctx context.Context) (*conn, error) {
 	s.mu.Lock()
 	cn := s.cur
 	if cn == nil || cn.failed() {
+		if err := p.n.refusedErr(); err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
 		if cn != nil && cn.c != nil {
 			cn.c.Close()
 		}
@@ -126,6 +130,14 @@ func (p *pool) dial() *conn {
 			}
 		}
 		cn.ordered = runsWritesInOrder(ctx, c)
+		if n.opts.CheckRoot != nil {
+			if err := n.checkRoot(ctx, c); err != nil {
+				c.Close()
+				cn.c, cn.err = nil, err
+				n.log.Debug("xrdnode root refused", "node", n.id, "err", err)
+				return
+			}
+		}
 		n.log.Debug("xrdnode connected", "node", n.id, "ordered_writes", cn.ordered)
 	}()
 	return cn

@@ -119,6 +119,18 @@ type Options struct {
 	// does (every create asks all nodes whether the path is a
 	// directory): one request less per upload.
 	NoDirCheck bool
+	// CheckRoot, when set, is asked on every new connection, before the
+	// connection is used, whether the node's root may be: it gets what
+	// the root holds (RootState: the file MarkerPath, or whether the
+	// root is empty) and returns an error to refuse the node, or nil
+	// and a marker to write at MarkerPath when it should be (nil: none).
+	// A refused node's calls fail with that error, at once, for a few
+	// seconds; then a new connection checks again. The cluster uses it
+	// to keep a data server whose disk is not mounted (an empty export)
+	// from taking the node's archives.
+	CheckRoot func(ctx context.Context, st RootState) (mark []byte, err error)
+	// MarkerPath is the node path of the marker file CheckRoot looks at.
+	MarkerPath string
 }
 
 // Default option values.
@@ -155,6 +167,8 @@ type Node struct {
 	// prefixMade: the prefix directory is known to exist on the server
 	// (made by Check, or by the first connection that could).
 	prefixMade atomic.Bool
+	// refused is the last refusal of Options.CheckRoot, if any.
+	refused atomic.Pointer[refused]
 	// base bounds background work (dials, pings, upload writes); Close
 	// cancels it.
 	base   context.Context
