@@ -485,8 +485,7 @@ func (c *Cluster) checkRemotes(idx []int, log *slog.Logger) (answered int, pendi
 		info := c.nodes[r.i]
 		switch {
 		case errors.Is(r.err, ErrUnmarked) || errors.Is(r.err, ErrWrongNode):
-			log.Error("node root refused; the node is down until it is fixed", "node", info.ID, "url", info.Path, "err", r.err)
-			return false
+			return false // logged by the node (xrdnode.Options.CheckRoot)
 		case r.err != nil:
 			log.Warn("node does not answer; it is used once it does", "node", info.ID, "url", info.Path, "err", r.err)
 			return false

@@ -134,7 +134,6 @@ func (p *pool) dial() *conn {
 			if err := n.checkRoot(ctx, c); err != nil {
 				c.Close()
 				cn.c, cn.err = nil, err
-				n.log.Debug("xrdnode root refused", "node", n.id, "err", err)
 				return
 			}
 		}

@@ -74,10 +74,14 @@ func (n *Node) checkRoot(ctx context.Context, c *xrootd.Client) error {
 	}
 	mark, err := n.opts.CheckRoot(ctx, st)
 	if err != nil {
-		n.refused.Store(&refused{err, time.Now()})
+		if n.refused.Swap(&refused{err, time.Now()}) == nil {
+			n.log.Error("node root refused; the node is down until it is fixed", "node", n.id, "err", err)
+		}
 		return err
 	}
-	n.refused.Store(nil)
+	if n.refused.Swap(nil) != nil {
+		n.log.Warn("node root accepted; the node is up", "node", n.id)
+	}
 	if mark != nil {
 		if err := writeSmall(ctx, c, path, mark); err != nil && !errors.Is(err, fs.ErrExist) {
 			n.log.Warn("node root could not be marked; it is used unmarked", "node", n.id, "err", err)

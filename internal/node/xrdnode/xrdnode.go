@@ -106,8 +106,9 @@ type Options struct {
 	// CleanupTimeout bounds the requests of Upload.Abort and File.Close,
 	// which run even when the caller's context is done. Default 10 s.
 	CleanupTimeout time.Duration
-	// Logger receives connection events (Debug) and dropped connections
-	// (Warn). Nil discards them.
+	// Logger receives connection events (Debug), dropped connections
+	// (Warn) and CheckRoot's refusals (Error, once until the root is
+	// accepted again). Nil discards them.
 	Logger *slog.Logger
 	// Client tunes the xrootd client (chunk sizes, windows, a custom
 	// dialer). Its Logger defaults to Logger. Nil selects the defaults.
