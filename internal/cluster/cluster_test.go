@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -347,16 +348,22 @@ func TestRemoteNodes(t *testing.T) {
 }
 
 // serveData serves a new directory over root:// on ln until the test ends.
-func serveData(t *testing.T, ln net.Listener) {
+func serveData(t *testing.T, ln net.Listener) { serveDir(t, ln, t.TempDir()) }
+
+// serveDir serves dir over root:// on ln until the test ends or stop is
+// called, which ends the server and its connections.
+func serveDir(t *testing.T, ln net.Listener, dir string) (stop func()) {
 	t.Helper()
-	fsys, err := dataserver.New(t.TempDir(), dataserver.Options{})
+	fsys, err := dataserver.New(dir, dataserver.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := &xrootd.Server{Handler: fsys}
 	ctx, cancel := context.WithCancel(context.Background())
 	go srv.Serve(ctx, ln)
-	t.Cleanup(func() { cancel(); srv.Shutdown(context.Background()) })
+	stop = sync.OnceFunc(func() { cancel(); srv.Shutdown(context.Background()) })
+	t.Cleanup(stop)
+	return stop
 }
 
 // dataNodes serves n new directories over root:// until the test ends and

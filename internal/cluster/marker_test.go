@@ -9,14 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/ecstore/ecstore/internal/dataserver"
 	"github.com/ecstore/ecstore/internal/node"
 	"github.com/ecstore/ecstore/internal/object"
-	"github.com/ecstore/ecstore/internal/xrootd"
 )
 
 func TestMarkerNameIsReserved(t *testing.T) {
@@ -239,16 +236,7 @@ func startDataServer(t *testing.T, addr, dir string) *dataServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fsys, err := dataserver.New(dir, dataserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &xrootd.Server{Handler: fsys}
-	ctx, cancel := context.WithCancel(context.Background())
-	go srv.Serve(ctx, ln)
-	stop := sync.OnceFunc(func() { cancel(); srv.Shutdown(context.Background()) })
-	t.Cleanup(stop)
-	return &dataServer{addr: ln.Addr().String(), dir: dir, stop: stop}
+	return &dataServer{addr: ln.Addr().String(), dir: dir, stop: serveDir(t, ln, dir)}
 }
 
 // remoteCluster serves n new directories and returns their servers and
