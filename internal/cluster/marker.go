@@ -256,11 +256,11 @@ func inUse(found map[string]inspection) bool {
 // empty and unmarked, whatever was decided: its server restarted without
 // its disk.
 type remoteRoots struct {
-	mu       sync.Mutex
-	rule     markerRule // inUse final once decided is closed
-	pending  map[string]bool
-	decided  chan struct{}
-	decideMu sync.Once
+	mu         sync.Mutex
+	rule       markerRule // inUse final once decided is closed
+	pending    map[string]bool
+	decided    chan struct{}
+	decideOnce sync.Once
 }
 
 func newRemoteRoots(rule markerRule, ids []string) *remoteRoots {
@@ -275,7 +275,7 @@ func newRemoteRoots(rule markerRule, ids []string) *remoteRoots {
 }
 
 // decide ends the start-up: checks no longer wait, and the rule is final.
-func (rr *remoteRoots) decide() { rr.decideMu.Do(func() { close(rr.decided) }) }
+func (rr *remoteRoots) decide() { rr.decideOnce.Do(func() { close(rr.decided) }) }
 
 // report records node id's root state m at start-up.
 func (rr *remoteRoots) report(id string, m markerState) {

@@ -73,6 +73,9 @@ func (n *Node) checkRoot(ctx context.Context, c *xrootd.Client) error {
 		return fmt.Errorf("read %s to check the root: %w", n.opts.MarkerPath, err)
 	}
 	mark, err := n.opts.CheckRoot(ctx, st)
+	if err != nil && ctx.Err() != nil {
+		return err // the dial gave up (or the node closed): not a refusal
+	}
 	if err != nil {
 		if n.refused.Swap(&refused{err, time.Now()}) == nil {
 			n.log.Error("node root refused; the node is down until it is fixed", "node", n.id, "err", err)
