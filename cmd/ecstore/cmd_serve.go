@@ -18,6 +18,7 @@ import (
 	"github.com/ecstore/ecstore/internal/gateway"
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/memlimit"
+	"github.com/ecstore/ecstore/internal/object"
 	"github.com/ecstore/ecstore/internal/obs"
 	"github.com/ecstore/ecstore/internal/repair"
 	"github.com/ecstore/ecstore/internal/s3"
@@ -145,6 +146,7 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 		return err
 	}
 	defer c.Close()
+	m.WatchNodes(func(ctx context.Context) []object.NodeState { return c.Store().NodeStates(ctx, false) })
 	if fixedLimit > 0 {
 		debug.SetMemoryLimit(fixedLimit)
 	}

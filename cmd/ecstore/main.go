@@ -41,6 +41,7 @@ func init() {
 		{"fsck", "check every object's redundancy and find debris", cmdFsck},
 		{"repair", "rebuild missing and corrupt archives; remove debris", cmdRepair},
 		{"drain", "move every archive off a node so that it can be retired", cmdDrain},
+		{"nodes", "show every node's state and space (exit 1 when one is down)", cmdNodes},
 		{"adopt", "take the empty directories of new nodes or new disks into use", cmdAdopt},
 		{"serve", "run the gateway: root:// (and /metrics) over the cluster", cmdServe},
 		{"node", "run a vanilla storage node (plain-file root:// data server)", cmdNode},

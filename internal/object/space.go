@@ -128,26 +128,67 @@ func (s *Store) querySpaces(ctx context.Context) []placement.Node {
 	return out
 }
 
+// NodeState is what a node reported when asked for its space.
+type NodeState struct {
+	ID string
+	// Err is why the node is down: its answer (a refused directory, a
+	// connection refused), a timeout, or errHung for a node not asked
+	// because a call to it ran out of time recently. Nil: the node is up.
+	Err   error
+	Space node.Space // when up
+	// Retired nodes take no new archives; their archives are still read.
+	Retired bool
+	// Suspect says that reads avoid the node for now: "slow" (a chunk
+	// read outlived its hedge delay), "hung" (a call ran out of time) or
+	// "failing" (a call failed); "" when not.
+	Suspect string
+}
+
+// Up reports whether the node answered.
+func (n NodeState) Up() bool { return n.Err == nil }
+
+// NodeStates asks every node, retired ones too, for its space, in
+// parallel, each within MetadataTimeout. A node known to hang is not
+// asked unless askHung is true (a status command asks; a metrics scrape,
+// repeated every few seconds, must not wait for it each time).
+func (s *Store) NodeStates(ctx context.Context, askHung bool) []NodeState {
+	out := make([]NodeState, len(s.nodes))
+	at := make(map[string]int, len(s.nodes)) // read-only below
+	for i, n := range s.nodes {
+		at[n.ID()] = i
+	}
+	errs := s.forNodes(ctx, s.nodes, func(ctx context.Context, n node.Node) error {
+		if !askHung && s.isHung(n.ID()) {
+			return errHung
+		}
+		sp, err := n.Space(ctx)
+		if err == nil {
+			s.clearHung(n.ID())
+		}
+		out[at[n.ID()]].Space = sp
+		return err
+	})
+	for i, n := range s.nodes {
+		out[i].ID, out[i].Err, out[i].Retired = n.ID(), errs[i], s.retired(n.ID())
+		out[i].Suspect = s.suspectReason(n.ID())
+		if errs[i] != nil {
+			out[i].Space = node.Space{}
+		}
+	}
+	return out
+}
+
 // Capacity is the space of the nodes that answer: their sums, and the
 // free space of the emptiest. Each node is given MetadataTimeout, and a
 // node known to hang is not asked: a client's space query must not wait
 // for a node that does not answer.
 func (s *Store) Capacity(ctx context.Context) (total, free, largestFree int64) {
-	var mu sync.Mutex
-	s.forNodes(ctx, s.nodes, func(ctx context.Context, n node.Node) error {
-		if s.isHung(n.ID()) {
-			return errHung
+	for _, n := range s.NodeStates(ctx, false) {
+		if n.Up() {
+			total += n.Space.Total
+			free += n.Space.Free
+			largestFree = max(largestFree, n.Space.Free)
 		}
-		sp, err := n.Space(ctx)
-		if err != nil {
-			return err
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		total += sp.Total
-		free += sp.Free
-		largestFree = max(largestFree, sp.Free)
-		return nil
-	})
+	}
 	return total, free, largestFree
 }

@@ -417,6 +417,22 @@ func (s *Store) isHung(id string) bool {
 	return ok && v.(suspicion).hung && s.opts.Now().Before(v.(suspicion).until)
 }
 
+// suspectReason says why reads avoid node id now: "hung", "slow",
+// "failing", or "" when they do not.
+func (s *Store) suspectReason(id string) string {
+	v, ok := s.suspect.Load(id)
+	if !ok || !s.opts.Now().Before(v.(suspicion).until) {
+		return ""
+	}
+	switch sp := v.(suspicion); {
+	case sp.hung:
+		return "hung"
+	case sp.slow:
+		return "slow"
+	}
+	return "failing"
+}
+
 // nodeTimeout is the deadline for one call to node id: base, or only
 // HedgeDelay for a node that recently failed or hung, so that a hung node
 // costs its full timeout once and then almost nothing. A node that was

@@ -138,3 +138,51 @@ func TestSlowNodeMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeGauges: every scrape asks the nodes, so a node that goes down
+// shows as ec_node_up 0 (without its space) at the next scrape, and as 1
+// again once it answers; the retired node is marked.
+func TestNodeGauges(t *testing.T) {
+	geo := layout.Geometry{K: 3, M: 2, ChunkSize: 1024}
+	c := testcluster.New(t, 6, geo)
+	var retired string
+	store, nodes := c.Faulty(t, geo, func(o *object.Options) {
+		retired = c.Store.Nodes()[5].ID()
+		o.Retired = []string{retired}
+	})
+	m := New()
+	m.WatchNodes(func(ctx context.Context) []object.NodeState { return store.NodeStates(ctx, false) })
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	scrape := func() string {
+		resp, err := http.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	down := nodes[2].ID()
+	nodes[2].SetDown(true)
+	body := scrape()
+	for _, n := range nodes {
+		up := "1"
+		if n.ID() == down {
+			up = "0"
+		}
+		if want := fmt.Sprintf("ec_node_up{node=%q} %s\n", n.ID(), up); !strings.Contains(body, want) {
+			t.Errorf("scrape with node %s down: no %q", down, want)
+		}
+		if has := strings.Contains(body, fmt.Sprintf("ec_node_free_bytes{node=%q}", n.ID())); has != (n.ID() != down) {
+			t.Errorf("scrape with node %s down: free bytes of node %s shown: %v", down, n.ID(), has)
+		}
+	}
+	if want := fmt.Sprintf("ec_node_retired{node=%q} 1\n", retired); !strings.Contains(body, want) {
+		t.Errorf("scrape: no %q", want)
+	}
+	nodes[2].SetDown(false)
+	if want := fmt.Sprintf("ec_node_up{node=%q} 1\n", down); !strings.Contains(scrape(), want) {
+		t.Errorf("scrape with node %s back: no %q", down, want)
+	}
+}
