@@ -109,8 +109,9 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 	cfg := bench.Config{
 		Addr: u.addr, Prefix: u.path, Mode: bench.Mode(*mode), Size: size.n, Objects: *objects,
 		Duration: *duration, Ops: *ops, KeepObjects: !*cleanup, Seed: *seed, Verify: *verify,
-		ParallelReads: *parallel, Fsync: *fsync,
+		ParallelReads: *parallel, Fsync: *fsync, DialOptions: dialOptions(u),
 	}
+	cfg.DialOptions.AppName = "ecstore-bench"
 	if !slices.Contains(bench.Modes, cfg.Mode) {
 		return usageErrorf("bench: --mode %q: want put, get, mixed or small", *mode)
 	}

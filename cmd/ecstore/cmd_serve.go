@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/subtle"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -22,6 +24,7 @@ import (
 	"github.com/ecstore/ecstore/internal/obs"
 	"github.com/ecstore/ecstore/internal/repair"
 	"github.com/ecstore/ecstore/internal/s3"
+	"github.com/ecstore/ecstore/internal/tlsfiles"
 	"github.com/ecstore/ecstore/internal/webdav"
 )
 
@@ -77,7 +80,10 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 	httpAnonRead := fs.Bool("http-anonymous-read", false, "let HTTP clients without credentials read (GET, HEAD, PROPFIND)")
 	httpAnonWrites := fs.Bool("http-anonymous-writes", false, "let HTTP clients without credentials write; only with a loopback\n--http-addr, and then only from loopback connections")
 	authFile := fs.String("auth-file", "", "read access-key, http-token and http-anonymous-read lines from `FILE`\ntoo (key = value lines, as in the config file)")
-	anonWrites := fs.Bool("root-anonymous-writes", false, "allow writes over root:// on a non-loopback --root-addr, where there is\nno authentication yet (on loopback they are always allowed)")
+	anonWrites := fs.Bool("root-anonymous-writes", false, "let root:// clients without a token write on a non-loopback --root-addr,\nor on any address once tokens are taken (see above); otherwise they only read")
+	tlsCert := fs.String("tls-cert", "", "TLS certificate `FILE` (PEM, with its chain): roots:// and root:// token\nauthentication, and https for --s3-addr and --http-addr; reloaded when it changes")
+	tlsKey := fs.String("tls-key", "", "the certificate's private key `FILE` (PEM)")
+	tokenRequired := fs.Bool("root-token-required", false, "refuse root:// clients without a valid token (they may otherwise read)")
 	pageSums := fs.Bool("page-checksums", false, "offer root:// clients kXR_pgread and kXR_pgwrite, a CRC32C per 4 KiB page\non the wire; XRootD's client computes them in software, which halves\nxrdcp's speed (chunks are verified against their archives either way)")
 	heal := fs.Bool("heal", true, "rebuild, in the background, objects that reads and writes find degraded")
 	healRate := fs.String("heal-rate", "20MB", "limit background rebuilding to `SIZE` per second (0: unlimited)")
@@ -108,7 +114,9 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 			return usageErrorf("--memory-limit: want auto, off or a size such as 2GiB, not %q", *memLimit)
 		}
 	}
-	readOnly := !*anonWrites && !loopback(*rootAddr)
+	if (*tlsCert == "") != (*tlsKey == "") {
+		return usageErrorf("--tls-cert and --tls-key go together")
+	}
 	if *httpAnonWrites && (*httpAddr == "" || !loopback(*httpAddr)) {
 		return usageErrorf("--http-anonymous-writes needs a loopback --http-addr (such as 127.0.0.1:8080): writes without credentials are never taken from other hosts")
 	}
@@ -179,6 +187,28 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 		return err
 	}
 	acc.anonRead = acc.anonRead || *httpAnonRead
+	var tlsPair *tlsfiles.Pair
+	if *tlsCert != "" {
+		if tlsPair, err = tlsfiles.Load(*tlsCert, *tlsKey, log); err != nil {
+			return err
+		}
+	}
+	// Tokens are taken on root:// under TLS only (the XRootD client sends
+	// them under TLS only); once they are, anonymous clients only read,
+	// on loopback too, unless --root-anonymous-writes.
+	rootTokens := tlsPair != nil && len(acc.tokens) > 0
+	if *tokenRequired && !rootTokens {
+		return usageErrorf("--root-token-required needs --tls-cert and --tls-key, and token lines in the config file or --auth-file")
+	}
+	readOnly := !*anonWrites && (!loopback(*rootAddr) || rootTokens)
+	var tlsConfig *tls.Config
+	var checkToken func(string) (string, bool)
+	if tlsPair != nil {
+		tlsConfig = tlsPair.Config()
+	}
+	if rootTokens {
+		checkToken = tokenChecker(acc.tokens)
+	}
 	var s3h http.Handler
 	if *s3Addr != "" {
 		if len(acc.keys) == 0 {
@@ -200,7 +230,7 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
 		defer cancel()
-		if httpBound, stop, err = serveHTTP(ctx, cancel, *httpAddr, h, log); err != nil {
+		if httpBound, stop, err = serveHTTP(ctx, cancel, *httpAddr, h, tlsConfig, log); err != nil {
 			return err
 		}
 		defer func() {
@@ -213,27 +243,59 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 	return gateway.Serve(ctx, gateway.Config{
 		Store: c.Store(), RootAddr: *rootAddr, MetricsAddr: *metricsAddr, Metrics: m.Handler(),
 		S3Addr: *s3Addr, S3Handler: s3h, RootReadOnly: readOnly, PageChecksums: *pageSums,
+		TLS: tlsConfig, Tokens: checkToken, TokenRequired: *tokenRequired,
 		PprofAddr: *pprofAddr, Hooks: m.GatewayHooks(), Logger: log,
 		Ready: func(addr string) {
 			fmt.Fprintf(e.stderr, "ecstore: serving root://%s (%s, %d nodes)", addr, c.Store().Geometry(), len(c.Store().Nodes()))
 			if *metricsAddr != "" {
 				fmt.Fprintf(e.stderr, ", metrics on http://%s/metrics", *metricsAddr)
 			}
+			scheme := "http"
+			if tlsPair != nil {
+				scheme = "https"
+			}
 			if *s3Addr != "" {
-				fmt.Fprintf(e.stderr, ", S3 on http://%s", *s3Addr)
+				fmt.Fprintf(e.stderr, ", S3 on %s://%s", scheme, *s3Addr)
 			}
 			if httpBound != "" {
-				fmt.Fprintf(e.stderr, ", HTTP on http://%s", httpBound)
+				fmt.Fprintf(e.stderr, ", HTTP on %s://%s", scheme, httpBound)
 			}
 			fmt.Fprintln(e.stderr)
-			if readOnly {
-				fmt.Fprintln(e.stderr, "ecstore: root:// is read-only: it listens beyond loopback and has no authentication (--root-anonymous-writes allows writes)")
+			if tlsPair != nil {
+				subject, expires := tlsPair.Describe()
+				fmt.Fprintf(e.stderr, "ecstore: TLS offered on root:// (roots://) with %s, valid until %s\n", subject, expires.Format(time.DateOnly))
+			}
+			switch {
+			case *tokenRequired:
+				fmt.Fprintln(e.stderr, "ecstore: root:// takes token holders only (roots:// and BEARER_TOKEN)")
+			case rootTokens && readOnly:
+				fmt.Fprintln(e.stderr, "ecstore: root:// writes need a token (roots:// and BEARER_TOKEN); clients without one may read")
+			case readOnly:
+				fmt.Fprintln(e.stderr, "ecstore: root:// is read-only: it listens beyond loopback and takes no tokens (give --tls-cert, --tls-key and token lines; or --root-anonymous-writes)")
+			}
+			if len(acc.tokens) > 0 && tlsPair == nil {
+				fmt.Fprintln(e.stderr, "ecstore: tokens are taken over HTTP only: root:// takes them under TLS (--tls-cert, --tls-key)")
 			}
 			if httpBound != "" && (acc.anonRead || *httpAnonWrites) {
 				fmt.Fprintf(e.stderr, "ecstore: HTTP allows anonymous reads: %v, anonymous writes from loopback: %v\n", acc.anonRead, *httpAnonWrites)
 			}
 		},
 	})
+}
+
+// tokenChecker returns a check of bearer tokens against tokens, in
+// constant time; a token's holder is named by its place in the list
+// ("token 2"), never by the token.
+func tokenChecker(tokens []string) func(string) (string, bool) {
+	return func(tok string) (string, bool) {
+		found := 0
+		for i, t := range tokens {
+			if subtle.ConstantTimeCompare([]byte(t), []byte(tok)) == 1 {
+				found = i + 1
+			}
+		}
+		return fmt.Sprintf("token %d", found), found > 0
+	}
 }
 
 // loopback reports whether a listen address only accepts local clients.
@@ -279,7 +341,7 @@ func gatherAccess(cfg, extra *cluster.Config) (access, error) {
 				return a, err
 			}
 		}
-		a.tokens = append(a.tokens, c.HTTPTokens()...)
+		a.tokens = append(a.tokens, c.Tokens()...)
 		a.anonRead = a.anonRead || c.HTTPAnonymousRead()
 	}
 	id, secret := os.Getenv("ECSTORE_ACCESS_KEY"), os.Getenv("ECSTORE_SECRET_KEY")
@@ -320,10 +382,13 @@ func readAuthFile(name string) (*cluster.Config, error) {
 // address and a stop function that waits for the server to shut down
 // (open requests get 30s after ctx is done) and returns its error. If the
 // server fails, it calls fail so that the whole gateway stops.
-func serveHTTP(ctx context.Context, fail context.CancelFunc, addr string, h http.Handler, log *slog.Logger) (string, func() error, error) {
+func serveHTTP(ctx context.Context, fail context.CancelFunc, addr string, h http.Handler, tlsConfig *tls.Config, log *slog.Logger) (string, func() error, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", nil, fmt.Errorf("listen HTTP on %s: %w", addr, err)
+	}
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}

@@ -19,18 +19,30 @@ import (
 type rootURL struct {
 	addr string // host:port
 	path string // absolute
+	tls  bool   // roots://
 }
 
-func (u rootURL) String() string { return "root://" + u.addr + "/" + u.path }
+func (u rootURL) String() string {
+	if u.tls {
+		return "roots://" + u.addr + "/" + u.path
+	}
+	return "root://" + u.addr + "/" + u.path
+}
 
-// parseRootURL recognises root:// and xroot:// arguments. ok is false for
-// anything else (an object path or a local file).
+// parseRootURL recognises root://, roots:// (TLS), xroot:// and
+// xroots:// arguments. ok is false for anything else (an object path or
+// a local file).
 func parseRootURL(s string) (u rootURL, ok bool, err error) {
-	rest, found := strings.CutPrefix(s, "root://")
-	if !found {
-		if rest, found = strings.CutPrefix(s, "xroot://"); !found {
-			return rootURL{}, false, nil
+	var rest string
+	found := false
+	for _, scheme := range []string{"root://", "xroot://", "roots://", "xroots://"} {
+		if rest, found = strings.CutPrefix(s, scheme); found {
+			u.tls = strings.HasSuffix(scheme, "s://")
+			break
 		}
+	}
+	if !found {
+		return rootURL{}, false, nil
 	}
 	hostport, p, _ := strings.Cut(rest, "/")
 	if i := strings.IndexByte(p, '?'); i >= 0 {
@@ -51,18 +63,26 @@ func parseRootURL(s string) (u rootURL, ok bool, err error) {
 	if err := node.CheckPath(p); err != nil {
 		return rootURL{}, true, usageErrorf("%q: invalid path %q", s, p)
 	}
-	return rootURL{addr: hostport, path: p}, true, nil
+	return rootURL{addr: hostport, path: p, tls: u.tls}, true, nil
 }
 
 // dialRoot connects to u's server.
 func dialRoot(ctx context.Context, u rootURL) (*xrootd.Client, error) {
 	dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	c, err := xrootd.Dial(dctx, u.addr, &xrootd.DialOptions{AppName: "ecstore"})
+	c, err := xrootd.Dial(dctx, u.addr, dialOptions(u))
 	if err != nil {
-		return nil, fmt.Errorf("connect to root://%s: %w", u.addr, err)
+		return nil, fmt.Errorf("connect to %s: %w", rootURL{addr: u.addr, tls: u.tls}, err)
 	}
 	return c, nil
+}
+
+// dialOptions are the command line's options for u: TLS when u asks for
+// it or the server requires it (for tokens), verified against the
+// system's authorities and X509_CERT_DIR's; a bearer token (BEARER_TOKEN
+// or a token file) when the server asks for one.
+func dialOptions(u rootURL) *xrootd.DialOptions {
+	return &xrootd.DialOptions{AppName: "ecstore", WantTLS: u.tls, AbleTLS: true}
 }
 
 // remoteErr phrases a protocol error for people.

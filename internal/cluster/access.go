@@ -16,18 +16,23 @@ import (
 //	access-key = ID:SECRET     an access key: S3 SigV4 signing, and HTTP
 //	                           Basic authentication with ID and SECRET.
 //	                           May repeat, one key per line.
-//	http-token = TOKEN         a bearer token for the HTTP frontend
-//	                           ("Authorization: Bearer TOKEN"). May repeat.
+//	token = TOKEN              a bearer token: for the HTTP frontend
+//	                           ("Authorization: Bearer TOKEN") and, when
+//	                           the gateway has a TLS certificate, for
+//	                           root:// (XRootD's ztn: roots:// and
+//	                           BEARER_TOKEN). May repeat.
+//	http-token = TOKEN         the same (its first name).
 //	http-anonymous-read = BOOL let clients without credentials read over
 //	                           HTTP (GET, HEAD, PROPFIND).
 const (
 	KeyAccessKey         = "access-key"
+	KeyToken             = "token"
 	KeyHTTPToken         = "http-token"
 	KeyHTTPAnonymousRead = "http-anonymous-read"
 )
 
 // accessKeys lists the access settings, for error messages.
-var accessKeys = []string{KeyAccessKey, KeyHTTPToken, KeyHTTPAnonymousRead}
+var accessKeys = []string{KeyAccessKey, KeyToken, KeyHTTPToken, KeyHTTPAnonymousRead}
 
 // MinTokenLen is the shortest bearer token accepted, so that a token
 // cannot be guessed by trying.
@@ -41,7 +46,9 @@ type access struct {
 }
 
 // repeatable reports whether key may appear on several lines.
-func repeatable(key string) bool { return key == KeyAccessKey || key == KeyHTTPToken }
+func repeatable(key string) bool {
+	return key == KeyAccessKey || key == KeyToken || key == KeyHTTPToken
+}
 
 // set parses an access setting; handled is false for other keys.
 func (a *access) set(key, value string) (handled bool, err error) {
@@ -58,9 +65,9 @@ func (a *access) set(key, value string) (handled bool, err error) {
 			a.keys = map[string]string{}
 		}
 		a.keys[id] = secret
-	case KeyHTTPToken:
+	case KeyToken, KeyHTTPToken:
 		if len(value) < MinTokenLen || strings.ContainsAny(value, " \t,") {
-			return true, fmt.Errorf("%w: http-token: want at least %d characters, no blanks or commas", ErrConfig, MinTokenLen)
+			return true, fmt.Errorf("%w: %s: want at least %d characters, no blanks or commas", ErrConfig, key, MinTokenLen)
 		}
 		if !slices.Contains(a.tokens, value) {
 			a.tokens = append(a.tokens, value)
@@ -81,8 +88,9 @@ func (a *access) set(key, value string) (handled bool, err error) {
 // is a copy.
 func (c *Config) AccessKeys() map[string]string { return maps.Clone(c.access.keys) }
 
-// HTTPTokens returns the configured bearer tokens.
-func (c *Config) HTTPTokens() []string { return slices.Clone(c.access.tokens) }
+// Tokens returns the configured bearer tokens (token and http-token
+// lines), in order.
+func (c *Config) Tokens() []string { return slices.Clone(c.access.tokens) }
 
 // HTTPAnonymousRead reports whether http-anonymous-read is true.
 func (c *Config) HTTPAnonymousRead() bool { return c.access.anonRead }

@@ -25,8 +25,8 @@ func TestAccessSettings(t *testing.T) {
 	if want := map[string]string{"AK1": "secret/one+x", "AK2": "two:with:colons"}; !maps.Equal(c.AccessKeys(), want) {
 		t.Errorf("access keys %v, want %v", c.AccessKeys(), want)
 	}
-	if want := []string{"0123456789abcdef0123", "another-token-of-length"}; !slices.Equal(c.HTTPTokens(), want) {
-		t.Errorf("tokens %q, want %q", c.HTTPTokens(), want)
+	if want := []string{"0123456789abcdef0123", "another-token-of-length"}; !slices.Equal(c.Tokens(), want) {
+		t.Errorf("tokens %q, want %q", c.Tokens(), want)
 	}
 	if !c.HTTPAnonymousRead() {
 		t.Error("http-anonymous-read not set")
@@ -93,7 +93,7 @@ func TestOpenKeepsAccess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if !maps.Equal(c.Config().AccessKeys(), map[string]string{"K": "s"}) || len(c.Config().HTTPTokens()) != 1 {
-		t.Fatalf("access after Open: %v %q", c.Config().AccessKeys(), c.Config().HTTPTokens())
+	if !maps.Equal(c.Config().AccessKeys(), map[string]string{"K": "s"}) || len(c.Config().Tokens()) != 1 {
+		t.Fatalf("access after Open: %v %q", c.Config().AccessKeys(), c.Config().Tokens())
 	}
 }

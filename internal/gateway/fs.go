@@ -33,13 +33,18 @@ type FS struct {
 	readOnly bool
 }
 
-// ReadOnly makes every write, remove, rename and mkdir fail with
-// kXR_NotAuthorized (for listeners that anonymous users can reach).
+// ReadOnly makes every write, remove, rename and mkdir of a client that
+// has not authenticated (see xrootd.PeerIdentity) fail with
+// kXR_NotAuthorized: for listeners that anonymous users can reach.
 func (f *FS) ReadOnly() *FS { f.readOnly = true; return f }
 
-func (f *FS) denyWrite(op, name string) error {
-	if f.readOnly {
-		return xrootd.Errorf(xrootd.ErrNotAuthorized, "%s %s: this root:// listener is read-only (no authentication on a non-loopback address)", op, name)
+func (f *FS) denyWrite(ctx context.Context, op, name string) error {
+	switch id := xrootd.PeerIdentity(ctx); {
+	case !f.readOnly || id.Authenticated:
+	case id.TokenRefused:
+		return xrootd.Errorf(xrootd.ErrNotAuthorized, "%s %s: your token was not accepted, and anonymous clients may only read here", op, name)
+	default:
+		return xrootd.Errorf(xrootd.ErrNotAuthorized, "%s %s: anonymous clients may only read here; authenticate with a token over roots:// (BEARER_TOKEN)", op, name)
 	}
 	return nil
 }
@@ -98,7 +103,7 @@ func (f *FS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (_ 
 		}
 		return &readFile{r: r, hooks: &f.hooks}, nil
 	}
-	if err := f.denyWrite("write", name); err != nil {
+	if err := f.denyWrite(ctx, "write", name); err != nil {
 		return nil, err
 	}
 	if !opts.Flags.Create() {
@@ -161,7 +166,7 @@ var errListingStopped = errors.New("gateway: listing stopped")
 // Remove deletes an object.
 func (f *FS) Remove(ctx context.Context, name string) (err error) {
 	defer func(start time.Time) { f.hooks.done("rm", start, err) }(time.Now())
-	if err := f.denyWrite("rm", name); err != nil {
+	if err := f.denyWrite(ctx, "rm", name); err != nil {
 		return err
 	}
 	return mapErr(f.store.Remove(ctx, name))
@@ -170,7 +175,7 @@ func (f *FS) Remove(ctx context.Context, name string) (err error) {
 // Rename moves an object or directory.
 func (f *FS) Rename(ctx context.Context, oldName, newName string) (err error) {
 	defer func(start time.Time) { f.hooks.done("mv", start, err) }(time.Now())
-	if err := f.denyWrite("mv", oldName); err != nil {
+	if err := f.denyWrite(ctx, "mv", oldName); err != nil {
 		return err
 	}
 	return mapErr(f.store.Rename(ctx, oldName, newName))
@@ -180,7 +185,7 @@ func (f *FS) Rename(ctx context.Context, oldName, newName string) (err error) {
 // the directory must not.
 func (f *FS) Mkdir(ctx context.Context, name string, _ fs.FileMode, parents bool) (err error) {
 	defer func(start time.Time) { f.hooks.done("mkdir", start, err) }(time.Now())
-	if err := f.denyWrite("mkdir", name); err != nil {
+	if err := f.denyWrite(ctx, "mkdir", name); err != nil {
 		return err
 	}
 	if !parents {
@@ -203,7 +208,7 @@ func (f *FS) Mkdir(ctx context.Context, name string, _ fs.FileMode, parents bool
 // Rmdir removes an empty directory.
 func (f *FS) Rmdir(ctx context.Context, name string) (err error) {
 	defer func(start time.Time) { f.hooks.done("rmdir", start, err) }(time.Now())
-	if err := f.denyWrite("rmdir", name); err != nil {
+	if err := f.denyWrite(ctx, "rmdir", name); err != nil {
 		return err
 	}
 	return mapErr(f.store.Rmdir(ctx, name))

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,8 +31,16 @@ type Config struct {
 	S3Handler http.Handler
 	Hooks     Hooks
 	Logger    *slog.Logger
-	// RootReadOnly serves root:// read-only (see FS.ReadOnly).
+	// RootReadOnly serves root:// read-only to clients that have not
+	// authenticated with a token (see FS.ReadOnly).
 	RootReadOnly bool
+	// TLS, when set, is offered on root:// (roots://) and used by the S3
+	// listener (https).
+	TLS *tls.Config
+	// Tokens, when set, takes bearer tokens on root:// under TLS (see
+	// xrootd.Server.Tokens); TokenRequired refuses clients without one.
+	Tokens        func(token string) (holder string, ok bool)
+	TokenRequired bool
 	// PageChecksums offers root:// clients kXR_pgread and kXR_pgwrite
 	// (a CRC32C per 4 KiB page on the wire). Off, clients read and write
 	// plainly (see xrootd.Server.NoPageChecksums); every chunk is still
@@ -59,7 +68,8 @@ func Serve(ctx context.Context, cfg Config) error {
 	if cfg.RootReadOnly {
 		fsys.ReadOnly()
 	}
-	srv := &xrootd.Server{Handler: fsys, Logger: log, SiteName: "ecstore", NoPageChecksums: !cfg.PageChecksums}
+	srv := &xrootd.Server{Handler: fsys, Logger: log, SiteName: "ecstore", NoPageChecksums: !cfg.PageChecksums,
+		TLS: cfg.TLS, Tokens: cfg.Tokens, TokenRequired: cfg.TokenRequired}
 	var (
 		wg    sync.WaitGroup
 		errMu sync.Mutex
@@ -75,10 +85,13 @@ func Serve(ctx context.Context, cfg Config) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var https []*http.Server
-	startHTTP := func(addr, what string, h http.Handler) error {
+	startHTTP := func(addr, what string, h http.Handler, tlsConfig *tls.Config) error {
 		hl, err := net.Listen("tcp", addr)
 		if err != nil {
 			return fmt.Errorf("gateway: listen %s on %s: %w", what, addr, err)
+		}
+		if tlsConfig != nil {
+			hl = tls.NewListener(hl, tlsConfig)
 		}
 		hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 		https = append(https, hs)
@@ -96,13 +109,13 @@ func Serve(ctx context.Context, cfg Config) error {
 	if cfg.MetricsAddr != "" && cfg.Metrics != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", cfg.Metrics)
-		if err := startHTTP(cfg.MetricsAddr, "metrics", mux); err != nil {
+		if err := startHTTP(cfg.MetricsAddr, "metrics", mux, nil); err != nil {
 			ln.Close()
 			return err
 		}
 	}
 	if cfg.S3Addr != "" && cfg.S3Handler != nil {
-		if err := startHTTP(cfg.S3Addr, "s3", cfg.S3Handler); err != nil {
+		if err := startHTTP(cfg.S3Addr, "s3", cfg.S3Handler, cfg.TLS); err != nil {
 			ln.Close()
 			return err
 		}
@@ -114,7 +127,7 @@ func Serve(ctx context.Context, cfg Config) error {
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-		if err := startHTTP(cfg.PprofAddr, "pprof", mux); err != nil {
+		if err := startHTTP(cfg.PprofAddr, "pprof", mux, nil); err != nil {
 			ln.Close()
 			return err
 		}

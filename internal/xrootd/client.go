@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -54,6 +55,20 @@ type DialOptions struct {
 	MaxWaitRetries int
 	// MaxWait caps one kXR_wait pause. Default 60 s.
 	MaxWait time.Duration
+	// WantTLS asks the server for TLS (a roots:// URL does too): the
+	// connection fails if the server offers none.
+	WantTLS bool
+	// AbleTLS tells the server that the client can use TLS, so that a
+	// server that requires it (XRootD with token authentication, an
+	// ecstore gateway that takes tokens) moves the connection to TLS.
+	// Set by WantTLS, TLS and Token.
+	AbleTLS bool
+	// TLS is the client's TLS configuration. Default ClientTLSConfig: the
+	// system's authorities and X509_CERT_DIR's.
+	TLS *tls.Config
+	// Token is the bearer token to present to a server that asks for one
+	// (XRootD's ztn). Default: FindBearerToken, when the server asks.
+	Token string
 }
 
 func (o *DialOptions) withDefaults() DialOptions {
@@ -102,6 +117,7 @@ func (o *DialOptions) withDefaults() DialOptions {
 	if d.MaxWait <= 0 {
 		d.MaxWait = time.Minute
 	}
+	d.AbleTLS = d.AbleTLS || d.WantTLS || d.TLS != nil || d.Token != ""
 	return d
 }
 
@@ -122,6 +138,7 @@ type Client struct {
 	addr  string
 	proto ProtocolResponse
 	sess  [16]byte
+	tls   bool // the connection is under TLS
 
 	wmu sync.Mutex // serializes request frames
 
@@ -170,9 +187,12 @@ func (cl *call) receive(r io.Reader, f *ResponseFrame, n int) (bool, error) {
 // support.
 func Dial(ctx context.Context, addr string, opts *DialOptions) (*Client, error) {
 	o := opts.withDefaults()
-	hostport, err := parseAddr(addr)
+	hostport, secure, err := parseAddr(addr)
 	if err != nil {
 		return nil, err
+	}
+	if secure {
+		o.WantTLS, o.AbleTLS = true, true
 	}
 	conn, err := o.Dial(ctx, "tcp", hostport)
 	if err != nil {
@@ -198,24 +218,30 @@ func Dial(ctx context.Context, addr string, opts *DialOptions) (*Client, error) 
 	return c, nil
 }
 
-func parseAddr(addr string) (string, error) {
+// parseAddr returns the host:port of addr, and whether it is a roots://
+// (or xroots://) URL.
+func parseAddr(addr string) (hostport string, secure bool, err error) {
 	if strings.Contains(addr, "://") {
 		u, err := url.Parse(addr)
 		if err != nil {
-			return "", fmt.Errorf("xrootd: address %q: %w", addr, err)
+			return "", false, fmt.Errorf("xrootd: address %q: %w", addr, err)
 		}
-		if u.Scheme != "root" && u.Scheme != "xroot" {
-			return "", fmt.Errorf("xrootd: address %q: scheme %q is not root://", addr, u.Scheme)
+		switch u.Scheme {
+		case "root", "xroot":
+		case "roots", "xroots":
+			secure = true
+		default:
+			return "", false, fmt.Errorf("xrootd: address %q: scheme %q is not root:// or roots://", addr, u.Scheme)
 		}
 		addr = u.Host
 	}
 	if addr == "" {
-		return "", fmt.Errorf("xrootd: empty address")
+		return "", false, fmt.Errorf("xrootd: empty address")
 	}
 	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return net.JoinHostPort(strings.Trim(addr, "[]"), "1094"), nil
+		return net.JoinHostPort(strings.Trim(addr, "[]"), "1094"), secure, nil
 	}
-	return addr, nil
+	return addr, secure, nil
 }
 
 // setup runs the handshake, kXR_protocol and kXR_login synchronously.
@@ -227,7 +253,14 @@ func (c *Client) setup(ctx context.Context) error {
 	defer c.conn.SetDeadline(time.Time{})
 
 	b := AppendHandshake(nil)
-	b = EncodeRequest(StreamID{}, &ProtocolRequest{ClientVersion: ProtocolVersion, Expect: ProtoExpectLogin}).AppendTo(b)
+	var flags uint8
+	if c.opts.AbleTLS {
+		flags |= ProtoAbleTLS
+	}
+	if c.opts.WantTLS {
+		flags |= ProtoWantTLS
+	}
+	b = EncodeRequest(StreamID{}, &ProtocolRequest{ClientVersion: ProtocolVersion, Flags: flags, Expect: ProtoExpectLogin}).AppendTo(b)
 	if _, err := c.conn.Write(b); err != nil {
 		return ctxErr(ctx, fmt.Errorf("send handshake: %w", err))
 	}
@@ -247,8 +280,15 @@ func (c *Client) setup(ctx context.Context) error {
 	if c.proto, err = ParseProtocolResponse(f.Body); err != nil {
 		return err
 	}
-	if c.proto.Flags&(FlagGotoTLS|flagTLSRequired) != 0 {
-		return Errorf(ErrTLSRequired, "server requires TLS (flags %#x), which this client does not support", c.proto.Flags)
+	switch {
+	case c.proto.Flags&FlagGotoTLS != 0 && c.opts.AbleTLS:
+		if err := c.startTLS(ctx, hostOf(c.addr)); err != nil {
+			return err
+		}
+	case c.opts.WantTLS:
+		return Errorf(ErrTLSRequired, "server offers no TLS (flags %#x), which a roots:// URL asks for", c.proto.Flags)
+	case c.proto.Flags&(FlagGotoTLS|flagTLSRequired) != 0:
+		return Errorf(ErrTLSRequired, "server requires TLS (flags %#x): use a roots:// URL", c.proto.Flags)
 	}
 
 	login := &LoginRequest{
@@ -283,7 +323,9 @@ func (c *Client) setup(ctx context.Context) error {
 		return err
 	}
 	if lr.Security != "" {
-		return Errorf(ErrAuthFailed, "server requires authentication (%.80s), which this client does not support", lr.Security)
+		if err := c.authenticate(ctx, lr.Security); err != nil {
+			return err
+		}
 	}
 	c.sess = lr.SessionID
 	return nil

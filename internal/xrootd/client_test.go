@@ -247,8 +247,12 @@ func TestDialFailures(t *testing.T) {
 	if _, err := Dial(ctx, "http://x", nil); err == nil {
 		t.Error("http URL accepted")
 	}
-	for in, want := range map[string]string{"root://h:1/p": "h:1", "h": "h:1094", "[::1]": "[::1]:1094", "h:5": "h:5"} {
-		if got, err := parseAddr(in); err != nil || got != want {
+	for in, want := range map[string]string{"root://h:1/p": "h:1", "h": "h:1094", "[::1]": "[::1]:1094", "h:5": "h:5", "roots://h:2//p": "h:2 (TLS)"} {
+		got, secure, err := parseAddr(in)
+		if secure {
+			got += " (TLS)"
+		}
+		if err != nil || got != want {
 			t.Errorf("parseAddr(%q) = %q, %v", in, got, err)
 		}
 	}

@@ -1,7 +1,10 @@
 package xrootd
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -44,6 +47,15 @@ func (s *session) dispatch(f *RequestFrame) {
 			return
 		}
 	}
+	if s.needAuth.Load() {
+		switch req.(type) {
+		case *ProtocolRequest, *LoginRequest, *PingRequest, *AuthRequest, *EndsessRequest:
+		default:
+			s.sendError(sid, Errorf(ErrNotAuthorized, "%v request before authentication (kXR_auth)", id))
+			s.finish(f)
+			return
+		}
+	}
 	// Requests that change connection state run inline, so that a client
 	// that pipelines login and its first request is served in order.
 	switch r := req.(type) {
@@ -53,6 +65,10 @@ func (s *session) dispatch(f *RequestFrame) {
 		return
 	case *LoginRequest:
 		s.guard(sid, id, func() { s.doLogin(sid, r) })
+		s.finish(f)
+		return
+	case *AuthRequest:
+		s.guard(sid, id, func() { s.doAuth(sid, r) })
 		s.finish(f)
 		return
 	case *WriteRequest:
@@ -113,8 +129,6 @@ func (s *session) handle(sid StreamID, req Request) {
 		// Sessions are not shared, settings are ignored and all data is
 		// online: nothing to do.
 		err = s.sendOK(sid, nil)
-	case *AuthRequest:
-		err = Errorf(ErrNotAuthorized, "authentication is not offered by this server; log in anonymously")
 	case *StatRequest:
 		err = s.doStat(ctx, sid, r)
 	case *StatxRequest:
@@ -236,14 +250,68 @@ func (s *session) withPath(sid StreamID, raw string, fn func(name string, cgi ur
 }
 
 func (s *session) doProtocol(sid StreamID, r *ProtocolRequest) {
-	// No security requirements and no TLS: the short 8-byte answer, as
-	// xrootd sends when it has none to report even if kXR_secreqs is set.
+	// No security requirements (signing) to append: the short 8-byte
+	// answer, as xrootd sends when it has none to report even if
+	// kXR_secreqs is set.
 	resp := ProtocolResponse{Version: s.protocolVersion(), Flags: FlagIsServer}
 	if !s.srv.NoPageChecksums {
 		resp.Flags |= FlagSupPgRW
 	}
-	s.sendOK(sid, resp.AppendTo(nil))
+	goTLS := false
+	if s.srv.TLS != nil && !s.underTLS.Load() {
+		resp.Flags |= FlagHaveTLS
+		tokens := s.srv.Tokens != nil
+		if tokens {
+			resp.Flags |= FlagTLSLogin
+		}
+		// A roots:// client asks for TLS; with tokens every client that
+		// can use it is moved to TLS before its login, as xrootd does,
+		// since tokens are sent under TLS only. A client told
+		// kXR_gotoTLS starts its handshake once it has read this answer.
+		goTLS = r.Flags&ProtoWantTLS != 0 || (tokens && r.Flags&ProtoAbleTLS != 0)
+		if goTLS {
+			resp.Flags |= FlagGotoTLS
+		}
+	}
+	if err := s.sendOK(sid, resp.AppendTo(nil)); err != nil || !goTLS {
+		return
+	}
+	if err := s.startTLS(); err != nil {
+		s.log.Debug("xrootd TLS handshake failed; closing", "err", err)
+		s.kill()
+	}
 }
+
+// startTLS runs the server side of the TLS handshake on the connection and
+// moves the session's reads and writes onto TLS. It runs on the reading
+// goroutine, with nothing in flight (right after kXR_protocol).
+func (s *session) startTLS() error {
+	tc := tls.Server(&readerConn{Conn: s.conn, r: s.in}, s.srv.TLS)
+	ctx, cancel := context.WithTimeout(s.ctx, s.limits.HandshakeTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return fmt.Errorf("xrootd: TLS handshake: %w", err)
+	}
+	s.wmu.Lock()
+	s.out = tc
+	s.wmu.Unlock()
+	s.in = bufio.NewReaderSize(tc, 64<<10)
+	s.underTLS.Store(true)
+	id := *s.ident.Load()
+	id.TLS = true
+	s.ident.Store(&id)
+	return nil
+}
+
+// readerConn is a connection whose reads come from r (the bytes already
+// buffered from it, then it), for a TLS layer put over a connection that
+// was read through a bufio.Reader.
+type readerConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *readerConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 // protocolVersion is the protocol version the server reports.
 func (s *session) protocolVersion() int32 {
@@ -253,12 +321,78 @@ func (s *session) protocolVersion() int32 {
 	return ProtocolVersion
 }
 
+// doLogin logs the client in. Under TLS on a server that takes tokens,
+// the answer names the security protocols after the session id (ztn,
+// then unix when clients without a token may stay), and the session
+// waits for kXR_auth.
 func (s *session) doLogin(sid StreamID, r *LoginRequest) {
+	underTLS := s.underTLS.Load()
+	tokens := s.srv.Tokens != nil
+	if tokens && s.srv.TokenRequired && !underTLS {
+		s.sendError(sid, Errorf(ErrTLSRequired, "this server takes token holders only, under TLS: use a roots:// URL and a bearer token (BEARER_TOKEN)"))
+		return
+	}
 	id := newSessionID()
+	body := id[:]
+	if tokens && underTLS {
+		body = append(body, ztnParams...)
+		if !s.srv.TokenRequired {
+			body = append(body, unixParams...)
+		}
+		s.needAuth.Store(true)
+	}
+	s.ident.Store(&Identity{Holder: r.Username, TLS: underTLS})
 	s.loggedIn.Store(true)
 	cgi, _ := url.ParseQuery(r.Token)
-	s.log.Debug("xrootd login", "user", r.Username, "app", cgi.Get("xrd.appname"), "client_version", cgi.Get("xrd.rn"))
-	s.sendOK(sid, id[:])
+	s.log.Debug("xrootd login", "user", r.Username, "app", cgi.Get("xrd.appname"), "client_version", cgi.Get("xrd.rn"), "tls", underTLS)
+	s.sendOK(sid, body)
+}
+
+// doAuth checks a kXR_auth credential: a ztn token, or "unix" (no
+// credential: the anonymous fallback) where clients without a token are
+// let in.
+func (s *session) doAuth(sid StreamID, r *AuthRequest) {
+	switch {
+	case s.srv.Tokens == nil:
+		s.sendError(sid, Errorf(ErrNotAuthorized, "authentication is not offered by this server; log in anonymously"))
+		return
+	case !s.underTLS.Load():
+		s.sendError(sid, Errorf(ErrTLSRequired, "token authentication needs TLS: use a roots:// URL"))
+		return
+	case !s.needAuth.Load():
+		s.sendError(sid, Errorf(ErrAuthFailed, "this session is already authenticated"))
+		return
+	}
+	proto := string(bytes.TrimRight(r.CredType[:], "\x00"))
+	switch proto {
+	case "ztn":
+		tok, err := ParseZtnCredential(r.Credentials)
+		if err != nil {
+			s.sendError(sid, &Error{Code: ErrAuthFailed, Message: err.Error()})
+			return
+		}
+		holder, ok := s.srv.Tokens(tok)
+		if !ok {
+			id := *s.ident.Load()
+			s.log.Warn("xrootd token refused", "user", id.Holder)
+			id.TokenRefused = true
+			s.ident.Store(&id)
+			s.sendError(sid, Errorf(ErrAuthFailed, "token not accepted"))
+			return
+		}
+		s.ident.Store(&Identity{Holder: holder, Authenticated: true, TLS: true})
+		s.log.Debug("xrootd client authenticated", "holder", holder)
+	case "unix":
+		if s.srv.TokenRequired {
+			s.sendError(sid, Errorf(ErrAuthFailed, "this server takes token holders only: set BEARER_TOKEN or a token file"))
+			return
+		}
+	default:
+		s.sendError(sid, Errorf(ErrAuthFailed, "security protocol %q is not offered (ztn is)", proto))
+		return
+	}
+	s.needAuth.Store(false)
+	s.sendOK(sid, nil)
 }
 
 func (s *session) doStat(ctx context.Context, sid StreamID, r *StatRequest) error {

@@ -175,6 +175,7 @@ const (
 	FlagSupPOSC     uint32 = 0x00100000 // kXR_supposc
 	FlagHaveTLS     uint32 = 0x80000000 // kXR_haveTLS
 	FlagGotoTLS     uint32 = 0x40000000 // kXR_gotoTLS
+	FlagTLSLogin    uint32 = 0x04000000 // kXR_tlsLogin: the login must be under TLS
 	flagTLSRequired uint32 = 0x1f000000 // kXR_tlsAny
 )
 

@@ -22,7 +22,7 @@ var errNoSendfile = errors.New("xrootd: sendfile not possible here")
 // go that way, and the caller then answers with ReadAt.
 func (s *session) sendFileFrames(ctx context.Context, sid StreamID, name string, f FileSender, remaining int, off int64) error {
 	sc, ok := s.conn.(syscall.Conn)
-	if !ok {
+	if !ok || s.underTLS.Load() {
 		return errNoSendfile
 	}
 	raw, err := sc.SyscallConn()

@@ -2,6 +2,7 @@ package xrootd
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -125,6 +126,23 @@ type Server struct {
 	// software, at about 0.5 GB/s per core: the bound of a copy with
 	// xrdcp). Page requests a client sends anyway are still served.
 	NoPageChecksums bool
+	// TLS, when set, is offered to clients that can use it (kXR_haveTLS):
+	// a roots:// client asks for it, and with Tokens every TLS-capable
+	// client is moved to TLS before its login (kXR_gotoTLS, kXR_tlsLogin),
+	// as token authentication is allowed under TLS only. The connection
+	// switches right after the kXR_protocol answer.
+	TLS *tls.Config
+	// Tokens, when set, offers token authentication (the ztn security
+	// protocol: the client sends a bearer token, from BEARER_TOKEN or its
+	// token file) to clients under TLS. It returns the name to log for
+	// the token's holder and whether the token is valid.
+	Tokens func(token string) (holder string, ok bool)
+	// TokenRequired refuses clients without a valid token: they are not
+	// offered anonymous access ("unix"), and every request but the
+	// session's own (protocol, login, auth, ping) fails with
+	// kXR_NotAuthorized until kXR_auth succeeds. Without it, a client
+	// without a token is logged in anonymously.
+	TokenRequired bool
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}

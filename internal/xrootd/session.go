@@ -36,6 +36,17 @@ type session struct {
 
 	wmu  sync.Mutex // serializes response frames
 	werr error      // sticky write error, under wmu
+	out  io.Writer  // where frames go: conn, or its TLS layer; under wmu
+
+	// underTLS is set once the connection has switched to TLS (conn
+	// stays the TCP connection, for deadlines and closing).
+	underTLS atomic.Bool
+	// loginNeedsTLS: the client was told to switch to TLS before its
+	// login (read goroutine only).
+	loginNeedsTLS bool
+	// needAuth: requests wait for a successful kXR_auth.
+	needAuth atomic.Bool
+	ident    atomic.Pointer[Identity]
 
 	slots  chan struct{} // one per request in flight
 	budget budget        // payload bytes in flight
@@ -108,12 +119,10 @@ func (b *budget) release(n int64) {
 
 func newSession(ctx context.Context, srv *Server, conn net.Conn, limits Limits, log *slog.Logger) *session {
 	id := srv.nextSess.Add(1)
-	sctx, cancel := context.WithCancel(ctx)
-	return &session{
-		ctx:    sctx,
-		cancel: cancel,
+	s := &session{
 		srv:    srv,
 		conn:   conn,
+		out:    conn,
 		in:     bufio.NewReaderSize(conn, 64<<10),
 		limits: limits,
 		log:    log.With("conn", id, "remote", conn.RemoteAddr().String()),
@@ -121,6 +130,10 @@ func newSession(ctx context.Context, srv *Server, conn net.Conn, limits Limits, 
 		budget: budget{avail: limits.PayloadBudget, wake: make(chan struct{}, 1)},
 		files:  make(map[FileHandle]*openFile),
 	}
+	s.ident.Store(&Identity{})
+	ctx = context.WithValue(ctx, identityKey{}, identityOf(func() Identity { return *s.ident.Load() }))
+	s.ctx, s.cancel = context.WithCancel(ctx)
+	return s
 }
 
 // kill closes the connection at once; requests in flight see their context
@@ -308,7 +321,7 @@ func (s *session) writeFrame(bufs net.Buffers) error {
 		return s.werr
 	}
 	s.conn.SetWriteDeadline(time.Now().Add(s.limits.WriteTimeout))
-	if _, err := bufs.WriteTo(s.conn); err != nil {
+	if _, err := bufs.WriteTo(s.out); err != nil {
 		return s.writeFailed(err)
 	}
 	return nil

@@ -1,0 +1,186 @@
+package xrootd
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// DefaultCertDir is where grid hosts keep the certificate authorities
+// they trust (X509_CERT_DIR overrides it), as XRootD's client does.
+const DefaultCertDir = "/etc/grid-security/certificates"
+
+// ClientTLSConfig returns a client configuration that trusts the system's
+// authorities and those in X509_CERT_DIR (or DefaultCertDir when it
+// exists): every PEM file there, including OpenSSL's hashed names.
+func ClientTLSConfig() (*tls.Config, error) {
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	dir := os.Getenv("X509_CERT_DIR")
+	if dir == "" {
+		if _, err := os.Stat(DefaultCertDir); err != nil {
+			return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+		}
+		dir = DefaultCertDir
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("xrootd: trusted certificates: %w", err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".pem") && !strings.HasSuffix(name, ".crt") && !isHashName(name) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			continue // a dangling link, a file being replaced
+		}
+		pool.AppendCertsFromPEM(b)
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
+// isHashName reports whether name is an OpenSSL hashed certificate name
+// ("3387b84d.0").
+func isHashName(name string) bool {
+	h, n, ok := strings.Cut(name, ".")
+	if !ok || len(h) != 8 {
+		return false
+	}
+	if _, err := strconv.ParseUint(h, 16, 32); err != nil {
+		return false
+	}
+	_, err := strconv.Atoi(n)
+	return err == nil
+}
+
+// FindBearerToken finds the caller's bearer token as WLCG's token
+// discovery (and XRootD's client) does: BEARER_TOKEN, the file named by
+// BEARER_TOKEN_FILE, $XDG_RUNTIME_DIR/bt_u<uid>, /tmp/bt_u<uid>. It
+// returns "" when there is none.
+func FindBearerToken() (string, error) {
+	if t := strings.TrimSpace(os.Getenv("BEARER_TOKEN")); t != "" {
+		return t, nil
+	}
+	var files []string
+	if f := os.Getenv("BEARER_TOKEN_FILE"); f != "" {
+		files = append(files, f)
+	}
+	name := "bt_u" + strconv.Itoa(os.Geteuid())
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		files = append(files, filepath.Join(d, name))
+	}
+	files = append(files, filepath.Join(os.TempDir(), name))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("xrootd: bearer token: %w", err)
+		}
+		if t := strings.TrimSpace(string(b)); t != "" {
+			return t, nil
+		}
+	}
+	return "", nil
+}
+
+// startTLS moves the client's connection onto TLS, verifying the server
+// as host.
+func (c *Client) startTLS(ctx context.Context, host string) error {
+	cfg := c.opts.TLS
+	if cfg == nil {
+		var err error
+		if cfg, err = ClientTLSConfig(); err != nil {
+			return err
+		}
+	}
+	cfg = cfg.Clone()
+	if cfg.ServerName == "" {
+		cfg.ServerName = host
+	}
+	tc := tls.Client(&readerConn{Conn: c.conn, r: c.in}, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return ctxErr(ctx, fmt.Errorf("TLS handshake: %w", err))
+	}
+	c.conn = tc
+	c.in = bufio.NewReaderSize(tc, 64<<10) // the old one feeds tc
+	c.tls = true
+	return nil
+}
+
+// authenticate answers a login that asks for authentication (security
+// parameters "&P=ztn,..." and maybe "&P=unix"): with the token when the
+// server takes tokens and there is one, else anonymously ("unix") when
+// the server offers that.
+func (c *Client) authenticate(ctx context.Context, security string) error {
+	offered := map[string]bool{}
+	for _, p := range strings.Split(security, "&P=")[1:] {
+		name, _, _ := strings.Cut(p, ",")
+		offered[strings.TrimRight(name, "&")] = true
+	}
+	if offered["ztn"] && c.tls {
+		tok := c.opts.Token
+		if tok == "" {
+			var err error
+			if tok, err = FindBearerToken(); err != nil {
+				return err
+			}
+		}
+		if tok != "" {
+			err := c.sendAuth(ctx, "ztn", AppendZtnCredential(nil, tok))
+			if err == nil || !offered["unix"] {
+				return err
+			}
+			c.log.Debug("xrootd token not accepted; going on anonymously", "err", err)
+		}
+	}
+	if offered["unix"] {
+		return c.sendAuth(ctx, "unix", []byte("unix\x00"+c.opts.Username+" nogroup\x00"))
+	}
+	if offered["ztn"] && !c.tls {
+		return Errorf(ErrTLSRequired, "server takes tokens under TLS only: use a roots:// URL")
+	}
+	if offered["ztn"] {
+		return Errorf(ErrAuthFailed, "server requires a bearer token: set BEARER_TOKEN or BEARER_TOKEN_FILE")
+	}
+	return Errorf(ErrAuthFailed, "server requires authentication (%.80s), which this client does not support", security)
+}
+
+// sendAuth sends kXR_auth and waits for its answer (during setup).
+func (c *Client) sendAuth(ctx context.Context, proto string, cred []byte) error {
+	r := &AuthRequest{Credentials: cred}
+	copy(r.CredType[:], proto)
+	if _, err := c.conn.Write(EncodeRequest(StreamID{}, r).AppendTo(nil)); err != nil {
+		return ctxErr(ctx, fmt.Errorf("send auth: %w", err))
+	}
+	f, err := ReadResponseFrame(c.in, c.opts.MaxFrame)
+	if err != nil {
+		return ctxErr(ctx, fmt.Errorf("read auth response: %w", err))
+	}
+	if err := statusError(f); err != nil {
+		return fmt.Errorf("auth (%s): %w", proto, err)
+	}
+	return nil
+}
+
+// hostOf returns the host part of host:port.
+func hostOf(hostport string) string {
+	h, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return hostport
+	}
+	return h
+}
