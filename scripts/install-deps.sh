@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what ecstore's tests need on a fresh Debian machine: the real
 # XRootD client and server, the Python bindings, unzip, GNU time
-# (/usr/bin/time -v measures peak memory in test/), the S3 clients the
+# (/usr/bin/time -v measures peak memory in test/), openssl (its rehash
+# makes the CA directory the XRootD client trusts), the S3 clients the
 # interop tests drive (awscli, python3-boto3, rclone, s3cmd, curl), the
 # WebDAV client davix (davix-ls, davix-get, davix-put, ...), bindfs
 # (a FUSE mount whose server test/ stops, to freeze a node directory)
@@ -9,7 +10,7 @@
 # Idempotent: does nothing when everything is already there.
 set -euo pipefail
 
-pkgs=(unzip time xrootd-client xrootd-server python3-xrootd libxrootd-dev awscli python3-boto3 rclone s3cmd curl davix bindfs fuse3)
+pkgs=(unzip time openssl xrootd-client xrootd-server python3-xrootd libxrootd-dev awscli python3-boto3 rclone s3cmd curl davix bindfs fuse3)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

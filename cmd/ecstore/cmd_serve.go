@@ -40,13 +40,22 @@ Access to S3 and HTTP needs credentials, given as lines of the cluster's
 config file or of an --auth-file (never as flags):
 
   access-key = ID:SECRET       S3 signing key, and HTTP Basic user/password
-  http-token = TOKEN           HTTP bearer token (at least 16 characters)
+  token = TOKEN                bearer token (at least 16 characters) for
+                               HTTP, and for root:// under TLS (below);
+                               http-token is its older name
   http-anonymous-read = true   HTTP reads without credentials
 
-access-key and http-token may repeat. ECSTORE_ACCESS_KEY and
+access-key and token may repeat. ECSTORE_ACCESS_KEY and
 ECSTORE_SECRET_KEY in the environment add one more access key. HTTP
 writes without credentials are possible only with --http-anonymous-writes
 on a loopback --http-addr.
+
+With --tls-cert and --tls-key the gateway offers TLS on root://
+(roots://), and S3 and HTTP serve https. With tokens too, root:// takes
+them with XRootD's ztn protocol: xrdcp, xrdfs, ROOT and Python present
+BEARER_TOKEN (or their token file) under TLS, and a valid token may
+write; clients without one only read, or are turned away with
+--root-token-required. Without tokens, root:// clients are anonymous.
 
 Abandoned S3 multipart uploads (neither completed nor aborted) are
 removed with their parts after --s3-upload-expiry.
@@ -54,8 +63,8 @@ removed with their parts after --s3-upload-expiry.
 With no --data, --config or --nodes it serves the embedded cluster in
 ./ecstore-data, creating it (8+2, 1 MiB chunks, 12 local directories) on
 first use. Listening on an address other than loopback must be asked for
-explicitly with --root-addr; there is no authentication on root:// yet,
-so such a listener is read-only unless --root-anonymous-writes is given.
+explicitly with --root-addr; anonymous clients of such a listener only
+read unless --root-anonymous-writes is given.
 
 A background healer (--heal, on by default) rebuilds the archives of
 objects that reads or writes find degraded, at --heal-rate, and with

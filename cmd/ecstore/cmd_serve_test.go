@@ -26,3 +26,29 @@ func TestDebrisAgeZero(t *testing.T) {
 		t.Fatalf("debris age 1m maps to %v", got)
 	}
 }
+
+// TestServeTLSUsage: a certificate without its key, or tokens required
+// without TLS, are usage errors, found before anything listens.
+func TestServeTLSUsage(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"--tls-cert", dir + "/cert.pem"},
+		{"--tls-key", dir + "/key.pem"},
+		{"--root-token-required"},
+	} {
+		args = append([]string{"serve", "--data", dir + "/data", "--root-addr", "127.0.0.1:0", "--metrics-addr="}, args...)
+		if r := ecstore(t, nil, args...); r.code != exitUsage {
+			t.Errorf("%v: exit %d, want %d\n%s", args, r.code, exitUsage, r.stderr)
+		}
+	}
+}
+
+func TestTokenChecker(t *testing.T) {
+	check := tokenChecker([]string{"first-token-0123456789", "second-token-0123456789"})
+	for tok, want := range map[string]string{"first-token-0123456789": "token 1", "second-token-0123456789": "token 2", "": "", "first-token": ""} {
+		holder, ok := check(tok)
+		if ok != (want != "") || (ok && holder != want) {
+			t.Errorf("check(%q) = %q, %v; want %q", tok, holder, ok, want)
+		}
+	}
+}

@@ -17,6 +17,8 @@ func TestAccessSettings(t *testing.T) {
 		"access-key = AK1:secret/one+x\n" + // the same key again is harmless
 		"http-token = 0123456789abcdef0123\n" +
 		"http-token = another-token-of-length\n" +
+		"token = a-token-by-its-new-name\n" +
+		"token = 0123456789abcdef0123\n" + // the same token again is harmless
 		"http-anonymous-read = true\n"
 	c, err := ParseConfig(strings.NewReader(text), "test.conf")
 	if err != nil {
@@ -25,7 +27,7 @@ func TestAccessSettings(t *testing.T) {
 	if want := map[string]string{"AK1": "secret/one+x", "AK2": "two:with:colons"}; !maps.Equal(c.AccessKeys(), want) {
 		t.Errorf("access keys %v, want %v", c.AccessKeys(), want)
 	}
-	if want := []string{"0123456789abcdef0123", "another-token-of-length"}; !slices.Equal(c.Tokens(), want) {
+	if want := []string{"0123456789abcdef0123", "another-token-of-length", "a-token-by-its-new-name"}; !slices.Equal(c.Tokens(), want) {
 		t.Errorf("tokens %q, want %q", c.Tokens(), want)
 	}
 	if !c.HTTPAnonymousRead() {

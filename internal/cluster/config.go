@@ -46,7 +46,7 @@ const (
 // The file format is one "key = value" setting per line. Blank lines and
 // lines whose first non-blank character is '#' are ignored; so is
 // everything after a " #" on a line. Keys are those of the Key constants;
-// an unknown key, a repeated key (other than access-key and http-token,
+// an unknown key, a repeated key (other than access-key, token and http-token,
 // which may repeat) or a bad value is an error naming the line. Example:
 //
 //	# ecstore cluster

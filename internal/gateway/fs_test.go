@@ -8,12 +8,15 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/ecstore/ecstore/internal/erasure"
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/testcluster"
+	"github.com/ecstore/ecstore/internal/testtls"
+	"github.com/ecstore/ecstore/internal/tlsfiles"
 	"github.com/ecstore/ecstore/internal/xrootd"
 )
 
@@ -220,5 +223,55 @@ func TestListStoppedByItsConsumer(t *testing.T) {
 	}
 	if fmt.Sprint(names) != "[a b]" || len(lists) != 1 || lists[0] != nil {
 		t.Errorf("took %v; list requests recorded %v; want a and b, and one request without error", names, lists)
+	}
+}
+
+// TestReadOnlyListenerTakesTokens: on a read-only listener with TLS and
+// tokens, a client that presents a valid token writes, removes and
+// renames; one whose token is refused is told so and only reads.
+func TestReadOnlyListenerTakesTokens(t *testing.T) {
+	c := testcluster.New(t, 6, layout.Geometry{K: 3, M: 2, ChunkSize: 1024})
+	files := testtls.New(t, "localhost")
+	pair, err := tlsfiles.Load(files.CertFile, files.KeyFile, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const token = "gateway-token-0123456789"
+	srv := &xrootd.Server{Handler: NewFS(c.Store, nil, Hooks{}).ReadOnly(), TLS: pair.Config(),
+		Tokens: func(tok string) (string, bool) { return "token 1", tok == token }}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go srv.Serve(ctx, ln)
+	defer srv.Shutdown(context.Background())
+	dial := func(tok string) *xrootd.Client {
+		cl, err := xrootd.Dial(ctx, "roots://"+ln.Addr().String(), &xrootd.DialOptions{TLS: files.ClientConfig(), Token: tok})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cl.Close() })
+		return cl
+	}
+	holder := dial(token)
+	upload(t, holder, "/tok/x", []byte("written with a token"))
+	if err := holder.Mv(ctx, "/tok/x", "/tok/y"); err != nil {
+		t.Fatalf("mv with a token: %v", err)
+	}
+	if got, err := c.Get("/tok/y"); err != nil || string(got) != "written with a token" {
+		t.Fatalf("object written with a token: %q %v", got, err)
+	}
+	other := dial("a-wrong-token-0123456789")
+	if got := download(t, other, "/tok/y"); string(got) != "written with a token" {
+		t.Fatalf("read with a refused token: %q", got)
+	}
+	_, err = other.Open(ctx, "/tok/z", xrootd.OpenNew, 0o644)
+	if !hasCode(err, xrootd.ErrNotAuthorized) || !strings.Contains(err.Error(), "token was not accepted") {
+		t.Fatalf("write with a refused token: %v", err)
+	}
+	if err := holder.Rm(ctx, "/tok/y"); err != nil {
+		t.Fatalf("rm with a token: %v", err)
 	}
 }

@@ -287,9 +287,12 @@ func (c *Client) setup(ctx context.Context) error {
 		}
 	case c.opts.WantTLS:
 		return Errorf(ErrTLSRequired, "server offers no TLS (flags %#x), which a roots:// URL asks for", c.proto.Flags)
-	case c.proto.Flags&(FlagGotoTLS|flagTLSRequired) != 0:
+	case c.proto.Flags&FlagGotoTLS != 0:
 		return Errorf(ErrTLSRequired, "server requires TLS (flags %#x): use a roots:// URL", c.proto.Flags)
 	}
+	// A server that requires TLS for what follows (kXR_tlsLogin, ...)
+	// of a client that has not said it can use it refuses the login
+	// itself, with kXR_TLSRequired.
 
 	login := &LoginRequest{
 		PID:      int32(os.Getpid()),

@@ -12,9 +12,18 @@
 //
 // # Scope
 //
-// The server is a data server (kXR_DataServer): it never redirects. Login
-// is anonymous; no security protocol is offered, kXR_auth is refused and
-// request signing (kXR_sigver) is not supported. TLS, kXR_bind sub-streams,
+// The server is a data server (kXR_DataServer): it never redirects. With
+// a TLS configuration it offers TLS (kXR_haveTLS), and moves a client to
+// it right after kXR_protocol when the client asks (roots://) or, with
+// token authentication, whenever the client can (kXR_gotoTLS,
+// kXR_tlsLogin), as xrootd does. Token authentication is XRootD's ztn
+// protocol (auth.go): under TLS the login answer offers "&P=ztn,0:4096:"
+// (and "&P=unix", the anonymous fallback, unless tokens are required),
+// and the session waits for kXR_auth; PeerIdentity tells a FileSystem
+// who the client is. Other security protocols (gsi, krb5, sss) are not
+// offered, and request signing (kXR_sigver) is not supported. The
+// Client speaks the same (roots:// URLs, DialOptions.Token or
+// FindBearerToken). kXR_bind sub-streams,
 // kXR_writev, kXR_gpfile, kXR_chkpoint and third-party copy are not
 // implemented and answer kXR_error kXR_Unsupported. kXR_fattr get, set and
 // del by path are served by handlers that keep attributes (AttrKeeper);

@@ -169,14 +169,13 @@ const (
 
 // Flags of the kXR_protocol response.
 const (
-	FlagIsServer    uint32 = 0x00000001 // kXR_isServer
-	FlagIsManager   uint32 = 0x00000002 // kXR_isManager
-	FlagSupPgRW     uint32 = 0x00200000 // kXR_suppgrw: pgread/pgwrite supported
-	FlagSupPOSC     uint32 = 0x00100000 // kXR_supposc
-	FlagHaveTLS     uint32 = 0x80000000 // kXR_haveTLS
-	FlagGotoTLS     uint32 = 0x40000000 // kXR_gotoTLS
-	FlagTLSLogin    uint32 = 0x04000000 // kXR_tlsLogin: the login must be under TLS
-	flagTLSRequired uint32 = 0x1f000000 // kXR_tlsAny
+	FlagIsServer  uint32 = 0x00000001 // kXR_isServer
+	FlagIsManager uint32 = 0x00000002 // kXR_isManager
+	FlagSupPgRW   uint32 = 0x00200000 // kXR_suppgrw: pgread/pgwrite supported
+	FlagSupPOSC   uint32 = 0x00100000 // kXR_supposc
+	FlagHaveTLS   uint32 = 0x80000000 // kXR_haveTLS
+	FlagGotoTLS   uint32 = 0x40000000 // kXR_gotoTLS
+	FlagTLSLogin  uint32 = 0x04000000 // kXR_tlsLogin: the login must be under TLS
 )
 
 // Login capability bits (XLoginCapVer, XLoginVersion).

@@ -47,11 +47,18 @@ func testLogger(t testing.TB) *slog.Logger {
 // startServer serves h on a free loopback port until the test ends.
 func startServer(t testing.TB, h FileSystem, limits Limits) (string, *Server) {
 	t.Helper()
+	srv := &Server{Handler: h, Logger: testLogger(t), Limits: limits}
+	return startServerWith(t, srv), srv
+}
+
+// startServerWith serves srv, set up by the caller, on a free loopback
+// port until the test ends.
+func startServerWith(t testing.TB, srv *Server) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &Server{Handler: h, Logger: testLogger(t), Limits: limits}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(context.Background(), ln) }()
 	t.Cleanup(func() {
@@ -64,7 +71,7 @@ func startServer(t testing.TB, h FileSystem, limits Limits) (string, *Server) {
 			t.Errorf("Serve returned %v, want ErrServerClosed", err)
 		}
 	})
-	return ln.Addr().String(), srv
+	return ln.Addr().String()
 }
 
 func dial(t testing.TB, addr string, opts *DialOptions) *Client {

@@ -41,9 +41,6 @@ type session struct {
 	// underTLS is set once the connection has switched to TLS (conn
 	// stays the TCP connection, for deadlines and closing).
 	underTLS atomic.Bool
-	// loginNeedsTLS: the client was told to switch to TLS before its
-	// login (read goroutine only).
-	loginNeedsTLS bool
 	// needAuth: requests wait for a successful kXR_auth.
 	needAuth atomic.Bool
 	ident    atomic.Pointer[Identity]

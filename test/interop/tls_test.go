@@ -1,0 +1,168 @@
+//go:build interop
+
+package interop
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ecstore/ecstore/internal/testport"
+	"github.com/ecstore/ecstore/internal/testtls"
+)
+
+const interopToken = "interop-token-0123456789abcdef"
+
+// tlsClients is the environment of XRootD clients of a TLS gateway: the
+// test CA as the trusted directory (X509_CERT_DIR, OpenSSL hashed names)
+// and no token unless one is added.
+type tlsClients struct {
+	env []string
+}
+
+func newTLSClients(t *testing.T, files *testtls.Files) *tlsClients {
+	t.Helper()
+	needTool(t, "openssl")
+	dir := filepath.Join(files.Dir, "cadir")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(files.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ca.pem"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	must(t, "openssl", "rehash", dir)
+	// The XRootD client refuses a CA directory others may write to.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return &tlsClients{env: []string{"X509_CERT_DIR=" + dir, "BEARER_TOKEN=", "BEARER_TOKEN_FILE=",
+		"XDG_RUNTIME_DIR=" + t.TempDir()}}
+}
+
+// run runs a client tool with the environment and extra variables.
+func (c *tlsClients) run(t *testing.T, extra []string, name string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), toolTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(append(append(os.Environ(), xrdEnv...), c.env...), extra...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func (c *tlsClients) must(t *testing.T, extra []string, name string, args ...string) string {
+	t.Helper()
+	out, err := c.run(t, extra, name, args...)
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+func (c *tlsClients) mustFail(t *testing.T, extra []string, want, name string, args ...string) {
+	t.Helper()
+	out, err := c.run(t, extra, name, args...)
+	if err == nil || !strings.Contains(out, want) {
+		t.Fatalf("%s %s: %v, want a failure saying %q\n%s", name, strings.Join(args, " "), err, want, out)
+	}
+}
+
+// TestTLSAndTokens drives a gateway with a TLS certificate and a token
+// with the real clients: xrdcp and xrdfs over roots:// (and root://,
+// which the gateway moves to TLS for the token), the Python bindings,
+// the ecstore CLI, curl over https. Clients without a token read and
+// are refused writes; a wrong token is refused and said so; with
+// --root-token-required clients without a token are turned away.
+func TestTLSAndTokens(t *testing.T) {
+	needTool(t, "xrdcp")
+	needTool(t, "xrdfs")
+	needTool(t, "curl")
+	py, _ := needPython(t)
+	work := t.TempDir()
+	files := testtls.New(t, "localhost")
+	clients := newTLSClients(t, files)
+	auth := filepath.Join(work, "auth")
+	if err := os.WriteFile(auth, []byte("token = "+interopToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	httpAddr := testport.Addr(t)
+	gw := startGateway(t, work, false, "--data", filepath.Join(work, "data"), "--fsync=false",
+		"--tls-cert", files.CertFile, "--tls-key", files.KeyFile, "--auth-file", auth, "--http-addr", httpAddr)
+	secure := "roots://" + gw.addr
+	token := []string{"BEARER_TOKEN=" + interopToken}
+	local := filepath.Join(work, "local")
+	writeRandom(t, local, 3*mib+5, seed(t), 1)
+
+	clients.mustFail(t, nil, "anonymous clients may only read", "xrdcp", "--nopbar", local, secure+"//tls/anon")
+	clients.mustFail(t, []string{"BEARER_TOKEN=not-the-token-0123456789"}, "token was not accepted",
+		"xrdcp", "--nopbar", local, secure+"//tls/wrong")
+	clients.must(t, token, "xrdcp", "--nopbar", local, secure+"//tls/a")
+	// A root:// URL with a token: the gateway moves the client to TLS.
+	clients.must(t, token, "xrdcp", "--nopbar", local, gw.url+"//tls/b")
+	tokenFile := filepath.Join(work, "token")
+	if err := os.WriteFile(tokenFile, []byte(interopToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	clients.must(t, []string{"BEARER_TOKEN_FILE=" + tokenFile}, "xrdcp", "--nopbar", local, secure+"//tls/c")
+	for _, url := range []string{secure + "//tls/a", gw.url + "//tls/b", secure + "//tls/c"} {
+		back := filepath.Join(work, "back")
+		clients.must(t, nil, "xrdcp", "--nopbar", "-f", url, back) // anonymous reads
+		sameFile(t, back, local)
+	}
+	ls := clients.must(t, token, "xrdfs", secure, "ls", "-l", "/tls")
+	if !strings.Contains(ls, fmt.Sprint(3*mib+5)) || strings.Count(ls, "/tls/") != 3 {
+		t.Errorf("xrdfs ls -l /tls:\n%s", ls)
+	}
+	clients.mustFail(t, nil, "anonymous clients may only read", "xrdfs", secure, "rm", "/tls/c")
+	clients.must(t, token, "xrdfs", secure, "rm", "/tls/c")
+
+	script := filepath.Join(work, "tls.py")
+	if err := os.WriteFile(script, []byte(`import sys
+from XRootD import client
+from XRootD.client.flags import OpenFlags
+url = sys.argv[1]
+f = client.File()
+st, _ = f.open(url + "//tls/py", OpenFlags.NEW)
+assert st.ok, st.message
+assert f.write(b"written by python over TLS")[0].ok
+assert f.close()[0].ok
+f = client.File()
+st, _ = f.open(url + "//tls/py")
+assert st.ok, st.message
+st, data = f.read()
+assert data == b"written by python over TLS", data
+print("PYTHON-TLS-OK")
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := clients.must(t, token, py, script, secure); !strings.Contains(out, "PYTHON-TLS-OK") {
+		t.Errorf("python over TLS:\n%s", out)
+	}
+
+	clients.must(t, token, ecstoreBin, "cp", local, secure+"//tls/cli")
+	back := filepath.Join(work, "back-cli")
+	clients.must(t, nil, ecstoreBin, "cp", secure+"//tls/cli", back)
+	sameFile(t, back, local)
+
+	clients.must(t, nil, "curl", "-sS", "--fail", "--cacert", files.CAFile, "-H", "Authorization: Bearer "+interopToken,
+		"-o", back, "https://"+httpAddr+"/tls/a")
+	sameFile(t, back, local)
+
+	// Token holders only.
+	work2 := t.TempDir()
+	gw2 := startGateway(t, work2, false, "--data", filepath.Join(work, "data"), "--fsync=false",
+		"--tls-cert", files.CertFile, "--tls-key", files.KeyFile, "--auth-file", auth, "--root-token-required")
+	clients.mustFail(t, nil, "Auth failed", "xrdcp", "--nopbar", "-f", "roots://"+gw2.addr+"//tls/a", back)
+	clients.must(t, token, "xrdcp", "--nopbar", "-f", "roots://"+gw2.addr+"//tls/a", back)
+	sameFile(t, back, local)
+	gw.checkAlive(t)
+	gw2.checkAlive(t)
+}
