@@ -18,6 +18,7 @@ import (
 
 	"github.com/ecstore/ecstore/internal/cluster"
 	"github.com/ecstore/ecstore/internal/gateway"
+	"github.com/ecstore/ecstore/internal/jwtauth"
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/memlimit"
 	"github.com/ecstore/ecstore/internal/object"
@@ -44,8 +45,12 @@ config file or of an --auth-file (never as flags):
                                HTTP, and for root:// under TLS (below);
                                http-token is its older name
   http-anonymous-read = true   HTTP reads without credentials
+  token-issuer = URL [BASE]    root:// takes this issuer's JSON Web Tokens
+                               (WLCG, SciTokens), held to their storage
+                               scopes under BASE (default /)
+  token-audience = AUD         an audience such tokens must name
 
-access-key and token may repeat. ECSTORE_ACCESS_KEY and
+access-key, token, token-issuer and token-audience may repeat. ECSTORE_ACCESS_KEY and
 ECSTORE_SECRET_KEY in the environment add one more access key. HTTP
 writes without credentials are possible only with --http-anonymous-writes
 on a loopback --http-addr.
@@ -205,18 +210,20 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 	// Tokens are taken on root:// under TLS only (the XRootD client sends
 	// them under TLS only); once they are, anonymous clients only read,
 	// on loopback too, unless --root-anonymous-writes.
-	rootTokens := tlsPair != nil && len(acc.tokens) > 0
+	rootTokens := tlsPair != nil && (len(acc.tokens) > 0 || len(acc.issuers) > 0)
 	if *tokenRequired && !rootTokens {
-		return usageErrorf("--root-token-required needs --tls-cert and --tls-key, and token lines in the config file or --auth-file")
+		return usageErrorf("--root-token-required needs --tls-cert and --tls-key, and token or token-issuer lines in the config file or --auth-file")
 	}
 	readOnly := !*anonWrites && (!loopback(*rootAddr) || rootTokens)
 	var tlsConfig *tls.Config
-	var checkToken func(string) (string, bool)
+	var checkToken func(context.Context, string) (string, any, error)
 	if tlsPair != nil {
 		tlsConfig = tlsPair.Config()
 	}
 	if rootTokens {
-		checkToken = tokenChecker(acc.tokens)
+		if checkToken, err = tokenChecker(acc, log); err != nil {
+			return err
+		}
 	}
 	var s3h http.Handler
 	if *s3Addr != "" {
@@ -292,19 +299,42 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 	})
 }
 
-// tokenChecker returns a check of bearer tokens against tokens, in
-// constant time; a token's holder is named by its place in the list
-// ("token 2"), never by the token.
-func tokenChecker(tokens []string) func(string) (string, bool) {
-	return func(tok string) (string, bool) {
+// tokenChecker returns the check of root:// bearer tokens: a JSON Web
+// Token of a configured issuer (its grant: what its scopes allow), or
+// one of the configured opaque tokens, compared in constant time (no
+// grant: everything). A token's holder is named by its subject, or by
+// its place in the list ("token 2"), never by the token.
+func tokenChecker(acc access, log *slog.Logger) (func(context.Context, string) (string, any, error), error) {
+	var jwts *jwtauth.Checker
+	if len(acc.issuers) > 0 {
+		issuers := make([]jwtauth.Issuer, len(acc.issuers))
+		for i, is := range acc.issuers {
+			issuers[i] = jwtauth.Issuer{URL: is.URL, Base: is.Base}
+		}
+		var err error
+		if jwts, err = jwtauth.New(jwtauth.Options{Issuers: issuers, Audiences: acc.audiences, Logger: log}); err != nil {
+			return nil, usageErrorf("%v", err)
+		}
+	}
+	return func(ctx context.Context, tok string) (string, any, error) {
+		if jwts != nil && jwtauth.LooksLikeJWT(tok) {
+			g, err := jwts.Check(ctx, tok)
+			if err != nil {
+				return "", nil, err
+			}
+			return g.Subject + " (" + g.Issuer + ")", g, nil
+		}
 		found := 0
-		for i, t := range tokens {
+		for i, t := range acc.tokens {
 			if subtle.ConstantTimeCompare([]byte(t), []byte(tok)) == 1 {
 				found = i + 1
 			}
 		}
-		return fmt.Sprintf("token %d", found), found > 0
-	}
+		if found == 0 {
+			return "", nil, errors.New("not a configured token")
+		}
+		return fmt.Sprintf("token %d", found), nil, nil
+	}, nil
 }
 
 // loopback reports whether a listen address only accepts local clients.
@@ -322,9 +352,11 @@ func loopback(addr string) bool {
 
 // access is who may use the S3 and HTTP frontends.
 type access struct {
-	keys     map[string]string
-	tokens   []string
-	anonRead bool
+	keys      map[string]string
+	tokens    []string
+	anonRead  bool
+	issuers   []cluster.TokenIssuer
+	audiences []string
 }
 
 // gatherAccess merges the access settings of the cluster config, of an
@@ -352,6 +384,8 @@ func gatherAccess(cfg, extra *cluster.Config) (access, error) {
 		}
 		a.tokens = append(a.tokens, c.Tokens()...)
 		a.anonRead = a.anonRead || c.HTTPAnonymousRead()
+		a.issuers = append(a.issuers, c.TokenIssuers()...)
+		a.audiences = append(a.audiences, c.TokenAudiences()...)
 	}
 	id, secret := os.Getenv("ECSTORE_ACCESS_KEY"), os.Getenv("ECSTORE_SECRET_KEY")
 	switch {

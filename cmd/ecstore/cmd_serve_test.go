@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -44,11 +45,14 @@ func TestServeTLSUsage(t *testing.T) {
 }
 
 func TestTokenChecker(t *testing.T) {
-	check := tokenChecker([]string{"first-token-0123456789", "second-token-0123456789"})
+	check, err := tokenChecker(access{tokens: []string{"first-token-0123456789", "second-token-0123456789"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for tok, want := range map[string]string{"first-token-0123456789": "token 1", "second-token-0123456789": "token 2", "": "", "first-token": ""} {
-		holder, ok := check(tok)
-		if ok != (want != "") || (ok && holder != want) {
-			t.Errorf("check(%q) = %q, %v; want %q", tok, holder, ok, want)
+		holder, grant, err := check(context.Background(), tok)
+		if (err == nil) != (want != "") || (err == nil && holder != want) || grant != nil {
+			t.Errorf("check(%q) = %q, %v, %v; want %q", tok, holder, grant, err, want)
 		}
 	}
 }

@@ -22,6 +22,13 @@ import (
 //	                           root:// (XRootD's ztn: roots:// and
 //	                           BEARER_TOKEN). May repeat.
 //	http-token = TOKEN         the same (its first name).
+//	token-issuer = URL [BASE]  a token issuer whose JSON Web Tokens are
+//	                           taken (signature, expiry, audience and
+//	                           storage scopes checked; scope paths are
+//	                           under BASE, / by default). May repeat.
+//	token-audience = AUD       an audience such tokens must name (or the
+//	                           WLCG "any" audience). May repeat; none:
+//	                           any audience.
 //	http-anonymous-read = BOOL let clients without credentials read over
 //	                           HTTP (GET, HEAD, PROPFIND).
 const (
@@ -29,10 +36,12 @@ const (
 	KeyToken             = "token"
 	KeyHTTPToken         = "http-token"
 	KeyHTTPAnonymousRead = "http-anonymous-read"
+	KeyTokenIssuer       = "token-issuer"
+	KeyTokenAudience     = "token-audience"
 )
 
 // accessKeys lists the access settings, for error messages.
-var accessKeys = []string{KeyAccessKey, KeyToken, KeyHTTPToken, KeyHTTPAnonymousRead}
+var accessKeys = []string{KeyAccessKey, KeyToken, KeyHTTPToken, KeyHTTPAnonymousRead, KeyTokenIssuer, KeyTokenAudience}
 
 // MinTokenLen is the shortest bearer token accepted, so that a token
 // cannot be guessed by trying.
@@ -40,14 +49,27 @@ const MinTokenLen = 16
 
 // access holds the gateway access settings of a Config.
 type access struct {
-	keys     map[string]string // access key id -> secret
-	tokens   []string
-	anonRead bool
+	keys      map[string]string // access key id -> secret
+	tokens    []string
+	anonRead  bool
+	issuers   []TokenIssuer
+	audiences []string
+}
+
+// TokenIssuer is a token-issuer line: an issuer whose JSON Web Tokens
+// are taken, and the namespace path its scopes are relative to.
+type TokenIssuer struct {
+	URL  string
+	Base string
 }
 
 // repeatable reports whether key may appear on several lines.
 func repeatable(key string) bool {
-	return key == KeyAccessKey || key == KeyToken || key == KeyHTTPToken
+	switch key {
+	case KeyAccessKey, KeyToken, KeyHTTPToken, KeyTokenIssuer, KeyTokenAudience:
+		return true
+	}
+	return false
 }
 
 // set parses an access setting; handled is false for other keys.
@@ -72,6 +94,28 @@ func (a *access) set(key, value string) (handled bool, err error) {
 		if !slices.Contains(a.tokens, value) {
 			a.tokens = append(a.tokens, value)
 		}
+	case KeyTokenIssuer:
+		f := strings.Fields(value)
+		if len(f) < 1 || len(f) > 2 || !secureURL(f[0]) {
+			return true, fmt.Errorf("%w: token-issuer: want an https:// URL (http:// only on loopback) and, optionally, the base path of its scopes", ErrConfig)
+		}
+		is := TokenIssuer{URL: f[0], Base: "/"}
+		if len(f) == 2 {
+			if !strings.HasPrefix(f[1], "/") {
+				return true, fmt.Errorf("%w: token-issuer %s: base path %q is not absolute", ErrConfig, f[0], f[1])
+			}
+			is.Base = f[1]
+		}
+		if !slices.Contains(a.issuers, is) {
+			a.issuers = append(a.issuers, is)
+		}
+	case KeyTokenAudience:
+		if value == "" || strings.ContainsAny(value, " \t") {
+			return true, fmt.Errorf("%w: token-audience: want one audience, no blanks", ErrConfig)
+		}
+		if !slices.Contains(a.audiences, value) {
+			a.audiences = append(a.audiences, value)
+		}
 	case KeyHTTPAnonymousRead:
 		b, err := strconv.ParseBool(value)
 		if err != nil {
@@ -91,6 +135,26 @@ func (c *Config) AccessKeys() map[string]string { return maps.Clone(c.access.key
 // Tokens returns the configured bearer tokens (token and http-token
 // lines), in order.
 func (c *Config) Tokens() []string { return slices.Clone(c.access.tokens) }
+
+// secureURL reports whether u is https://, or http:// on loopback (where
+// nobody between can change the issuer's keys).
+func secureURL(u string) bool {
+	if strings.HasPrefix(u, "https://") {
+		return true
+	}
+	for _, h := range []string{"http://127.0.0.1", "http://localhost", "http://[::1]"} {
+		if rest, ok := strings.CutPrefix(u, h); ok && (rest == "" || rest[0] == ':' || rest[0] == '/') {
+			return true
+		}
+	}
+	return false
+}
+
+// TokenIssuers returns the token-issuer lines.
+func (c *Config) TokenIssuers() []TokenIssuer { return slices.Clone(c.access.issuers) }
+
+// TokenAudiences returns the token-audience lines.
+func (c *Config) TokenAudiences() []string { return slices.Clone(c.access.audiences) }
 
 // HTTPAnonymousRead reports whether http-anonymous-read is true.
 func (c *Config) HTTPAnonymousRead() bool { return c.access.anonRead }

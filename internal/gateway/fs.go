@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ecstore/ecstore/internal/archive"
+	"github.com/ecstore/ecstore/internal/jwtauth"
 	"github.com/ecstore/ecstore/internal/node"
 	"github.com/ecstore/ecstore/internal/object"
 	"github.com/ecstore/ecstore/internal/xrootd"
@@ -31,23 +32,14 @@ type FS struct {
 	log      *slog.Logger
 	hooks    Hooks
 	readOnly bool
+	// tokenRequired: reads need a token too (see access.go).
+	tokenRequired bool
 }
 
 // ReadOnly makes every write, remove, rename and mkdir of a client that
 // has not authenticated (see xrootd.PeerIdentity) fail with
 // kXR_NotAuthorized: for listeners that anonymous users can reach.
 func (f *FS) ReadOnly() *FS { f.readOnly = true; return f }
-
-func (f *FS) denyWrite(ctx context.Context, op, name string) error {
-	switch id := xrootd.PeerIdentity(ctx); {
-	case !f.readOnly || id.Authenticated:
-	case id.TokenRefused:
-		return xrootd.Errorf(xrootd.ErrNotAuthorized, "%s %s: your token was not accepted, and anonymous clients may only read here", op, name)
-	default:
-		return xrootd.Errorf(xrootd.ErrNotAuthorized, "%s %s: anonymous clients may only read here; authenticate with a token over roots:// (BEARER_TOKEN)", op, name)
-	}
-	return nil
-}
 
 // Hooks observe the requests a frontend handles, for metrics. Nil fields
 // are skipped; callbacks must be fast.
@@ -97,13 +89,16 @@ var (
 func (f *FS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (_ xrootd.File, err error) {
 	defer func(start time.Time) { f.hooks.done("open", start, err) }(time.Now())
 	if !opts.Flags.Writable() {
+		if err := f.allow(ctx, jwtauth.Read, "read", name); err != nil {
+			return nil, err
+		}
 		r, err := f.store.Open(ctx, name)
 		if err != nil {
 			return nil, mapErr(err)
 		}
 		return &readFile{r: r, hooks: &f.hooks}, nil
 	}
-	if err := f.denyWrite(ctx, "write", name); err != nil {
+	if err := f.allowWrite(ctx, name); err != nil {
 		return nil, err
 	}
 	if !opts.Flags.Create() {
@@ -129,6 +124,9 @@ func (f *FS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (_ 
 // Stat describes an object or directory.
 func (f *FS) Stat(ctx context.Context, name string) (_ xrootd.FileInfo, err error) {
 	defer func(start time.Time) { f.hooks.done("stat", start, err) }(time.Now())
+	if err := f.allow(ctx, jwtauth.Read, "stat", name); err != nil {
+		return xrootd.FileInfo{}, err
+	}
 	info, err := f.store.Stat(ctx, name)
 	if err != nil {
 		return xrootd.FileInfo{}, mapErr(err)
@@ -140,6 +138,10 @@ func (f *FS) Stat(ctx context.Context, name string) (_ xrootd.FileInfo, err erro
 func (f *FS) List(ctx context.Context, dir string) iter.Seq2[xrootd.FileInfo, error] {
 	return func(yield func(xrootd.FileInfo, error) bool) {
 		start := time.Now()
+		if err := f.allow(ctx, jwtauth.Read, "list", dir); err != nil {
+			yield(xrootd.FileInfo{}, err)
+			return
+		}
 		err := f.store.ListEach(ctx, dir, func(infos []object.Info) error {
 			for i := range infos {
 				fi := fileInfo(&infos[i])
@@ -166,7 +168,7 @@ var errListingStopped = errors.New("gateway: listing stopped")
 // Remove deletes an object.
 func (f *FS) Remove(ctx context.Context, name string) (err error) {
 	defer func(start time.Time) { f.hooks.done("rm", start, err) }(time.Now())
-	if err := f.denyWrite(ctx, "rm", name); err != nil {
+	if err := f.allow(ctx, jwtauth.Modify, "rm", name); err != nil {
 		return err
 	}
 	return mapErr(f.store.Remove(ctx, name))
@@ -175,7 +177,10 @@ func (f *FS) Remove(ctx context.Context, name string) (err error) {
 // Rename moves an object or directory.
 func (f *FS) Rename(ctx context.Context, oldName, newName string) (err error) {
 	defer func(start time.Time) { f.hooks.done("mv", start, err) }(time.Now())
-	if err := f.denyWrite(ctx, "mv", oldName); err != nil {
+	if err := f.allow(ctx, jwtauth.Modify, "mv", oldName); err != nil {
+		return err
+	}
+	if err := f.allow(ctx, jwtauth.Modify, "mv", newName); err != nil {
 		return err
 	}
 	return mapErr(f.store.Rename(ctx, oldName, newName))
@@ -185,7 +190,7 @@ func (f *FS) Rename(ctx context.Context, oldName, newName string) (err error) {
 // the directory must not.
 func (f *FS) Mkdir(ctx context.Context, name string, _ fs.FileMode, parents bool) (err error) {
 	defer func(start time.Time) { f.hooks.done("mkdir", start, err) }(time.Now())
-	if err := f.denyWrite(ctx, "mkdir", name); err != nil {
+	if err := f.allow(ctx, jwtauth.Create, "mkdir", name); err != nil {
 		return err
 	}
 	if !parents {
@@ -208,7 +213,7 @@ func (f *FS) Mkdir(ctx context.Context, name string, _ fs.FileMode, parents bool
 // Rmdir removes an empty directory.
 func (f *FS) Rmdir(ctx context.Context, name string) (err error) {
 	defer func(start time.Time) { f.hooks.done("rmdir", start, err) }(time.Now())
-	if err := f.denyWrite(ctx, "rmdir", name); err != nil {
+	if err := f.allow(ctx, jwtauth.Modify, "rmdir", name); err != nil {
 		return err
 	}
 	return mapErr(f.store.Rmdir(ctx, name))
@@ -221,6 +226,9 @@ func (f *FS) ChecksumAlgorithms() []string { return []string{"adler32", "crc32c"
 // data is read.
 func (f *FS) Checksum(ctx context.Context, name, algorithm string) (_ string, err error) {
 	defer func(start time.Time) { f.hooks.done("checksum", start, err) }(time.Now())
+	if err := f.allow(ctx, jwtauth.Read, "checksum", name); err != nil {
+		return "", err
+	}
 	info, err := f.store.Stat(ctx, name)
 	if err != nil {
 		return "", mapErr(err)

@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/ecstore/ecstore/internal/erasure"
+	"github.com/ecstore/ecstore/internal/jwtauth"
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/testcluster"
+	"github.com/ecstore/ecstore/internal/testissuer"
 	"github.com/ecstore/ecstore/internal/testtls"
 	"github.com/ecstore/ecstore/internal/tlsfiles"
 	"github.com/ecstore/ecstore/internal/xrootd"
@@ -226,28 +228,30 @@ func TestListStoppedByItsConsumer(t *testing.T) {
 	}
 }
 
-// TestReadOnlyListenerTakesTokens: on a read-only listener with TLS and
-// tokens, a client that presents a valid token writes, removes and
-// renames; one whose token is refused is told so and only reads.
-func TestReadOnlyListenerTakesTokens(t *testing.T) {
-	c := testcluster.New(t, 6, layout.Geometry{K: 3, M: 2, ChunkSize: 1024})
+// tokenGateway serves c's store read-only to anonymous clients, with
+// TLS and the token check given; it returns a dial of a roots:// client
+// presenting a token.
+func tokenGateway(t *testing.T, c *testcluster.Cluster, check func(context.Context, string) (string, any, error), required bool) func(tok string) *xrootd.Client {
+	t.Helper()
 	files := testtls.New(t, "localhost")
 	pair, err := tlsfiles.Load(files.CertFile, files.KeyFile, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const token = "gateway-token-0123456789"
-	srv := &xrootd.Server{Handler: NewFS(c.Store, nil, Hooks{}).ReadOnly(), TLS: pair.Config(),
-		Tokens: func(tok string) (string, bool) { return "token 1", tok == token }}
+	fsys := NewFS(c.Store, nil, Hooks{}).ReadOnly()
+	if required {
+		fsys.RequireToken()
+	}
+	srv := &xrootd.Server{Handler: fsys, TLS: pair.Config(), Tokens: check, TokenRequired: required}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	go srv.Serve(ctx, ln)
-	defer srv.Shutdown(context.Background())
-	dial := func(tok string) *xrootd.Client {
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	return func(tok string) *xrootd.Client {
 		cl, err := xrootd.Dial(ctx, "roots://"+ln.Addr().String(), &xrootd.DialOptions{TLS: files.ClientConfig(), Token: tok})
 		if err != nil {
 			t.Fatal(err)
@@ -255,6 +259,21 @@ func TestReadOnlyListenerTakesTokens(t *testing.T) {
 		t.Cleanup(func() { cl.Close() })
 		return cl
 	}
+}
+
+// TestReadOnlyListenerTakesTokens: on a read-only listener with TLS and
+// tokens, a client that presents a valid token writes, removes and
+// renames; one whose token is refused is told so and only reads.
+func TestReadOnlyListenerTakesTokens(t *testing.T) {
+	c := testcluster.New(t, 6, layout.Geometry{K: 3, M: 2, ChunkSize: 1024})
+	const token = "gateway-token-0123456789"
+	dial := tokenGateway(t, c, func(_ context.Context, tok string) (string, any, error) {
+		if tok != token {
+			return "", nil, errors.New("unknown token")
+		}
+		return "token 1", nil, nil
+	}, false)
+	ctx := context.Background()
 	holder := dial(token)
 	upload(t, holder, "/tok/x", []byte("written with a token"))
 	if err := holder.Mv(ctx, "/tok/x", "/tok/y"); err != nil {
@@ -267,11 +286,82 @@ func TestReadOnlyListenerTakesTokens(t *testing.T) {
 	if got := download(t, other, "/tok/y"); string(got) != "written with a token" {
 		t.Fatalf("read with a refused token: %q", got)
 	}
-	_, err = other.Open(ctx, "/tok/z", xrootd.OpenNew, 0o644)
+	_, err := other.Open(ctx, "/tok/z", xrootd.OpenNew, 0o644)
 	if !hasCode(err, xrootd.ErrNotAuthorized) || !strings.Contains(err.Error(), "token was not accepted") {
 		t.Fatalf("write with a refused token: %v", err)
 	}
 	if err := holder.Rm(ctx, "/tok/y"); err != nil {
 		t.Fatalf("rm with a token: %v", err)
+	}
+}
+
+// TestTokenScopes: JSON Web Tokens are held to their storage scopes: a
+// create scope writes new objects but does not replace or remove them, a
+// modify scope does, nothing is allowed outside a scope's path, and with
+// tokens required a read outside the read scope is refused too (expiry,
+// signatures and audiences: package jwtauth's tests).
+func TestTokenScopes(t *testing.T) {
+	c := testcluster.New(t, 6, layout.Geometry{K: 3, M: 2, ChunkSize: 1024})
+	c.Put(t, "/atlas/data/f", []byte("data"))
+	c.Put(t, "/cms/f", []byte("cms data"))
+	is := testissuer.New(t)
+	checker, err := jwtauth.New(jwtauth.Options{Issuers: []jwtauth.Issuer{{URL: is.URL, Base: "/atlas"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(ctx context.Context, tok string) (string, any, error) {
+		g, err := checker.Check(ctx, tok)
+		if err != nil {
+			return "", nil, err
+		}
+		return g.Subject, g, nil
+	}
+	ctx := context.Background()
+	dial := tokenGateway(t, c, check, true)
+	creator := dial(is.Token(t, is.Claims("alice", "storage.read:/ storage.create:/user/alice")))
+	modifier := dial(is.Token(t, is.Claims("bob", "storage.read:/data storage.modify:/data")))
+
+	upload(t, creator, "/atlas/user/alice/new", []byte("new"))
+	if _, err := creator.Open(ctx, "/atlas/user/alice/new", xrootd.OpenDelete|xrootd.OpenUpdate, 0o644); !hasCode(err, xrootd.ErrNotAuthorized) {
+		t.Errorf("replacing with a create scope: %v", err)
+	}
+	if err := creator.Rm(ctx, "/atlas/user/alice/new"); !hasCode(err, xrootd.ErrNotAuthorized) {
+		t.Errorf("rm with a create scope: %v", err)
+	}
+	if _, err := creator.Open(ctx, "/atlas/user/bob/x", xrootd.OpenNew|xrootd.OpenUpdate, 0o644); !hasCode(err, xrootd.ErrNotAuthorized) {
+		t.Errorf("create outside the scope: %v", err)
+	}
+	if err := creator.Mkdir(ctx, "/atlas/user/alice/sub", 0o755, true); err != nil {
+		t.Errorf("mkdir with a create scope: %v", err)
+	}
+	if got := download(t, creator, "/atlas/data/f"); string(got) != "data" {
+		t.Errorf("read with a read scope: %q", got)
+	}
+	if _, err := creator.Stat(ctx, "/cms/f"); !hasCode(err, xrootd.ErrNotAuthorized) {
+		t.Errorf("stat outside the issuer's base with tokens required: %v", err)
+	}
+
+	f, err := modifier.Open(ctx, "/atlas/data/f", xrootd.OpenDelete|xrootd.OpenUpdate, 0o644)
+	if err != nil {
+		t.Fatalf("replacing with a modify scope: %v", err)
+	}
+	if _, err := f.WriteAt(ctx, []byte("replaced"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := modifier.Mv(ctx, "/atlas/data/f", "/atlas/user/alice/f"); !hasCode(err, xrootd.ErrNotAuthorized) {
+		t.Errorf("mv out of the modify scope: %v", err)
+	}
+	if err := modifier.Rm(ctx, "/atlas/data/f"); err != nil {
+		t.Errorf("rm with a modify scope: %v", err)
+	}
+	if _, err := modifier.Stat(ctx, "/atlas/user/alice/new"); !hasCode(err, xrootd.ErrNotAuthorized) {
+		t.Errorf("stat outside the read scope with tokens required: %v", err)
+	}
+
+	if got, err := c.Get("/atlas/user/alice/new"); err != nil || string(got) != "new" {
+		t.Errorf("the created object: %q %v", got, err)
 	}
 }

@@ -39,7 +39,7 @@ type Config struct {
 	TLS *tls.Config
 	// Tokens, when set, takes bearer tokens on root:// under TLS (see
 	// xrootd.Server.Tokens); TokenRequired refuses clients without one.
-	Tokens        func(token string) (holder string, ok bool)
+	Tokens        func(ctx context.Context, token string) (holder string, grant any, err error)
 	TokenRequired bool
 	// PageChecksums offers root:// clients kXR_pgread and kXR_pgwrite
 	// (a CRC32C per 4 KiB page on the wire). Off, clients read and write
@@ -67,6 +67,9 @@ func Serve(ctx context.Context, cfg Config) error {
 	fsys := NewFS(cfg.Store, log, cfg.Hooks)
 	if cfg.RootReadOnly {
 		fsys.ReadOnly()
+	}
+	if cfg.TokenRequired {
+		fsys.RequireToken()
 	}
 	srv := &xrootd.Server{Handler: fsys, Logger: log, SiteName: "ecstore", NoPageChecksums: !cfg.PageChecksums,
 		TLS: cfg.TLS, Tokens: cfg.Tokens, TokenRequired: cfg.TokenRequired}

@@ -89,6 +89,9 @@ type Identity struct {
 	// TokenRefused is set when the client presented a token that was not
 	// accepted (it may then go on anonymously).
 	TokenRefused bool
+	// Grant is what the token allows, as Server.Tokens returned it; nil:
+	// everything.
+	Grant any
 }
 
 type identityKey struct{}

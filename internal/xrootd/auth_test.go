@@ -51,7 +51,12 @@ func tokenServer(t *testing.T, tokens, required bool) (string, *identityFS, *tes
 	h := &identityFS{memFS: newMemFS()}
 	srv := &Server{Handler: h, Logger: testLogger(t), TLS: &tls.Config{Certificates: []tls.Certificate{cert}}, TokenRequired: required}
 	if tokens {
-		srv.Tokens = func(tok string) (string, bool) { return "holder-1", tok == testToken }
+		srv.Tokens = func(_ context.Context, tok string) (string, any, error) {
+			if tok != testToken {
+				return "", nil, errors.New("unknown token")
+			}
+			return "holder-1", nil, nil
+		}
 	}
 	return startServerWith(t, srv), h, files
 }

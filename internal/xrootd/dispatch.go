@@ -371,16 +371,16 @@ func (s *session) doAuth(sid StreamID, r *AuthRequest) {
 			s.sendError(sid, &Error{Code: ErrAuthFailed, Message: err.Error()})
 			return
 		}
-		holder, ok := s.srv.Tokens(tok)
-		if !ok {
+		holder, grant, err := s.srv.Tokens(s.ctx, tok)
+		if err != nil {
 			id := *s.ident.Load()
-			s.log.Warn("xrootd token refused", "user", id.Holder)
+			s.log.Warn("xrootd token refused", "user", id.Holder, "err", err)
 			id.TokenRefused = true
 			s.ident.Store(&id)
 			s.sendError(sid, Errorf(ErrAuthFailed, "token not accepted"))
 			return
 		}
-		s.ident.Store(&Identity{Holder: holder, Authenticated: true, TLS: true})
+		s.ident.Store(&Identity{Holder: holder, Authenticated: true, TLS: true, Grant: grant})
 		s.log.Debug("xrootd client authenticated", "holder", holder)
 	case "unix":
 		if s.srv.TokenRequired {

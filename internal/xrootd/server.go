@@ -134,9 +134,11 @@ type Server struct {
 	TLS *tls.Config
 	// Tokens, when set, offers token authentication (the ztn security
 	// protocol: the client sends a bearer token, from BEARER_TOKEN or its
-	// token file) to clients under TLS. It returns the name to log for
-	// the token's holder and whether the token is valid.
-	Tokens func(token string) (holder string, ok bool)
+	// token file) to clients under TLS. It checks a token and returns
+	// the name to log for its holder and what it allows (kept as
+	// Identity.Grant for the FileSystem to interpret; nil: everything),
+	// or why it is not valid.
+	Tokens func(ctx context.Context, token string) (holder string, grant any, err error)
 	// TokenRequired refuses clients without a valid token: they are not
 	// offered anonymous access ("unix"), and every request but the
 	// session's own (protocol, login, auth, ping) fails with

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ecstore/ecstore/internal/testissuer"
 	"github.com/ecstore/ecstore/internal/testport"
 	"github.com/ecstore/ecstore/internal/testtls"
 )
@@ -89,8 +90,9 @@ func TestTLSAndTokens(t *testing.T) {
 	work := t.TempDir()
 	files := testtls.New(t, "localhost")
 	clients := newTLSClients(t, files)
+	issuer := testissuer.New(t)
 	auth := filepath.Join(work, "auth")
-	if err := os.WriteFile(auth, []byte("token = "+interopToken+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(auth, []byte("token = "+interopToken+"\ntoken-issuer = "+issuer.URL+" /jwt\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	httpAddr := testport.Addr(t)
@@ -146,6 +148,16 @@ print("PYTHON-TLS-OK")
 	if out := clients.must(t, token, py, script, secure); !strings.Contains(out, "PYTHON-TLS-OK") {
 		t.Errorf("python over TLS:\n%s", out)
 	}
+
+	// A JSON Web Token of the configured issuer, held to its scopes
+	// (under the issuer's base, /jwt).
+	jwt := []string{"BEARER_TOKEN=" + issuer.Token(t, issuer.Claims("alice", "storage.read:/ storage.create:/in"))}
+	clients.must(t, jwt, "xrdcp", "--nopbar", local, secure+"//jwt/in/x")
+	clients.mustFail(t, jwt, "does not allow", "xrdcp", "--nopbar", "-f", local, secure+"//jwt/in/x")
+	clients.mustFail(t, jwt, "does not allow", "xrdcp", "--nopbar", local, secure+"//jwt/out/x")
+	clients.mustFail(t, jwt, "does not allow", "xrdfs", secure, "rm", "/jwt/in/x")
+	clients.must(t, jwt, "xrdcp", "--nopbar", "-f", secure+"//jwt/in/x", filepath.Join(work, "back-jwt"))
+	sameFile(t, filepath.Join(work, "back-jwt"), local)
 
 	clients.must(t, token, ecstoreBin, "cp", local, secure+"//tls/cli")
 	back := filepath.Join(work, "back-cli")

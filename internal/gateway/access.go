@@ -1,0 +1,67 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+
+	"github.com/ecstore/ecstore/internal/jwtauth"
+	"github.com/ecstore/ecstore/internal/object"
+	"github.com/ecstore/ecstore/internal/xrootd"
+)
+
+// Who may do what over root://. The server (xrootd.Server) has already
+// decided who the client is (xrootd.PeerIdentity):
+//
+//   - a client that presented an opaque token (a configured shared
+//     secret) may do everything;
+//   - a client whose token is a JWT may do what its scopes allow
+//     (jwtauth.Grant): read where it has storage.read, create new
+//     objects and directories where it has storage.create, and also
+//     replace, remove and rename where it has storage.modify;
+//   - anything else, and what a JWT's scopes do not allow, is what
+//     anonymous clients may do: read unless RequireToken, write unless
+//     ReadOnly.
+
+// RequireToken makes reads by clients that have not authenticated fail
+// too (the server turns such clients away first; a JWT holder without a
+// read scope for the path meets this).
+func (f *FS) RequireToken() *FS { f.tokenRequired = true; return f }
+
+// allow checks that the client of ctx may do op on name.
+func (f *FS) allow(ctx context.Context, op jwtauth.Op, what, name string) error {
+	id := xrootd.PeerIdentity(ctx)
+	if id.Authenticated {
+		g, ok := id.Grant.(*jwtauth.Grant)
+		if !ok || g.Allows(op, name) {
+			return nil // an opaque token, or a scope for it
+		}
+	}
+	anonymous := op == jwtauth.Read && !f.tokenRequired || op != jwtauth.Read && !f.readOnly
+	switch {
+	case anonymous:
+		return nil
+	case id.Authenticated:
+		return xrootd.Errorf(xrootd.ErrNotAuthorized, "%s %s: your token does not allow %s there", what, name, op)
+	case id.TokenRefused:
+		return xrootd.Errorf(xrootd.ErrNotAuthorized, "%s %s: your token was not accepted, and anonymous clients may only read here", what, name)
+	case op == jwtauth.Read:
+		return xrootd.Errorf(xrootd.ErrNotAuthorized, "%s %s: a token is required", what, name)
+	}
+	return xrootd.Errorf(xrootd.ErrNotAuthorized, "%s %s: anonymous clients may only read here; authenticate with a token over roots:// (BEARER_TOKEN)", what, name)
+}
+
+// allowWrite checks a write of name: creating it needs storage.create,
+// replacing an object that exists storage.modify.
+func (f *FS) allowWrite(ctx context.Context, name string) error {
+	err := f.allow(ctx, jwtauth.Modify, "write", name)
+	if err == nil {
+		return nil
+	}
+	if f.allow(ctx, jwtauth.Create, "write", name) != nil {
+		return err
+	}
+	if _, serr := f.store.Stat(ctx, name); !errors.Is(serr, object.ErrNotExist) {
+		return err // it exists (or cannot be told not to): a replacement
+	}
+	return nil
+}
