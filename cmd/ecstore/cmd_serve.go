@@ -220,10 +220,14 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 	if tlsPair != nil {
 		tlsConfig = tlsPair.Config()
 	}
-	if rootTokens {
-		if checkToken, err = tokenChecker(acc, log); err != nil {
+	var jwts *jwtauth.Checker
+	if len(acc.issuers) > 0 {
+		if jwts, err = jwtChecker(acc, log); err != nil {
 			return err
 		}
+	}
+	if rootTokens {
+		checkToken = tokenChecker(acc.tokens, jwts)
 	}
 	var s3h http.Handler
 	if *s3Addr != "" {
@@ -237,10 +241,10 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 	}
 	var httpBound string
 	if *httpAddr != "" {
-		if len(acc.keys) == 0 && len(acc.tokens) == 0 && !acc.anonRead && !*httpAnonWrites {
+		if len(acc.keys) == 0 && len(acc.tokens) == 0 && jwts == nil && !acc.anonRead && !*httpAnonWrites {
 			return usageErrorf("--http-addr needs credentials (access-key or http-token lines in the config file or\n--auth-file, or ECSTORE_ACCESS_KEY/ECSTORE_SECRET_KEY) or --http-anonymous-read")
 		}
-		h := webdav.NewHandler(c.Store(), webdav.Options{Keys: acc.keys, Tokens: acc.tokens,
+		h := webdav.NewHandler(c.Store(), webdav.Options{Keys: acc.keys, Tokens: acc.tokens, JWT: jwts,
 			AnonymousRead: acc.anonRead, AnonymousWrite: *httpAnonWrites, Hooks: m.GatewayHooks(), Logger: log})
 		var stop func() error
 		var cancel context.CancelFunc
@@ -299,23 +303,25 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 	})
 }
 
-// tokenChecker returns the check of root:// bearer tokens: a JSON Web
-// Token of a configured issuer (its grant: what its scopes allow), or
-// one of the configured opaque tokens, compared in constant time (no
-// grant: everything). A token's holder is named by its subject, or by
-// its place in the list ("token 2"), never by the token.
-func tokenChecker(acc access, log *slog.Logger) (func(context.Context, string) (string, any, error), error) {
-	var jwts *jwtauth.Checker
-	if len(acc.issuers) > 0 {
-		issuers := make([]jwtauth.Issuer, len(acc.issuers))
-		for i, is := range acc.issuers {
-			issuers[i] = jwtauth.Issuer{URL: is.URL, Base: is.Base}
-		}
-		var err error
-		if jwts, err = jwtauth.New(jwtauth.Options{Issuers: issuers, Audiences: acc.audiences, Logger: log}); err != nil {
-			return nil, usageErrorf("%v", err)
-		}
+// jwtChecker checks the JSON Web Tokens of the configured issuers.
+func jwtChecker(acc access, log *slog.Logger) (*jwtauth.Checker, error) {
+	issuers := make([]jwtauth.Issuer, len(acc.issuers))
+	for i, is := range acc.issuers {
+		issuers[i] = jwtauth.Issuer{URL: is.URL, Base: is.Base}
 	}
+	c, err := jwtauth.New(jwtauth.Options{Issuers: issuers, Audiences: acc.audiences, Logger: log})
+	if err != nil {
+		return nil, usageErrorf("%v", err)
+	}
+	return c, nil
+}
+
+// tokenChecker returns the check of root:// bearer tokens: a JSON Web
+// Token of a configured issuer (jwts, may be nil; its grant: what its
+// scopes allow), or one of the opaque tokens, compared in constant time
+// (no grant: everything). A token's holder is named by its subject, or
+// by its place in the list ("token 2"), never by the token.
+func tokenChecker(tokens []string, jwts *jwtauth.Checker) func(context.Context, string) (string, any, error) {
 	return func(ctx context.Context, tok string) (string, any, error) {
 		if jwts != nil && jwtauth.LooksLikeJWT(tok) {
 			g, err := jwts.Check(ctx, tok)
@@ -325,7 +331,7 @@ func tokenChecker(acc access, log *slog.Logger) (func(context.Context, string) (
 			return g.Subject + " (" + g.Issuer + ")", g, nil
 		}
 		found := 0
-		for i, t := range acc.tokens {
+		for i, t := range tokens {
 			if subtle.ConstantTimeCompare([]byte(t), []byte(tok)) == 1 {
 				found = i + 1
 			}
@@ -334,7 +340,7 @@ func tokenChecker(acc access, log *slog.Logger) (func(context.Context, string) (
 			return "", nil, errors.New("not a configured token")
 		}
 		return fmt.Sprintf("token %d", found), nil, nil
-	}, nil
+	}
 }
 
 // loopback reports whether a listen address only accepts local clients.

@@ -45,10 +45,7 @@ func TestServeTLSUsage(t *testing.T) {
 }
 
 func TestTokenChecker(t *testing.T) {
-	check, err := tokenChecker(access{tokens: []string{"first-token-0123456789", "second-token-0123456789"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	check := tokenChecker([]string{"first-token-0123456789", "second-token-0123456789"}, nil)
 	for tok, want := range map[string]string{"first-token-0123456789": "token 1", "second-token-0123456789": "token 2", "": "", "first-token": ""} {
 		holder, grant, err := check(context.Background(), tok)
 		if (err == nil) != (want != "") || (err == nil && holder != want) || grant != nil {

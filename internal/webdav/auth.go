@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"strings"
+
+	"github.com/ecstore/ecstore/internal/jwtauth"
 )
 
 // Authentication. Every request is either authenticated or anonymous:
@@ -29,6 +31,7 @@ import (
 
 // authenticator checks credentials against the configured ones.
 type authenticator struct {
+	jwt       *jwtauth.Checker
 	keys      map[string]string
 	tokens    [][]byte
 	anonRead  bool
@@ -37,7 +40,7 @@ type authenticator struct {
 }
 
 func newAuthenticator(o Options) authenticator {
-	a := authenticator{keys: map[string]string{}, anonRead: o.AnonymousRead, anonWrite: o.AnonymousWrite}
+	a := authenticator{jwt: o.JWT, keys: map[string]string{}, anonRead: o.AnonymousRead, anonWrite: o.AnonymousWrite}
 	for k, v := range o.Keys {
 		a.keys[k] = v
 	}
@@ -47,7 +50,7 @@ func newAuthenticator(o Options) authenticator {
 	if len(a.keys) > 0 || len(a.tokens) == 0 {
 		a.challenge = append(a.challenge, `Basic realm="ecstore", charset="UTF-8"`)
 	}
-	if len(a.tokens) > 0 {
+	if len(a.tokens) > 0 || a.jwt != nil {
 		a.challenge = append(a.challenge, `Bearer realm="ecstore"`)
 	}
 	return a
@@ -64,6 +67,14 @@ func (a *authenticator) check(req *request, write bool) error {
 		}
 		return nil
 	case strings.EqualFold(scheme, "Bearer"):
+		if a.jwt != nil && jwtauth.LooksLikeJWT(value) {
+			g, err := a.jwt.Check(req.ctx, value)
+			if err != nil {
+				return errorf(http.StatusForbidden, "bearer token refused: %v", err)
+			}
+			req.grant = g // held to its scopes once the path is known
+			return nil
+		}
 		if !a.bearer(value) {
 			return errorf(http.StatusForbidden, "wrong bearer token")
 		}

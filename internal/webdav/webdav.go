@@ -45,6 +45,7 @@ import (
 	"time"
 
 	"github.com/ecstore/ecstore/internal/gateway"
+	"github.com/ecstore/ecstore/internal/jwtauth"
 	"github.com/ecstore/ecstore/internal/node"
 	"github.com/ecstore/ecstore/internal/object"
 )
@@ -68,6 +69,9 @@ type Options struct {
 	// handler checks every request, so a listener reachable from other
 	// hosts never takes anonymous writes from them.
 	AnonymousWrite bool
+	// JWT, when set, takes bearer tokens that are JSON Web Tokens of its
+	// issuers, each held to its storage scopes (see scopes.go).
+	JWT *jwtauth.Checker
 	// Hooks observe every request (op "http_get", "http_put", ...; an
 	// error for any status of 400 or more) and the object bytes moved.
 	Hooks gateway.Hooks
@@ -111,6 +115,8 @@ type request struct {
 	path string // the cleaned object path
 	// slash reports a URL path that ended in '/' (a collection's URL).
 	slash bool
+	// grant is what the request's JSON Web Token allows; nil without one.
+	grant *jwtauth.Grant
 }
 
 func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
@@ -172,6 +178,11 @@ func (h *handler) serve(req *request) error {
 	var err error
 	if req.path, req.slash, err = cleanPath(r.URL.Path); err != nil {
 		return err
+	}
+	if req.grant != nil {
+		if err := h.checkScopes(req); err != nil {
+			return err
+		}
 	}
 	switch r.Method {
 	case http.MethodGet:

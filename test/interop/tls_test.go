@@ -167,6 +167,14 @@ print("PYTHON-TLS-OK")
 	clients.must(t, nil, "curl", "-sS", "--fail", "--cacert", files.CAFile, "-H", "Authorization: Bearer "+interopToken,
 		"-o", back, "https://"+httpAddr+"/tls/a")
 	sameFile(t, back, local)
+	// The JWT over https: its read scope reads, and its create scope
+	// does not replace what root:// wrote.
+	jwtHeader := "Authorization: Bearer " + strings.TrimPrefix(jwt[0], "BEARER_TOKEN=")
+	clients.must(t, nil, "curl", "-sS", "--fail", "--cacert", files.CAFile, "-H", jwtHeader, "-o", back, "https://"+httpAddr+"/jwt/in/x")
+	sameFile(t, back, local)
+	if out, err := clients.run(t, nil, "curl", "-sS", "--fail", "--cacert", files.CAFile, "-H", jwtHeader, "-T", local, "https://"+httpAddr+"/jwt/in/x"); err == nil {
+		t.Errorf("curl PUT over an object with a create scope succeeded:\n%s", out)
+	}
 
 	// Token holders only.
 	work2 := t.TempDir()
