@@ -7,9 +7,12 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"time"
 
+	"github.com/ecstore/ecstore/internal/cluster"
 	"github.com/ecstore/ecstore/internal/dataserver"
+	"github.com/ecstore/ecstore/internal/tlsfiles"
 	"github.com/ecstore/ecstore/internal/xrootd"
 )
 
@@ -25,6 +28,14 @@ sends a small file whole.
 
 Nothing can escape DIR, symbolic links included. With --fsync (default)
 files are fsynced on sync and close, and renames are made durable.
+
+Anyone who reaches the port may read and change every file, as with a
+plain xrootd without security: keep nodes on a private network, or give
+the node --tls-cert and --tls-key (gateways then list it as
+roots://HOST:PORT//PREFIX) and a --token-file: then only clients that
+present one of its tokens (XRootD's ztn, under TLS) are served. Gateways
+present the node-token line of their cluster config (or
+ECSTORE_NODE_TOKEN); xrdcp and xrdfs present BEARER_TOKEN.
 `
 
 // cmdNode is "ecstore node --dir DIR --addr HOST:PORT".
@@ -33,6 +44,9 @@ func cmdNode(ctx context.Context, e *env, args []string) error {
 	dir := fs.String("dir", "", "directory `DIR` to serve (must exist)")
 	addr := fs.String("addr", "127.0.0.1:1094", "listen `HOST:PORT`")
 	fsync := fs.Bool("fsync", true, "fsync files on sync and close and make renames durable;\n--fsync=false is for scratch data")
+	tlsCert := fs.String("tls-cert", "", "TLS certificate `FILE` (PEM); reloaded when it changes")
+	tlsKey := fs.String("tls-key", "", "the certificate's private key `FILE` (PEM)")
+	tokenFile := fs.String("token-file", "", "serve only clients that present a token of `FILE` (one per line, at least\n16 characters; keep it mode 0600); needs --tls-cert")
 	logLevel := slog.LevelWarn
 	fs.TextVar(&logLevel, "log-level", slog.LevelWarn, "log `LEVEL`: debug, info, warn or error")
 	if _, err := fs.parse(args, 0, 0); err != nil {
@@ -44,7 +58,28 @@ func cmdNode(ctx context.Context, e *env, args []string) error {
 	if st, err := os.Stat(*dir); err != nil || !st.IsDir() {
 		return fmt.Errorf("node: %s is not a directory", *dir)
 	}
+	if (*tlsCert == "") != (*tlsKey == "") {
+		return usageErrorf("--tls-cert and --tls-key go together")
+	}
+	if *tokenFile != "" && *tlsCert == "" {
+		return usageErrorf("--token-file needs --tls-cert and --tls-key: tokens are sent under TLS only")
+	}
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: logLevel}))
+	srv := &xrootd.Server{Logger: log, SiteName: "ecstore-node"}
+	if *tlsCert != "" {
+		pair, err := tlsfiles.Load(*tlsCert, *tlsKey, log)
+		if err != nil {
+			return err
+		}
+		srv.TLS = pair.Config()
+	}
+	if *tokenFile != "" {
+		tokens, err := readTokenFile(*tokenFile)
+		if err != nil {
+			return err
+		}
+		srv.Tokens, srv.TokenRequired = tokenChecker(tokens, nil), true
+	}
 	fsys, err := dataserver.New(*dir, dataserver.Options{Fsync: *fsync})
 	if err != nil {
 		return err
@@ -54,8 +89,15 @@ func cmdNode(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("node: listen %s: %w", *addr, err)
 	}
-	srv := &xrootd.Server{Handler: fsys, Logger: log, SiteName: "ecstore-node"}
-	fmt.Fprintf(e.stderr, "ecstore: node serving %s on root://%s\n", *dir, ln.Addr())
+	srv.Handler = fsys
+	scheme := "root"
+	if srv.TLS != nil {
+		scheme = "roots"
+	}
+	fmt.Fprintf(e.stderr, "ecstore: node serving %s on %s://%s\n", *dir, scheme, ln.Addr())
+	if srv.Tokens != nil {
+		fmt.Fprintln(e.stderr, "ecstore: node serves token holders only")
+	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
 	select {
@@ -71,4 +113,29 @@ func cmdNode(ctx context.Context, e *env, args []string) error {
 	srv.Shutdown(sctx)
 	<-done
 	return nil
+}
+
+// readTokenFile reads tokens, one per line ('#' starts a comment). A
+// file that others may read is worth a warning, not a refusal.
+func readTokenFile(name string) ([]string, error) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("--token-file: %w", err)
+	}
+	var tokens []string
+	for i, line := range strings.Split(string(b), "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		if len(line) < cluster.MinTokenLen || strings.ContainsAny(line, " \t") {
+			return nil, usageErrorf("--token-file %s:%d: want one token of at least %d characters, no blanks", name, i+1, cluster.MinTokenLen)
+		}
+		tokens = append(tokens, line)
+	}
+	if len(tokens) == 0 {
+		return nil, usageErrorf("--token-file %s holds no token", name)
+	}
+	return tokens, nil
 }

@@ -421,6 +421,9 @@ func readAuthFile(name string) (*cluster.Config, error) {
 	if err != nil {
 		return nil, usageErrorf("--auth-file: %v", err)
 	}
+	if cfg.NodeToken() != "" {
+		return nil, usageErrorf("--auth-file %s: node-token belongs in the cluster config, where every command that opens the cluster finds it", name)
+	}
 	if key, ok := cfg.OnlyAccess(); !ok {
 		return nil, usageErrorf("--auth-file %s: %s belongs in the cluster config; this file holds access-key, http-token and http-anonymous-read only", name, key)
 	}

@@ -26,6 +26,9 @@ import (
 //	                           taken (signature, expiry, audience and
 //	                           storage scopes checked; scope paths are
 //	                           under BASE, / by default). May repeat.
+//	node-token = TOKEN         the token the gateway presents to remote
+//	                           nodes that ask for one (ecstore node
+//	                           --token-file, xrootd with ztn), under TLS.
 //	token-audience = AUD       an audience such tokens must name (or the
 //	                           WLCG "any" audience). May repeat; none:
 //	                           any audience.
@@ -38,10 +41,11 @@ const (
 	KeyHTTPAnonymousRead = "http-anonymous-read"
 	KeyTokenIssuer       = "token-issuer"
 	KeyTokenAudience     = "token-audience"
+	KeyNodeToken         = "node-token"
 )
 
 // accessKeys lists the access settings, for error messages.
-var accessKeys = []string{KeyAccessKey, KeyToken, KeyHTTPToken, KeyHTTPAnonymousRead, KeyTokenIssuer, KeyTokenAudience}
+var accessKeys = []string{KeyAccessKey, KeyToken, KeyHTTPToken, KeyHTTPAnonymousRead, KeyTokenIssuer, KeyTokenAudience, KeyNodeToken}
 
 // MinTokenLen is the shortest bearer token accepted, so that a token
 // cannot be guessed by trying.
@@ -54,6 +58,7 @@ type access struct {
 	anonRead  bool
 	issuers   []TokenIssuer
 	audiences []string
+	nodeToken string
 }
 
 // TokenIssuer is a token-issuer line: an issuer whose JSON Web Tokens
@@ -109,6 +114,11 @@ func (a *access) set(key, value string) (handled bool, err error) {
 		if !slices.Contains(a.issuers, is) {
 			a.issuers = append(a.issuers, is)
 		}
+	case KeyNodeToken:
+		if len(value) < MinTokenLen || strings.ContainsAny(value, " \t,") {
+			return true, fmt.Errorf("%w: node-token: want at least %d characters, no blanks or commas", ErrConfig, MinTokenLen)
+		}
+		a.nodeToken = value
 	case KeyTokenAudience:
 		if value == "" || strings.ContainsAny(value, " \t") {
 			return true, fmt.Errorf("%w: token-audience: want one audience, no blanks", ErrConfig)
@@ -149,6 +159,9 @@ func secureURL(u string) bool {
 	}
 	return false
 }
+
+// NodeToken returns the node-token line's token ("" without one).
+func (c *Config) NodeToken() string { return c.access.nodeToken }
 
 // TokenIssuers returns the token-issuer lines.
 func (c *Config) TokenIssuers() []TokenIssuer { return slices.Clone(c.access.issuers) }

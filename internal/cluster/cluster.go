@@ -53,6 +53,7 @@ import (
 	"github.com/ecstore/ecstore/internal/node"
 	"github.com/ecstore/ecstore/internal/node/xrdnode"
 	"github.com/ecstore/ecstore/internal/object"
+	"github.com/ecstore/ecstore/internal/xrootd"
 )
 
 // DefaultDataDir is the embedded cluster's directory when a command names
@@ -320,6 +321,14 @@ func build(cfg *Config, file, base string, opts Options) (*Cluster, error) {
 	if len(remoteIDs) > 0 {
 		time.AfterFunc(remoteGrace/2, roots.decide)
 	}
+	// Remote nodes that take tokens (an ecstore node with --token-file, an
+	// xrootd with ztn) are given the cluster's node token, under TLS.
+	// Never the token of whoever runs the command (BEARER_TOKEN).
+	tok := cfg.NodeToken()
+	if tok == "" {
+		tok = os.Getenv("ECSTORE_NODE_TOKEN")
+	}
+	nodeClient := &xrootd.DialOptions{Token: tok, NoTokenSearch: true}
 	for i, p := range paths {
 		id := nodeID(i)
 		if isRemote(p) {
@@ -327,7 +336,7 @@ func build(cfg *Config, file, base string, opts Options) (*Cluster, error) {
 			// The store asks every node whether a path is a directory
 			// before it writes there (Store.checkCreate).
 			n, err := xrdnode.Open(p, xrdnode.Options{ID: id, Fsync: cfg.Fsync(), Logger: opts.Logger, NoDirCheck: true,
-				CheckRoot: roots.check(id, p), MarkerPath: object.NodeMarker})
+				CheckRoot: roots.check(id, p), MarkerPath: object.NodeMarker, Client: nodeClient})
 			if err != nil { // a malformed URL
 				info.Err = err
 				info.Node = &downNode{id: id, err: downError(id, p, err)}
@@ -441,7 +450,12 @@ func openLocal(id, dir string, fsync bool, rule markerRule, m markerState, log *
 
 // isRemote reports whether a node entry is a root:// URL.
 func isRemote(p string) bool {
-	return strings.HasPrefix(p, "root://") || strings.HasPrefix(p, "xroot://")
+	for _, scheme := range []string{"root://", "xroot://", "roots://", "xroots://"} {
+		if strings.HasPrefix(p, scheme) {
+			return true
+		}
+	}
+	return false
 }
 
 // localDir returns the absolute directory of node entry p, relative to

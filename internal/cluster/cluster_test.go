@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ecstore/ecstore/internal/dataserver"
+	"github.com/ecstore/ecstore/internal/testtls"
 	"github.com/ecstore/ecstore/internal/xrootd"
 
 	"github.com/ecstore/ecstore/internal/layout"
@@ -522,5 +524,58 @@ func TestMissingNodeDirComesBack(t *testing.T) {
 	time.Sleep(2 * localRetry)
 	if _, err := infos[2].Node.Space(ctx); !errors.Is(err, ErrNodeDown) {
 		t.Errorf("space of the late node after the cluster's close: %v, want ErrNodeDown", err)
+	}
+}
+
+// TestRemoteNodesOverTLSWithToken: nodes listed as roots:// that serve
+// token holders only are used with the cluster's node-token (verified
+// against X509_CERT_DIR's authority); without it they are down, and the
+// token of whoever runs the command (BEARER_TOKEN) is not presented.
+func TestRemoteNodesOverTLSWithToken(t *testing.T) {
+	const token = "node-token-0123456789abcdef"
+	files := testtls.New(t, "localhost")
+	cert, err := tls.LoadX509KeyPair(files.CertFile, files.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("X509_CERT_DIR", files.Dir)
+	t.Setenv("BEARER_TOKEN", token)
+	t.Setenv("ECSTORE_NODE_TOKEN", "")
+	var urls []string
+	for range 3 {
+		fsys, err := dataserver.New(t.TempDir(), dataserver.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &xrootd.Server{Handler: fsys, TLS: &tls.Config{Certificates: []tls.Certificate{cert}}, TokenRequired: true,
+			Tokens: func(_ context.Context, tok string) (string, any, error) {
+				if tok != token {
+					return "", nil, errors.New("unknown token")
+				}
+				return "gateway", nil, nil
+			}}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		go srv.Serve(ctx, ln)
+		t.Cleanup(func() { cancel(); srv.Shutdown(context.Background()) })
+		urls = append(urls, "roots://"+ln.Addr().String()+"//data")
+	}
+	flags := ec21(t)
+	if err := flags.Set(KeyNodeToken, token); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open(Options{Nodes: urls, Flags: flags})
+	if err != nil {
+		t.Fatal(err)
+	}
+	putGet(t, c, "/tls/obj", bytes.Repeat([]byte("over TLS with a token "), 1<<14))
+	c.Close()
+
+	_, err = Open(Options{Nodes: urls, Flags: ec21(t)})
+	if err == nil || !strings.Contains(err.Error(), "none is configured") {
+		t.Fatalf("without the node token: %v, want every node refused for want of a token", err)
 	}
 }

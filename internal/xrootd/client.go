@@ -67,8 +67,13 @@ type DialOptions struct {
 	// system's authorities and X509_CERT_DIR's.
 	TLS *tls.Config
 	// Token is the bearer token to present to a server that asks for one
-	// (XRootD's ztn). Default: FindBearerToken, when the server asks.
+	// (XRootD's ztn). Default: FindBearerToken, when the server asks,
+	// unless NoTokenSearch.
 	Token string
+	// NoTokenSearch keeps the client from looking for a token in the
+	// environment (a service's connections must not present the token of
+	// whoever runs it).
+	NoTokenSearch bool
 }
 
 func (o *DialOptions) withDefaults() DialOptions {

@@ -133,7 +133,7 @@ func (c *Client) authenticate(ctx context.Context, security string) error {
 	}
 	if offered["ztn"] && c.tls {
 		tok := c.opts.Token
-		if tok == "" {
+		if tok == "" && !c.opts.NoTokenSearch {
 			var err error
 			if tok, err = FindBearerToken(); err != nil {
 				return err
@@ -152,6 +152,9 @@ func (c *Client) authenticate(ctx context.Context, security string) error {
 	}
 	if offered["ztn"] && !c.tls {
 		return Errorf(ErrTLSRequired, "server takes tokens under TLS only: use a roots:// URL")
+	}
+	if offered["ztn"] && c.opts.NoTokenSearch {
+		return Errorf(ErrAuthFailed, "server requires a bearer token, and none is configured")
 	}
 	if offered["ztn"] {
 		return Errorf(ErrAuthFailed, "server requires a bearer token: set BEARER_TOKEN or BEARER_TOKEN_FILE")

@@ -245,6 +245,9 @@ func Open(rawURL string, opts Options) (*Node, error) {
 	if opts.Client != nil {
 		n.dialOpts = *opts.Client
 	}
+	if strings.HasPrefix(rawURL, "roots://") || strings.HasPrefix(rawURL, "xroots://") {
+		n.dialOpts.WantTLS = true // the server must offer TLS
+	}
 	if n.dialOpts.Logger == nil {
 		n.dialOpts.Logger = opts.Logger
 	}
@@ -293,8 +296,8 @@ func parseURL(raw string) (addr, prefix string, err error) {
 		return "", "", fmt.Errorf("xrdnode: node URL %q: %w", raw, err)
 	}
 	switch {
-	case u.Scheme != "root" && u.Scheme != "xroot":
-		return "", "", bad("scheme must be root://")
+	case u.Scheme != "root" && u.Scheme != "xroot" && u.Scheme != "roots" && u.Scheme != "xroots":
+		return "", "", bad("scheme must be root:// or roots://")
 	case u.Host == "":
 		return "", "", bad("no host")
 	case u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "":
