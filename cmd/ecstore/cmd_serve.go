@@ -40,7 +40,10 @@ browsers, where the URL path is the object path.
 Access to S3 and HTTP needs credentials, given as lines of the cluster's
 config file or of an --auth-file (never as flags):
 
-  access-key = ID:SECRET       S3 signing key, and HTTP Basic user/password
+  access-key = ID:SECRET [SCOPE...]
+                               S3 signing key, and HTTP Basic user/password;
+                               storage scopes after it (storage.read:/b
+                               storage.modify:/b/scratch) limit what it may do
   token = TOKEN                bearer token (at least 16 characters) for
                                HTTP, and for root:// under TLS (below);
                                http-token is its older name
@@ -234,7 +237,7 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 		if len(acc.keys) == 0 {
 			return usageErrorf("--s3-addr needs an access key: access-key = ID:SECRET in the config file or --auth-file,\nor ECSTORE_ACCESS_KEY and ECSTORE_SECRET_KEY in the environment")
 		}
-		s3h = s3.NewHandler(c.Store(), s3.Options{Credentials: acc.keys, Domain: *s3Domain, Logger: log, Hooks: m.GatewayHooks()})
+		s3h = s3.NewHandler(c.Store(), s3.Options{Credentials: acc.keys, Grants: acc.grants, Domain: *s3Domain, Logger: log, Hooks: m.GatewayHooks()})
 		if *s3Expiry > 0 {
 			go s3.RunUploadExpiry(ctx, c.Store(), s3.ExpiryOptions{Age: *s3Expiry, Logger: log})
 		}
@@ -244,7 +247,7 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 		if len(acc.keys) == 0 && len(acc.tokens) == 0 && jwts == nil && !acc.anonRead && !*httpAnonWrites {
 			return usageErrorf("--http-addr needs credentials (access-key or http-token lines in the config file or\n--auth-file, or ECSTORE_ACCESS_KEY/ECSTORE_SECRET_KEY) or --http-anonymous-read")
 		}
-		h := webdav.NewHandler(c.Store(), webdav.Options{Keys: acc.keys, Tokens: acc.tokens, JWT: jwts,
+		h := webdav.NewHandler(c.Store(), webdav.Options{Keys: acc.keys, KeyGrants: acc.grants, Tokens: acc.tokens, JWT: jwts,
 			AnonymousRead: acc.anonRead, AnonymousWrite: *httpAnonWrites, Hooks: m.GatewayHooks(), Logger: log})
 		var stop func() error
 		var cancel context.CancelFunc
@@ -359,6 +362,7 @@ func loopback(addr string) bool {
 // access is who may use the S3 and HTTP frontends.
 type access struct {
 	keys      map[string]string
+	grants    map[string]*jwtauth.Grant // access keys limited to scopes
 	tokens    []string
 	anonRead  bool
 	issuers   []cluster.TokenIssuer
@@ -383,10 +387,22 @@ func gatherAccess(cfg, extra *cluster.Config) (access, error) {
 			continue
 		}
 		from := []string{"the config file", "--auth-file"}[i]
+		scopes := c.AccessKeyScopes()
 		for id, secret := range c.AccessKeys() {
 			if err := add(id, secret, from); err != nil {
 				return a, err
 			}
+			if scopes[id] == "" {
+				continue
+			}
+			g, err := jwtauth.StaticGrant(id, scopes[id])
+			if err != nil {
+				return a, usageErrorf("access key %s: %v", id, err)
+			}
+			if a.grants == nil {
+				a.grants = map[string]*jwtauth.Grant{}
+			}
+			a.grants[id] = g
 		}
 		a.tokens = append(a.tokens, c.Tokens()...)
 		a.anonRead = a.anonRead || c.HTTPAnonymousRead()

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/ecstore/ecstore/internal/jwtauth"
 )
 
 // Gateway access settings. They configure who may use the gateway's
@@ -13,9 +15,14 @@ import (
 // They are config-file keys only, with no command-line flags, so that
 // secrets never appear in a process list:
 //
-//	access-key = ID:SECRET     an access key: S3 SigV4 signing, and HTTP
+//	access-key = ID:SECRET [SCOPE...]
+//	                           an access key: S3 SigV4 signing, and HTTP
 //	                           Basic authentication with ID and SECRET.
-//	                           May repeat, one key per line.
+//	                           Storage scopes after it limit what it may
+//	                           do ("storage.read:/atlas
+//	                           storage.modify:/atlas/scratch"); without
+//	                           any it may do everything. May repeat, one
+//	                           key per line.
 //	token = TOKEN              a bearer token: for the HTTP frontend
 //	                           ("Authorization: Bearer TOKEN") and, when
 //	                           the gateway has a TLS certificate, for
@@ -54,6 +61,7 @@ const MinTokenLen = 16
 // access holds the gateway access settings of a Config.
 type access struct {
 	keys      map[string]string // access key id -> secret
+	scopes    map[string]string // access key id -> its storage scopes ("": all)
 	tokens    []string
 	anonRead  bool
 	issuers   []TokenIssuer
@@ -81,10 +89,22 @@ func repeatable(key string) bool {
 func (a *access) set(key, value string) (handled bool, err error) {
 	switch key {
 	case KeyAccessKey:
-		id, secret, ok := strings.Cut(value, ":")
-		if !ok || id == "" || secret == "" || strings.ContainsAny(value, " \t") {
-			return true, fmt.Errorf("%w: access-key: want ID:SECRET (no blanks)", ErrConfig)
+		cred, scopes, _ := strings.Cut(strings.TrimSpace(value), " ")
+		scopes = strings.Join(strings.Fields(scopes), " ")
+		id, secret, ok := strings.Cut(cred, ":")
+		if !ok || id == "" || secret == "" || strings.ContainsAny(cred, "\t") {
+			return true, fmt.Errorf("%w: access-key: want ID:SECRET (no blanks), then optionally storage scopes", ErrConfig)
 		}
+		if _, err := jwtauth.StaticGrant(id, scopes); err != nil {
+			return true, fmt.Errorf("%w: access-key %s: %v", ErrConfig, id, err)
+		}
+		if old, dup := a.scopes[id]; dup && old != scopes {
+			return true, fmt.Errorf("%w: access-key %s is given twice with different scopes", ErrConfig, id)
+		}
+		if a.scopes == nil {
+			a.scopes = map[string]string{}
+		}
+		a.scopes[id] = scopes
 		if old, dup := a.keys[id]; dup && old != secret {
 			return true, fmt.Errorf("%w: access-key %s is given twice with different secrets", ErrConfig, id)
 		}
@@ -137,6 +157,10 @@ func (a *access) set(key, value string) (handled bool, err error) {
 	}
 	return true, nil
 }
+
+// AccessKeyScopes returns each access key's storage scopes ("" for a
+// key that may do everything); the map is a copy.
+func (c *Config) AccessKeyScopes() map[string]string { return maps.Clone(c.access.scopes) }
 
 // AccessKeys returns the configured access keys (id -> secret); the map
 // is a copy.

@@ -146,3 +146,32 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+func TestStaticGrant(t *testing.T) {
+	g, err := StaticGrant("ops", "storage.read:/atlas/data storage.modify:/atlas/scratch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		op   Op
+		p    string
+		want bool
+	}{
+		{Read, "/atlas/data/x", true},
+		{Read, "/atlas/other", false},
+		{Create, "/atlas/scratch/x", true},
+		{Modify, "/atlas/data/x", false},
+	} {
+		if got := g.Allows(tc.op, tc.p); got != tc.want {
+			t.Errorf("Allows(%v, %s) = %v", tc.op, tc.p, got)
+		}
+	}
+	if !g.Reaches(Read, "/atlas") || g.Reaches(Read, "/cms") || !g.Reaches(Create, "/atlas") || g.Reaches(Modify, "/atl") {
+		t.Errorf("Reaches: %s", g.Scopes())
+	}
+	for _, bad := range []string{"storage.read:relative", "compute.read:/", "admin"} {
+		if _, err := StaticGrant("x", bad); err == nil {
+			t.Errorf("StaticGrant(%q) accepted", bad)
+		}
+	}
+}

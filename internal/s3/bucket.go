@@ -15,7 +15,7 @@ func (h *handler) listBuckets(req *request) error {
 	}
 	res := listAllMyBucketsResult{Owner: theOwner, Buckets: []bucketInfo{}}
 	for _, in := range infos {
-		if in.IsDir && bucketPathOK(in.Name) {
+		if in.IsDir && bucketPathOK(in.Name) && h.canSeeBucket(req, in.Name) {
 			res.Buckets = append(res.Buckets, bucketInfo{Name: in.Name, CreationDate: xmlTime(in.MTime)})
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ecstore/ecstore/internal/jwtauth"
 	"github.com/ecstore/ecstore/internal/object"
 )
 
@@ -508,7 +509,9 @@ func (h *handler) deleteObjects(req *request) error {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			errs[i] = h.remove(req.ctx, req.bucket, o.Key)
+			if errs[i] = h.allowed(req, jwtauth.Modify, "/"+req.bucket+"/"+o.Key); errs[i] == nil {
+				errs[i] = h.remove(req.ctx, req.bucket, o.Key)
+			}
 		}()
 	}
 	wg.Wait()
@@ -550,6 +553,9 @@ func copySource(v string) (bucket, key string, err error) {
 func (h *handler) openSource(req *request) (*object.Reader, error) {
 	bucket, key, err := copySource(req.r.Header.Get("X-Amz-Copy-Source"))
 	if err != nil {
+		return nil, err
+	}
+	if err := h.allowed(req, jwtauth.Read, "/"+bucket+"/"+key); err != nil {
 		return nil, err
 	}
 	path, dir, err := objectPath(bucket, key)

@@ -37,6 +37,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/ecstore/ecstore/internal/httpmeter"
+	"github.com/ecstore/ecstore/internal/jwtauth"
 	"log/slog"
 	"maps"
 	"net"
@@ -53,6 +54,9 @@ import (
 // Options configure the S3 frontend. Zero values take the documented
 // defaults.
 type Options struct {
+	// Grants limits access keys to storage scopes (scopes.go): a key
+	// without one may do everything.
+	Grants map[string]*jwtauth.Grant
 	// Credentials maps access key ids to secret keys. Every request must
 	// be signed with one of them; with none, every request is refused.
 	// (The caller may add a first key from ECSTORE_ACCESS_KEY and
@@ -248,6 +252,9 @@ func (h *handler) serve(req *request) error {
 		return err
 	}
 	req.auth = a
+	if err := h.checkScopes(req); err != nil {
+		return err
+	}
 	r, q := req.r, req.r.URL.Query()
 	for _, s := range unsupported {
 		if q.Has(s) {
@@ -255,7 +262,7 @@ func (h *handler) serve(req *request) error {
 		}
 	}
 	if q.Has("acl") && r.Method != http.MethodGet {
-		return ErrNotImplemented.with("ACLs are not implemented by ecstore; every key has full control")
+		return ErrNotImplemented.with("ACLs are not implemented by ecstore; a key's storage scopes in the gateway's config say what it may do")
 	}
 	switch {
 	case req.bucket == "":

@@ -32,6 +32,7 @@ import (
 // authenticator checks credentials against the configured ones.
 type authenticator struct {
 	jwt       *jwtauth.Checker
+	grants    map[string]*jwtauth.Grant
 	keys      map[string]string
 	tokens    [][]byte
 	anonRead  bool
@@ -40,7 +41,7 @@ type authenticator struct {
 }
 
 func newAuthenticator(o Options) authenticator {
-	a := authenticator{jwt: o.JWT, keys: map[string]string{}, anonRead: o.AnonymousRead, anonWrite: o.AnonymousWrite}
+	a := authenticator{jwt: o.JWT, grants: o.KeyGrants, keys: map[string]string{}, anonRead: o.AnonymousRead, anonWrite: o.AnonymousWrite}
 	for k, v := range o.Keys {
 		a.keys[k] = v
 	}
@@ -62,9 +63,11 @@ func (a *authenticator) check(req *request, write bool) error {
 	value = strings.TrimSpace(value)
 	switch {
 	case strings.EqualFold(scheme, "Basic"):
-		if !a.basic(value) {
+		id, ok := a.basic(value)
+		if !ok {
 			return errorf(http.StatusForbidden, "wrong access key or secret")
 		}
+		req.grant = a.grants[id] // nil: everything
 		return nil
 	case strings.EqualFold(scheme, "Bearer"):
 		if a.jwt != nil && jwtauth.LooksLikeJWT(value) {
@@ -92,15 +95,15 @@ func (a *authenticator) check(req *request, write bool) error {
 	return errorf(http.StatusUnauthorized, "credentials needed (an access key with HTTP Basic, or a bearer token)")
 }
 
-// basic checks a Basic credentials value.
-func (a *authenticator) basic(value string) bool {
+// basic checks a Basic credentials value and returns its access key id.
+func (a *authenticator) basic(value string) (string, bool) {
 	raw, err := base64.StdEncoding.DecodeString(value)
 	if err != nil {
-		return false
+		return "", false
 	}
 	id, secret, ok := strings.Cut(string(raw), ":")
 	if !ok {
-		return false
+		return "", false
 	}
 	want, known := a.keys[id]
 	if !known {
@@ -108,7 +111,7 @@ func (a *authenticator) basic(value string) bool {
 		// the id exists.
 		want = "\x00unknown access key id\x00"
 	}
-	return subtle.ConstantTimeCompare([]byte(secret), []byte(want)) == 1 && known
+	return id, subtle.ConstantTimeCompare([]byte(secret), []byte(want)) == 1 && known
 }
 
 // bearer checks a bearer token against every configured one.

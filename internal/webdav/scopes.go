@@ -20,7 +20,7 @@ func (h *handler) checkScopes(req *request) error {
 		if req.grant.Allows(op, p) || op == jwtauth.Read && h.auth.anonRead {
 			return nil
 		}
-		return errorf(http.StatusForbidden, "your token does not allow %s on %s", op, p)
+		return errorf(http.StatusForbidden, "your credentials do not allow %s on %s", op, p)
 	}
 	// put: a new object needs create, a replacement modify.
 	put := func(p string) error {
@@ -32,7 +32,7 @@ func (h *handler) checkScopes(req *request) error {
 				return nil
 			}
 		}
-		return errorf(http.StatusForbidden, "your token does not allow writing %s", p)
+		return errorf(http.StatusForbidden, "your credentials do not allow writing %s", p)
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, "PROPFIND":
@@ -57,5 +57,5 @@ func (h *handler) checkScopes(req *request) error {
 		}
 		return put(dst)
 	}
-	return errorf(http.StatusForbidden, "your token does not allow %s", r.Method)
+	return errorf(http.StatusForbidden, "your credentials do not allow %s", r.Method)
 }

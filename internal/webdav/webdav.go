@@ -57,6 +57,9 @@ type Options struct {
 	// Keys maps access key ids to their secrets: HTTP Basic
 	// authentication with an id and its secret may read and write.
 	Keys map[string]string
+	// KeyGrants limits access keys to storage scopes (scopes.go); a key
+	// without one may do everything.
+	KeyGrants map[string]*jwtauth.Grant
 	// Tokens are the bearer tokens ("Authorization: Bearer TOKEN") that
 	// may read and write.
 	Tokens []string

@@ -238,3 +238,57 @@ func TestGatewayOverTLSNodes(t *testing.T) {
 	}
 	gw.checkAlive(t)
 }
+
+// TestS3KeyScopesOverHTTPS drives S3 over https with the real aws cli:
+// a key limited to storage scopes writes where they allow and is denied
+// elsewhere, and lists only the buckets it reaches; an unlimited key
+// sees everything.
+func TestS3KeyScopesOverHTTPS(t *testing.T) {
+	aws := needTool(t, "aws")
+	work := t.TempDir()
+	files := testtls.New(t, "localhost")
+	auth := filepath.Join(work, "auth")
+	if err := os.WriteFile(auth, []byte("access-key = admin:admin-secret-0123\n"+
+		"access-key = atlas:atlas-secret-0123 storage.read:/atlas storage.modify:/atlas/scratch\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s3addr := testport.Addr(t)
+	startGateway(t, work, false, "--data", filepath.Join(work, "data"), "--fsync=false",
+		"--tls-cert", files.CertFile, "--tls-key", files.KeyFile, "--auth-file", auth, "--s3-addr", s3addr)
+	endpoint := "https://localhost:" + strings.Split(s3addr, ":")[1]
+	env := func(ak, sk string) []string {
+		return []string{"AWS_ACCESS_KEY_ID=" + ak, "AWS_SECRET_ACCESS_KEY=" + sk, "AWS_DEFAULT_REGION=us-east-1",
+			"AWS_EC2_METADATA_DISABLED=true", "AWS_CA_BUNDLE=" + files.CAFile}
+	}
+	admin, atlas := env("admin", "admin-secret-0123"), env("atlas", "atlas-secret-0123")
+	clients := &tlsClients{}
+	s3 := func(e []string, args ...string) (string, error) {
+		return clients.run(t, e, aws, append([]string{"--endpoint-url", endpoint}, args...)...)
+	}
+	local := filepath.Join(work, "f")
+	writeRandom(t, local, 1*mib+7, seed(t), 3)
+	for _, b := range []string{"s3://atlas", "s3://cms"} {
+		if out, err := s3(admin, "s3", "mb", b); err != nil {
+			t.Fatalf("aws s3 mb %s: %v\n%s", b, err, out)
+		}
+	}
+	if out, err := s3(atlas, "s3", "cp", "--only-show-errors", local, "s3://atlas/scratch/f"); err != nil {
+		t.Fatalf("limited key, in its scope: %v\n%s", err, out)
+	}
+	for _, dst := range []string{"s3://atlas/data/f", "s3://cms/f"} {
+		if out, err := s3(atlas, "s3", "cp", "--only-show-errors", local, dst); err == nil || !strings.Contains(out, "AccessDenied") {
+			t.Errorf("limited key to %s: %v, want AccessDenied\n%s", dst, err, out)
+		}
+	}
+	back := filepath.Join(work, "back")
+	if out, err := s3(atlas, "s3", "cp", "--only-show-errors", "s3://atlas/scratch/f", back); err != nil {
+		t.Fatalf("limited key reading back: %v\n%s", err, out)
+	}
+	sameFile(t, back, local)
+	if out, _ := s3(atlas, "s3", "ls"); !strings.Contains(out, "atlas") || strings.Contains(out, "cms") {
+		t.Errorf("buckets the limited key lists:\n%s", out)
+	}
+	if out, _ := s3(admin, "s3", "ls"); !strings.Contains(out, "atlas") || !strings.Contains(out, "cms") {
+		t.Errorf("buckets the admin key lists:\n%s", out)
+	}
+}

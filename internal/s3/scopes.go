@@ -1,0 +1,122 @@
+package s3
+
+import (
+	"errors"
+	"net/http"
+	"path"
+
+	"github.com/ecstore/ecstore/internal/jwtauth"
+	"github.com/ecstore/ecstore/internal/object"
+)
+
+// Access keys may be limited to storage scopes (Options.Grants): bucket
+// b, key k is the path /b/k, and a request needs
+//
+//   - to list buckets: nothing (the list shows the buckets the key may
+//     read something in);
+//   - to create a bucket: storage.create on /b; to delete one:
+//     storage.modify on /b;
+//   - to look at a bucket (HEAD, location, versioning, ACL, uploads, a
+//     listing): storage.read on /b or below it; a listing's objects come
+//     from the listing's prefix, which needs storage.read;
+//   - to read an object (GET, HEAD, ACL, the source of a copy):
+//     storage.read on /b/k;
+//   - to write one (PUT, a copy's destination, a multipart upload and its
+//     parts): storage.create, or storage.modify when the key exists;
+//   - to delete one: storage.modify (each key of a multi-object delete on
+//     its own).
+//
+// A key without a grant may do everything.
+
+// grant returns the request's key's grant, or nil for a key without one.
+func (h *handler) grant(req *request) *jwtauth.Grant {
+	if req.auth == nil {
+		return nil
+	}
+	return h.opts.Grants[req.auth.accessKey]
+}
+
+// allowed checks op on the object path p for the request's key.
+func (h *handler) allowed(req *request, op jwtauth.Op, p string) error {
+	if g := h.grant(req); g != nil && !g.Allows(op, p) {
+		return ErrAccessDenied.with("the access key's scopes do not allow %s on %s", op, p)
+	}
+	return nil
+}
+
+// allowedWrite checks a write of bucket/key: storage.modify, or
+// storage.create when nothing is there yet.
+func (h *handler) allowedWrite(req *request, bucket, key string) error {
+	g := h.grant(req)
+	p := "/" + bucket + "/" + key
+	if g == nil || g.Allows(jwtauth.Modify, p) {
+		return nil
+	}
+	if g.Allows(jwtauth.Create, p) {
+		op, _, err := objectPath(bucket, key)
+		if err != nil {
+			return nil // the request fails on its key
+		}
+		if _, err := h.store.Stat(req.ctx, op); errors.Is(err, object.ErrNotExist) {
+			return nil
+		}
+	}
+	return ErrAccessDenied.with("the access key's scopes do not allow writing %s", p)
+}
+
+// checkScopes holds a request to its key's scopes, before it is served.
+// Multi-object deletes and copies check their keys and sources where
+// they are served.
+func (h *handler) checkScopes(req *request) error {
+	g := h.grant(req)
+	if g == nil {
+		return nil
+	}
+	r, q := req.r, req.r.URL.Query()
+	b := "/" + req.bucket
+	switch {
+	case req.bucket == "":
+		return nil
+	case req.key == "":
+		switch {
+		case r.Method == http.MethodPut:
+			return h.allowed(req, jwtauth.Create, b)
+		case r.Method == http.MethodDelete:
+			return h.allowed(req, jwtauth.Modify, b)
+		case r.Method == http.MethodPost:
+			return nil // a multi-object delete: each key on its own
+		case r.Method == http.MethodGet && q.Get("prefix") != "" && !q.Has("uploads"):
+			if p := path.Join(b, q.Get("prefix")); g.Reaches(jwtauth.Read, p) || g.Allows(jwtauth.Read, path.Dir(p)) {
+				return nil
+			}
+		case g.Reaches(jwtauth.Read, b):
+			return nil
+		}
+		return ErrAccessDenied.with("the access key's scopes do not allow this on bucket %s", req.bucket)
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		if q.Has("uploadId") {
+			return h.allowed(req, jwtauth.Create, b+"/"+req.key)
+		}
+		return h.allowed(req, jwtauth.Read, b+"/"+req.key)
+	case http.MethodDelete:
+		if q.Has("uploadId") {
+			return h.allowed(req, jwtauth.Create, b+"/"+req.key)
+		}
+		return h.allowed(req, jwtauth.Modify, b+"/"+req.key)
+	case http.MethodPut, http.MethodPost:
+		if q.Has("uploadId") && r.Method == http.MethodPut {
+			return h.allowed(req, jwtauth.Create, b+"/"+req.key) // a part; the completion checks the object
+		}
+		return h.allowedWrite(req, req.bucket, req.key)
+	}
+	return nil
+}
+
+// canSeeBucket reports whether the request's key may read anything in
+// bucket (for ListBuckets).
+func (h *handler) canSeeBucket(req *request, bucket string) bool {
+	g := h.grant(req)
+	return g == nil || g.Reaches(jwtauth.Read, "/"+bucket) || g.Reaches(jwtauth.Create, "/"+bucket)
+}
