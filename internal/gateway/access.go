@@ -57,11 +57,14 @@ func (f *FS) allowWrite(ctx context.Context, name string) error {
 	if err == nil {
 		return nil
 	}
-	if f.allow(ctx, jwtauth.Create, "write", name) != nil {
-		return err
+	absent := func() bool {
+		_, serr := f.store.Stat(ctx, name)
+		return errors.Is(serr, object.ErrNotExist) // else it exists, or cannot be told not to
 	}
-	if _, serr := f.store.Stat(ctx, name); !errors.Is(serr, object.ErrNotExist) {
-		return err // it exists (or cannot be told not to): a replacement
+	if id := xrootd.PeerIdentity(ctx); id.Authenticated {
+		if g, ok := id.Grant.(*jwtauth.Grant); ok && g.AllowsWrite(name, absent) {
+			return nil
+		}
 	}
-	return nil
+	return err
 }

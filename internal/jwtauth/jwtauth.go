@@ -102,6 +102,13 @@ func (g *Grant) Allows(op Op, p string) bool {
 	return false
 }
 
+// AllowsWrite reports whether the grant lets its holder write p: with
+// storage.modify, or with storage.create when absent (asked only then)
+// reports that nothing is at p yet.
+func (g *Grant) AllowsWrite(p string, absent func() bool) bool {
+	return g.Allows(Modify, p) || g.Allows(Create, p) && absent()
+}
+
 // Reaches reports whether the grant allows op on p or on something
 // below p (a bucket whose one prefix the holder may read is one it may
 // look at).

@@ -49,17 +49,16 @@ func (h *handler) allowed(req *request, op jwtauth.Op, p string) error {
 func (h *handler) allowedWrite(req *request, bucket, key string) error {
 	g := h.grant(req)
 	p := "/" + bucket + "/" + key
-	if g == nil || g.Allows(jwtauth.Modify, p) {
-		return nil
-	}
-	if g.Allows(jwtauth.Create, p) {
+	absent := func() bool {
 		op, _, err := objectPath(bucket, key)
 		if err != nil {
-			return nil // the request fails on its key
+			return true // the request fails on its key
 		}
-		if _, err := h.store.Stat(req.ctx, op); errors.Is(err, object.ErrNotExist) {
-			return nil
-		}
+		_, err = h.store.Stat(req.ctx, op)
+		return errors.Is(err, object.ErrNotExist)
+	}
+	if g == nil || g.AllowsWrite(p, absent) {
+		return nil
 	}
 	return ErrAccessDenied.with("the access key's scopes do not allow writing %s", p)
 }

@@ -24,13 +24,12 @@ func (h *handler) checkScopes(req *request) error {
 	}
 	// put: a new object needs create, a replacement modify.
 	put := func(p string) error {
-		if req.grant.Allows(jwtauth.Modify, p) {
-			return nil
+		absent := func() bool {
+			_, err := h.store.Stat(req.ctx, p)
+			return errors.Is(err, object.ErrNotExist)
 		}
-		if req.grant.Allows(jwtauth.Create, p) {
-			if _, err := h.store.Stat(req.ctx, p); errors.Is(err, object.ErrNotExist) {
-				return nil
-			}
+		if req.grant.AllowsWrite(p, absent) {
+			return nil
 		}
 		return errorf(http.StatusForbidden, "your credentials do not allow writing %s", p)
 	}
