@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 )
 
 // DefaultCertDir is where grid hosts keep the certificate authorities
@@ -49,6 +51,36 @@ func ClientTLSConfig() (*tls.Config, error) {
 		pool.AppendCertsFromPEM(b)
 	}
 	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
+// defaultTLS is ClientTLSConfig for connections without a configuration
+// of their own, read again every few minutes rather than per connection:
+// a grid host's certificate directory holds hundreds of files, which
+// its CRL and CA updates change now and then.
+var defaultTLS tlsCache
+
+type tlsCache struct {
+	mu  sync.Mutex
+	cfg *tls.Config
+	dir string // X509_CERT_DIR when cfg was made
+	at  time.Time
+}
+
+const tlsCacheFor = 5 * time.Minute
+
+func (c *tlsCache) get() (*tls.Config, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	dir := os.Getenv("X509_CERT_DIR")
+	if c.cfg != nil && c.dir == dir && time.Since(c.at) < tlsCacheFor {
+		return c.cfg, nil
+	}
+	cfg, err := ClientTLSConfig()
+	if err != nil {
+		return nil, err
+	}
+	c.cfg, c.dir, c.at = cfg, dir, time.Now()
+	return cfg, nil
 }
 
 // isHashName reports whether name is an OpenSSL hashed certificate name
@@ -103,7 +135,7 @@ func (c *Client) startTLS(ctx context.Context, host string) error {
 	cfg := c.opts.TLS
 	if cfg == nil {
 		var err error
-		if cfg, err = ClientTLSConfig(); err != nil {
+		if cfg, err = defaultTLS.get(); err != nil {
 			return err
 		}
 	}
