@@ -1,9 +1,10 @@
-// Package tlsfiles serves a TLS certificate and key kept in PEM files,
-// reloading them when they change on disk: a site renews its host
-// certificate in place (by a cron job, certbot or its grid tooling), and
-// a gateway must pick the new one up without a restart. A pair that
-// fails to load keeps the previous one in use, and the failure is
-// reported once per change.
+// Package tlsfiles keeps the TLS files of a service. Pair serves a
+// certificate and key kept in PEM files, reloading them when they change
+// on disk: a site renews its host certificate in place (by a cron job,
+// certbot or its grid tooling), and a gateway must pick the new one up
+// without a restart. A pair that fails to load keeps the previous one in
+// use, and the failure is reported once per change. ClientConfig trusts
+// the authorities a grid host trusts (X509_CERT_DIR).
 package tlsfiles
 
 import (
@@ -12,6 +13,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -131,4 +135,91 @@ func expiry(c *tls.Certificate) time.Time {
 		return time.Time{}
 	}
 	return c.Leaf.NotAfter
+}
+
+// DefaultCertDir is where grid hosts keep the certificate authorities
+// they trust (X509_CERT_DIR overrides it).
+const DefaultCertDir = "/etc/grid-security/certificates"
+
+// clientConfig returns a client configuration that trusts the system's
+// authorities and those in X509_CERT_DIR (or DefaultCertDir when it
+// exists): every PEM file there, including OpenSSL's hashed names.
+func clientConfig() (*tls.Config, error) {
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	dir := os.Getenv("X509_CERT_DIR")
+	if dir == "" {
+		if _, err := os.Stat(DefaultCertDir); err != nil {
+			return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+		}
+		dir = DefaultCertDir
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("tls: trusted certificates: %w", err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".pem") && !strings.HasSuffix(name, ".crt") && !isHashName(name) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			continue // a dangling link, a file being replaced
+		}
+		pool.AppendCertsFromPEM(b)
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
+// ClientConfig returns a client configuration that trusts the system's
+// authorities and those in X509_CERT_DIR (or DefaultCertDir when it
+// exists): every PEM file there, including OpenSSL's hashed names, as
+// XRootD's and grid tools' clients do. It is read again every few
+// minutes rather than per connection (a grid host's certificate
+// directory holds hundreds of files, which its CRL and CA updates change
+// now and then), and when X509_CERT_DIR changes. Callers must not
+// change the configuration; Clone it first.
+func ClientConfig() (*tls.Config, error) { return defaultClient.get() }
+
+var defaultClient tlsCache
+
+type tlsCache struct {
+	mu  sync.Mutex
+	cfg *tls.Config
+	dir string // X509_CERT_DIR when cfg was made
+	at  time.Time
+}
+
+const tlsCacheFor = 5 * time.Minute
+
+func (c *tlsCache) get() (*tls.Config, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	dir := os.Getenv("X509_CERT_DIR")
+	if c.cfg != nil && c.dir == dir && time.Since(c.at) < tlsCacheFor {
+		return c.cfg, nil
+	}
+	cfg, err := clientConfig()
+	if err != nil {
+		return nil, err
+	}
+	c.cfg, c.dir, c.at = cfg, dir, time.Now()
+	return cfg, nil
+}
+
+// isHashName reports whether name is an OpenSSL hashed certificate name
+// ("3387b84d.0").
+func isHashName(name string) bool {
+	h, n, ok := strings.Cut(name, ".")
+	if !ok || len(h) != 8 {
+		return false
+	}
+	if _, err := strconv.ParseUint(h, 16, 32); err != nil {
+		return false
+	}
+	_, err := strconv.Atoi(n)
+	return err == nil
 }

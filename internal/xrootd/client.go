@@ -63,7 +63,7 @@ type DialOptions struct {
 	// ecstore gateway that takes tokens) moves the connection to TLS.
 	// Set by WantTLS, TLS and Token.
 	AbleTLS bool
-	// TLS is the client's TLS configuration. Default ClientTLSConfig: the
+	// TLS is the client's TLS configuration. Default tlsfiles.ClientConfig: the
 	// system's authorities and X509_CERT_DIR's.
 	TLS *tls.Config
 	// Token is the bearer token to present to a server that asks for one

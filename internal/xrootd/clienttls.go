@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -12,90 +11,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
+
+	"github.com/ecstore/ecstore/internal/tlsfiles"
 )
-
-// DefaultCertDir is where grid hosts keep the certificate authorities
-// they trust (X509_CERT_DIR overrides it), as XRootD's client does.
-const DefaultCertDir = "/etc/grid-security/certificates"
-
-// ClientTLSConfig returns a client configuration that trusts the system's
-// authorities and those in X509_CERT_DIR (or DefaultCertDir when it
-// exists): every PEM file there, including OpenSSL's hashed names.
-func ClientTLSConfig() (*tls.Config, error) {
-	pool, err := x509.SystemCertPool()
-	if err != nil || pool == nil {
-		pool = x509.NewCertPool()
-	}
-	dir := os.Getenv("X509_CERT_DIR")
-	if dir == "" {
-		if _, err := os.Stat(DefaultCertDir); err != nil {
-			return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
-		}
-		dir = DefaultCertDir
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("xrootd: trusted certificates: %w", err)
-	}
-	for _, e := range entries {
-		name := e.Name()
-		if !strings.HasSuffix(name, ".pem") && !strings.HasSuffix(name, ".crt") && !isHashName(name) {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			continue // a dangling link, a file being replaced
-		}
-		pool.AppendCertsFromPEM(b)
-	}
-	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
-}
-
-// defaultTLS is ClientTLSConfig for connections without a configuration
-// of their own, read again every few minutes rather than per connection:
-// a grid host's certificate directory holds hundreds of files, which
-// its CRL and CA updates change now and then.
-var defaultTLS tlsCache
-
-type tlsCache struct {
-	mu  sync.Mutex
-	cfg *tls.Config
-	dir string // X509_CERT_DIR when cfg was made
-	at  time.Time
-}
-
-const tlsCacheFor = 5 * time.Minute
-
-func (c *tlsCache) get() (*tls.Config, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	dir := os.Getenv("X509_CERT_DIR")
-	if c.cfg != nil && c.dir == dir && time.Since(c.at) < tlsCacheFor {
-		return c.cfg, nil
-	}
-	cfg, err := ClientTLSConfig()
-	if err != nil {
-		return nil, err
-	}
-	c.cfg, c.dir, c.at = cfg, dir, time.Now()
-	return cfg, nil
-}
-
-// isHashName reports whether name is an OpenSSL hashed certificate name
-// ("3387b84d.0").
-func isHashName(name string) bool {
-	h, n, ok := strings.Cut(name, ".")
-	if !ok || len(h) != 8 {
-		return false
-	}
-	if _, err := strconv.ParseUint(h, 16, 32); err != nil {
-		return false
-	}
-	_, err := strconv.Atoi(n)
-	return err == nil
-}
 
 // FindBearerToken finds the caller's bearer token as WLCG's token
 // discovery (and XRootD's client) does: BEARER_TOKEN, the file named by
@@ -135,7 +53,7 @@ func (c *Client) startTLS(ctx context.Context, host string) error {
 	cfg := c.opts.TLS
 	if cfg == nil {
 		var err error
-		if cfg, err = defaultTLS.get(); err != nil {
+		if cfg, err = tlsfiles.ClientConfig(); err != nil {
 			return err
 		}
 	}
