@@ -2,6 +2,7 @@ package webdav
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -51,12 +52,17 @@ func FuzzHandler(f *testing.F) {
 		{9, true, "/d/o", "", "post"},
 		{0, true, "/d/o?x=1&y", "Authorization: Basic !!!", ""},
 		{0, false, "/%2e%2e/x", "Authorization: Bearer wrong", ""},
+		{6, true, "/d/pulled", "Source: https://other.example.org/f\nTransferHeaderAuthorization: Bearer x", ""},
+		{6, true, "/d/o", "Destination: https://other.example.org/f\nCredential: none", ""},
+		{6, true, "/d/o", "Source: gsiftp://x/y", ""},
 	}
 	for _, s := range seeds {
 		f.Add(s.method, s.authed, s.target, s.hdr, []byte(s.body))
 	}
 	c := testcluster.New(f, 4, testGeometry)
-	h := NewHandler(c.Store, Options{Tokens: []string{testToken}, AnonymousRead: true})
+	// Third-party copies talk to this in-memory "other server" instead
+	// of the network.
+	h := NewHandler(c.Store, Options{Tokens: []string{testToken}, AnonymousRead: true, TPCClient: &http.Client{Transport: fakeRemote{}}})
 	for _, setup := range []struct{ method, target, body string }{{"MKCOL", "/d", ""}, {"PUT", "/d/o", "0123456789"}} {
 		r := httptest.NewRequest(setup.method, setup.target, strings.NewReader(setup.body))
 		r.Header.Set("Authorization", "Bearer "+testToken)
@@ -86,4 +92,21 @@ func FuzzHandler(f *testing.F) {
 			t.Fatalf("%s %s %v: status %d: %s", r.Method, target, r.Header, w.Code, w.Body.Bytes())
 		}
 	})
+}
+
+// fakeRemote answers a third-party copy's requests in memory: a small
+// file for GET, 201 for PUT (after reading the body).
+type fakeRemote struct{}
+
+func (fakeRemote) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+	}
+	resp := &http.Response{StatusCode: http.StatusCreated, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("")), Request: r}
+	if r.Method == http.MethodGet {
+		resp.StatusCode, resp.ContentLength = http.StatusOK, 11
+		resp.Body = io.NopCloser(strings.NewReader("from remote"))
+	}
+	return resp, nil
 }

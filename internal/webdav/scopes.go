@@ -42,7 +42,15 @@ func (h *handler) checkScopes(req *request) error {
 		return need(jwtauth.Create, req.path)
 	case http.MethodPut:
 		return put(req.path)
-	case "MOVE", "COPY":
+	case "COPY":
+		switch {
+		case r.Header.Get("Source") != "": // a third-party pull into the path
+			return put(req.path)
+		case isRemoteDestination(r): // a third-party push of the path
+			return need(jwtauth.Read, req.path)
+		}
+		fallthrough
+	case "MOVE":
 		src := jwtauth.Modify
 		if r.Method == "COPY" {
 			src = jwtauth.Read

@@ -75,6 +75,13 @@ type Options struct {
 	// JWT, when set, takes bearer tokens that are JSON Web Tokens of its
 	// issuers, each held to its storage scopes (see scopes.go).
 	JWT *jwtauth.Checker
+	// TPCClient makes the requests of third-party copies (tpc.go) to
+	// other servers. Default: an HTTP client that trusts the system's
+	// authorities and X509_CERT_DIR's.
+	TPCClient *http.Client
+	// markerEvery overrides the period of third-party copies'
+	// performance markers (tests).
+	markerEvery time.Duration
 	// Hooks observe every request (op "http_get", "http_put", ...; an
 	// error for any status of 400 or more) and the object bytes moved.
 	Hooks gateway.Hooks
@@ -88,6 +95,9 @@ type handler struct {
 	store *object.Store
 	opts  Options
 	auth  authenticator
+	// tpc and markerEvery serve third-party copies (tpc.go).
+	tpc         tpcClient
+	markerEvery time.Duration
 }
 
 // NewHandler returns an http.Handler serving store over HTTP and WebDAV.
@@ -98,7 +108,16 @@ func NewHandler(store *object.Store, opts Options) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &handler{store: store, opts: opts, auth: newAuthenticator(opts)}
+	h := &handler{store: store, opts: opts, auth: newAuthenticator(opts), markerEvery: markerEvery}
+	if opts.markerEvery > 0 {
+		h.markerEvery = opts.markerEvery
+	}
+	if opts.TPCClient != nil {
+		h.tpc = opts.TPCClient
+	} else {
+		h.tpc = defaultTPCClient()
+	}
+	return h
 }
 
 // allowed is the Allow header: every method this frontend implements.
@@ -203,6 +222,12 @@ func (h *handler) serve(req *request) error {
 	case "MOVE":
 		return h.moveOrCopy(req, false)
 	case "COPY":
+		switch {
+		case r.Header.Get("Source") != "":
+			return h.tpcPull(req)
+		case isRemoteDestination(r):
+			return h.tpcPush(req)
+		}
 		return h.moveOrCopy(req, true)
 	}
 	return errorf(http.StatusMethodNotAllowed, "method %s is not supported", r.Method)

@@ -204,3 +204,50 @@ func TestCrossProtocolHTTP(t *testing.T) {
 	gw.checkAlive(t)
 	gw.fsck(t)
 }
+
+// TestThirdPartyCopyDavix moves a file between two gateways with the
+// real davix-cp, in pull mode (the destination gateway fetches it) and
+// push mode (the source gateway sends it), each side with its own token
+// (the other side's passed as TransferHeaderAuthorization), as FTS does.
+func TestThirdPartyCopyDavix(t *testing.T) {
+	davix := needTool(t, "davix-cp")
+	needTool(t, "curl")
+	work := t.TempDir()
+	gws := make([]string, 2)
+	tokens := []string{"source-gateway-token-0123", "destination-gateway-token-0123"}
+	for i := range gws {
+		dir := filepath.Join(work, fmt.Sprint("gw", i))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		auth := filepath.Join(dir, "auth")
+		if err := os.WriteFile(auth, []byte("token = "+tokens[i]+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		gws[i] = testport.Addr(t)
+		startGateway(t, dir, false, "--data", filepath.Join(dir, "data"), "--fsync=false", "--auth-file", auth, "--http-addr", gws[i])
+	}
+	local := filepath.Join(work, "local")
+	writeRandom(t, local, 7*mib+11, seed(t), 5)
+	bearer := func(i int) string { return "Authorization: Bearer " + tokens[i] }
+	transfer := func(i int) string { return "TransferHeaderAuthorization: Bearer " + tokens[i] }
+	must(t, "curl", "-sS", "--fail", "-H", bearer(0), "-T", local, "http://"+gws[0]+"/tpc/src")
+
+	out := must(t, davix, "--copy-mode", "pull", "-H", bearer(1), "-H", transfer(0),
+		"http://"+gws[0]+"/tpc/src", "http://"+gws[1]+"/tpc/pulled")
+	t.Logf("davix-cp pull: %s", strings.TrimSpace(out))
+	back := filepath.Join(work, "back")
+	must(t, "curl", "-sS", "--fail", "-H", bearer(1), "-o", back, "http://"+gws[1]+"/tpc/pulled")
+	sameFile(t, back, local)
+
+	out = must(t, davix, "--copy-mode", "push", "-H", bearer(0), "-H", transfer(1),
+		"http://"+gws[0]+"/tpc/src", "http://"+gws[1]+"/tpc/pushed")
+	t.Logf("davix-cp push: %s", strings.TrimSpace(out))
+	must(t, "curl", "-sS", "--fail", "-H", bearer(1), "-o", back, "http://"+gws[1]+"/tpc/pushed")
+	sameFile(t, back, local)
+
+	// Without the source's credentials the pull fails, and says why.
+	if out, err := run(t, davix, "--copy-mode", "pull", "-H", bearer(1), "http://"+gws[0]+"/tpc/src", "http://"+gws[1]+"/tpc/denied"); err == nil {
+		t.Errorf("davix-cp pull without the source's token succeeded:\n%s", out)
+	}
+}

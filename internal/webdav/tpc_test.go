@@ -1,0 +1,116 @@
+package webdav
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestThirdPartyPull: a COPY with a Source header fetches the file from
+// the other server (with the TransferHeader credentials), answers 202
+// with performance markers while the bytes come, ends with "success:
+// Created", and stores the object; a source that breaks off leaves
+// nothing and ends with "failure:"; errors found before the transfer
+// keep their status.
+func TestThirdPartyPull(t *testing.T) {
+	data := bytes.Repeat([]byte("pulled across "), 50000)
+	src := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer source-token" {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		body := data
+		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+		if r.URL.Path == "/broken" {
+			body = data[:len(data)/2] // then the connection ends
+		}
+		for len(body) > 0 { // in pieces, slowly enough for markers
+			n := min(len(body), 100000)
+			w.Write(body[:n])
+			w.(http.Flusher).Flush()
+			body = body[n:]
+			time.Sleep(15 * time.Millisecond)
+		}
+		if r.URL.Path == "/broken" {
+			panic(http.ErrAbortHandler)
+		}
+	}))
+	defer src.Close()
+	ts := newTestServer(t, func(o *Options) { o.markerEvery = 5 * time.Millisecond })
+	ts.must(http.StatusCreated, "MKCOL", "/tpc", nil, nil)
+	hdr := map[string]string{"Source": src.URL + "/file", "TransferHeaderAuthorization": "Bearer source-token"}
+	r := ts.must(http.StatusAccepted, "COPY", "/tpc/pulled", nil, hdr)
+	body := string(r.body)
+	if !strings.Contains(body, "Perf Marker\nTimestamp: ") || !strings.Contains(body, "Stripe Bytes Transferred: ") || !strings.HasSuffix(body, "success: Created\n") {
+		t.Fatalf("pull answer:\n%s", body)
+	}
+	if got, err := ts.c.Get("/tpc/pulled"); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("pulled object: %d bytes, %v", len(got), err)
+	}
+
+	hdr["Source"] = src.URL + "/broken"
+	r = ts.must(http.StatusAccepted, "COPY", "/tpc/broken", nil, hdr)
+	if !strings.Contains(string(r.body), "\nfailure: ") && !strings.HasPrefix(string(r.body), "failure: ") {
+		t.Errorf("pull of a source that breaks off:\n%s", r.body)
+	}
+	if _, err := ts.c.Get("/tpc/broken"); err == nil {
+		t.Error("a broken pull left an object")
+	}
+
+	ts.must(http.StatusBadGateway, "COPY", "/tpc/denied", nil, map[string]string{"Source": src.URL + "/file"})
+	ts.must(http.StatusBadRequest, "COPY", "/tpc/x", nil, map[string]string{"Source": "ftp://elsewhere/x"})
+	ts.must(http.StatusBadRequest, "COPY", "/tpc/x", nil, map[string]string{"Source": src.URL + "/file", "Credential": "gridsite"})
+	ts.must(http.StatusPreconditionFailed, "COPY", "/tpc/pulled", nil, map[string]string{"Source": src.URL + "/file", "Overwrite": "F"})
+}
+
+// TestThirdPartyPush: a COPY whose Destination is on another server PUTs
+// the object there with the TransferHeader credentials and its length,
+// and reports success; a destination that refuses is reported as a
+// failure.
+func TestThirdPartyPush(t *testing.T) {
+	data := bytes.Repeat([]byte("pushed across "), 40000)
+	var (
+		mu   sync.Mutex
+		got  []byte
+		auth string
+	)
+	dst := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPut || r.URL.Path == "/refuse" {
+			http.Error(w, "refused", http.StatusForbidden)
+			return
+		}
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got, auth = b, r.Header.Get("Authorization")
+		mu.Unlock()
+		if r.ContentLength != int64(len(data)) {
+			http.Error(w, "length", http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer dst.Close()
+	ts := newTestServer(t)
+	ts.c.Put(t, "/out/obj", data)
+	r := ts.must(http.StatusAccepted, "COPY", "/out/obj", nil,
+		map[string]string{"Destination": dst.URL + "/in/obj", "TransferHeaderAuthorization": "Bearer dest-token"})
+	if !strings.HasSuffix(string(r.body), "success: Created\n") {
+		t.Fatalf("push answer:\n%s", r.body)
+	}
+	mu.Lock()
+	if !bytes.Equal(got, data) || auth != "Bearer dest-token" {
+		t.Errorf("the destination got %d bytes with Authorization %q", len(got), auth)
+	}
+	mu.Unlock()
+	r = ts.must(http.StatusAccepted, "COPY", "/out/obj", nil, map[string]string{"Destination": dst.URL + "/refuse"})
+	if !strings.Contains(string(r.body), "failure: ") || !strings.Contains(string(r.body), "403") {
+		t.Errorf("push to a destination that refuses:\n%s", r.body)
+	}
+	ts.must(http.StatusNotFound, "COPY", "/out/missing", nil, map[string]string{"Destination": dst.URL + "/in/x"})
+}
