@@ -44,7 +44,8 @@ import (
 //
 // and a last line "success: Created", or "failure: REASON" (the status
 // has been sent by then). A pulled object appears only when it was
-// received whole, as with PUT.
+// received whole and, when the source sent a Digest (it is asked for
+// adler32), matches it. A push sends the object's adler32 as Digest.
 
 // markerEvery is the period of performance markers; tpcIdle ends a
 // transfer whose bytes stopped moving (the other server hangs) for that
@@ -162,6 +163,9 @@ func (h *handler) tpcPull(req *request) error {
 		return wrapf(err, http.StatusBadRequest, "Source %q", src)
 	}
 	get.Header = transferHeaders(r)
+	if get.Header.Get("Want-Digest") == "" {
+		get.Header.Set("Want-Digest", "adler32") // verified before the object appears
+	}
 	resp, err := h.tpc.Do(get)
 	if err != nil {
 		return wrapf(err, http.StatusBadGateway, "GET %s", src.Redacted())
@@ -170,13 +174,17 @@ func (h *handler) tpcPull(req *request) error {
 	if resp.StatusCode != http.StatusOK {
 		return errorf(http.StatusBadGateway, "GET %s: the source answered %s", src.Redacted(), resp.Status)
 	}
+	check, err := newDigestCheck(resp.Header.Get("Digest"))
+	if err != nil {
+		return wrapf(err, http.StatusBadGateway, "GET %s: a Digest that cannot be read", src.Redacted())
+	}
 	w, err := h.store.Create(req.ctx, req.path, &object.CreateOptions{SizeHint: max(resp.ContentLength, 0)})
 	if err != nil {
 		return err
 	}
 	var moved atomic.Int64
 	return h.streamTPC(req, &moved, func() error {
-		n, err := w.ReadFrom(&countingReader{ctx: ctx, r: resp.Body, n: &moved})
+		n, err := w.ReadFrom(&bodyReader{r: &countingReader{ctx: ctx, r: resp.Body, n: &moved}, check: check})
 		switch {
 		case err != nil:
 			_ = w.Abort()
@@ -184,6 +192,10 @@ func (h *handler) tpcPull(req *request) error {
 		case resp.ContentLength >= 0 && n != resp.ContentLength:
 			_ = w.Abort()
 			return fmt.Errorf("the source sent %d bytes of %d", n, resp.ContentLength)
+		}
+		if err := check.verify(); err != nil {
+			_ = w.Abort()
+			return fmt.Errorf("%s: %w", src.Redacted(), err)
 		}
 		if err := w.Close(); err != nil {
 			return fmt.Errorf("storing %s: %w", req.path, err)
@@ -221,6 +233,9 @@ func (h *handler) tpcPush(req *request) error {
 	}
 	put.ContentLength = rd.Size()
 	put.Header = transferHeaders(r)
+	if sum := rd.Info().Adler32; sum != "" && put.Header.Get("Digest") == "" {
+		put.Header.Set("Digest", "adler32="+sum) // for the destination to verify
+	}
 	put.GetBody = nil // not replayable: no redirect may resend it
 	return h.streamTPC(req, &moved, func() error {
 		resp, err := h.tpc.Do(put)

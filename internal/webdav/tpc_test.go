@@ -2,6 +2,8 @@ package webdav
 
 import (
 	"bytes"
+	"fmt"
+	"hash/adler32"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,9 +17,9 @@ import (
 // TestThirdPartyPull: a COPY with a Source header fetches the file from
 // the other server (with the TransferHeader credentials), answers 202
 // with performance markers while the bytes come, ends with "success:
-// Created", and stores the object; a source that breaks off leaves
-// nothing and ends with "failure:"; errors found before the transfer
-// keep their status.
+// Created", and stores the object; a source that breaks off, or whose
+// Digest does not match what it sent, leaves nothing and ends with
+// "failure:"; errors found before the transfer keep their status.
 func TestThirdPartyPull(t *testing.T) {
 	data := bytes.Repeat([]byte("pulled across "), 50000)
 	src := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -27,6 +29,12 @@ func TestThirdPartyPull(t *testing.T) {
 		}
 		body := data
 		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+		switch {
+		case r.URL.Path == "/corrupt":
+			w.Header().Set("Digest", "adler32=00000001")
+		case r.Header.Get("Want-Digest") == "adler32":
+			w.Header().Set("Digest", fmt.Sprintf("adler32=%08x", adler32.Checksum(data)))
+		}
 		if r.URL.Path == "/broken" {
 			body = data[:len(data)/2] // then the connection ends
 		}
@@ -63,6 +71,15 @@ func TestThirdPartyPull(t *testing.T) {
 		t.Error("a broken pull left an object")
 	}
 
+	hdr["Source"] = src.URL + "/corrupt"
+	r = ts.must(http.StatusAccepted, "COPY", "/tpc/corrupt", nil, hdr)
+	if !strings.Contains(string(r.body), "failure: ") || !strings.Contains(string(r.body), "does not match") {
+		t.Errorf("pull of a source whose Digest does not match:\n%s", r.body)
+	}
+	if _, err := ts.c.Get("/tpc/corrupt"); err == nil {
+		t.Error("a pull that failed its Digest left an object")
+	}
+
 	ts.must(http.StatusBadGateway, "COPY", "/tpc/denied", nil, map[string]string{"Source": src.URL + "/file"})
 	ts.must(http.StatusBadRequest, "COPY", "/tpc/x", nil, map[string]string{"Source": "ftp://elsewhere/x"})
 	ts.must(http.StatusBadRequest, "COPY", "/tpc/x", nil, map[string]string{"Source": src.URL + "/file", "Credential": "gridsite"})
@@ -76,9 +93,10 @@ func TestThirdPartyPull(t *testing.T) {
 func TestThirdPartyPush(t *testing.T) {
 	data := bytes.Repeat([]byte("pushed across "), 40000)
 	var (
-		mu   sync.Mutex
-		got  []byte
-		auth string
+		mu     sync.Mutex
+		got    []byte
+		auth   string
+		digest string
 	)
 	dst := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPut || r.URL.Path == "/refuse" {
@@ -87,7 +105,7 @@ func TestThirdPartyPush(t *testing.T) {
 		}
 		b, _ := io.ReadAll(r.Body)
 		mu.Lock()
-		got, auth = b, r.Header.Get("Authorization")
+		got, auth, digest = b, r.Header.Get("Authorization"), r.Header.Get("Digest")
 		mu.Unlock()
 		if r.ContentLength != int64(len(data)) {
 			http.Error(w, "length", http.StatusBadRequest)
@@ -104,8 +122,8 @@ func TestThirdPartyPush(t *testing.T) {
 		t.Fatalf("push answer:\n%s", r.body)
 	}
 	mu.Lock()
-	if !bytes.Equal(got, data) || auth != "Bearer dest-token" {
-		t.Errorf("the destination got %d bytes with Authorization %q", len(got), auth)
+	if !bytes.Equal(got, data) || auth != "Bearer dest-token" || digest != fmt.Sprintf("adler32=%08x", adler32.Checksum(data)) {
+		t.Errorf("the destination got %d bytes with Authorization %q, Digest %q", len(got), auth, digest)
 	}
 	mu.Unlock()
 	r = ts.must(http.StatusAccepted, "COPY", "/out/obj", nil, map[string]string{"Destination": dst.URL + "/refuse"})
