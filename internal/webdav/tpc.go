@@ -45,7 +45,9 @@ import (
 // and a last line "success: Created", or "failure: REASON" (the status
 // has been sent by then). A pulled object appears only when it was
 // received whole and, when the source sent a Digest (it is asked for
-// adler32), matches it. A push sends the object's adler32 as Digest.
+// adler32), matches it; with "RequireChecksumVerification: true" a
+// source that sends none is refused. A push sends the object's adler32
+// as Digest.
 
 // markerEvery is the period of performance markers; tpcIdle ends a
 // transfer whose bytes stopped moving (the other server hangs) for that
@@ -177,6 +179,9 @@ func (h *handler) tpcPull(req *request) error {
 	check, err := newDigestCheck(resp.Header.Get("Digest"))
 	if err != nil {
 		return wrapf(err, http.StatusBadGateway, "GET %s: a Digest that cannot be read", src.Redacted())
+	}
+	if check.sums == nil && strings.EqualFold(strings.TrimSpace(r.Header.Get("RequireChecksumVerification")), "true") {
+		return errorf(http.StatusBadGateway, "GET %s: the source sent no adler32 or crc32c Digest, and RequireChecksumVerification is true", src.Redacted())
 	}
 	w, err := h.store.Create(req.ctx, req.path, &object.CreateOptions{SizeHint: max(resp.ContentLength, 0)})
 	if err != nil {

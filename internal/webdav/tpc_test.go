@@ -81,6 +81,8 @@ func TestThirdPartyPull(t *testing.T) {
 	}
 
 	ts.must(http.StatusBadGateway, "COPY", "/tpc/denied", nil, map[string]string{"Source": src.URL + "/file"})
+	ts.must(http.StatusBadGateway, "COPY", "/tpc/unverified", nil, map[string]string{"Source": src.URL + "/file",
+		"TransferHeaderAuthorization": "Bearer source-token", "TransferHeaderWant-Digest": "md5", "RequireChecksumVerification": "true"})
 	ts.must(http.StatusBadRequest, "COPY", "/tpc/x", nil, map[string]string{"Source": "ftp://elsewhere/x"})
 	ts.must(http.StatusBadRequest, "COPY", "/tpc/x", nil, map[string]string{"Source": src.URL + "/file", "Credential": "gridsite"})
 	ts.must(http.StatusPreconditionFailed, "COPY", "/tpc/pulled", nil, map[string]string{"Source": src.URL + "/file", "Overwrite": "F"})
