@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ecstore/ecstore/internal/access"
 	"github.com/ecstore/ecstore/internal/cluster"
 	"github.com/ecstore/ecstore/internal/dataserver"
 	"github.com/ecstore/ecstore/internal/tlsfiles"
@@ -78,7 +79,7 @@ func cmdNode(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		srv.Tokens, srv.TokenRequired = tokenChecker(tokens, nil), true
+		srv.Tokens, srv.TokenRequired = tokenChecker(access.NewLive(&access.Set{Tokens: tokens})), true
 	}
 	fsys, err := dataserver.New(*dir, dataserver.Options{Fsync: *fsync})
 	if err != nil {

@@ -12,10 +12,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"sync/atomic"
+	"syscall"
 	"time"
 
+	"github.com/ecstore/ecstore/internal/access"
 	"github.com/ecstore/ecstore/internal/cluster"
 	"github.com/ecstore/ecstore/internal/gateway"
 	"github.com/ecstore/ecstore/internal/jwtauth"
@@ -64,6 +67,9 @@ them with XRootD's ztn protocol: xrdcp, xrdfs, ROOT and Python present
 BEARER_TOKEN (or their token file) under TLS, and a valid token may
 write; clients without one only read, or are turned away with
 --root-token-required. Without tokens, root:// clients are anonymous.
+
+SIGHUP re-reads these credentials (config file and --auth-file) without
+a restart.
 
 Abandoned S3 multipart uploads (neither completed nor aborted) are
 removed with their parts after --s3-upload-expiry.
@@ -223,32 +229,33 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 	if tlsPair != nil {
 		tlsConfig = tlsPair.Config()
 	}
-	var jwts *jwtauth.Checker
-	if len(acc.issuers) > 0 {
-		if jwts, err = jwtChecker(acc, log); err != nil {
-			return err
-		}
+	set, err := acc.set(log)
+	if err != nil {
+		return err
 	}
+	creds := access.NewLive(set)
 	if rootTokens {
-		checkToken = tokenChecker(acc.tokens, jwts)
+		checkToken = tokenChecker(creds)
 	}
+	go reloadOnHangup(ctx, creds, log, func() (*access.Set, error) {
+		return reloadAccess(c.ConfigFile(), *authFile, *httpAnonRead, log)
+	})
 	var s3h http.Handler
 	if *s3Addr != "" {
 		if len(acc.keys) == 0 {
 			return usageErrorf("--s3-addr needs an access key: access-key = ID:SECRET in the config file or --auth-file,\nor ECSTORE_ACCESS_KEY and ECSTORE_SECRET_KEY in the environment")
 		}
-		s3h = s3.NewHandler(c.Store(), s3.Options{Credentials: acc.keys, Grants: acc.grants, Domain: *s3Domain, Logger: log, Hooks: m.GatewayHooks()})
+		s3h = s3.NewHandler(c.Store(), s3.Options{Access: creds, Domain: *s3Domain, Logger: log, Hooks: m.GatewayHooks()})
 		if *s3Expiry > 0 {
 			go s3.RunUploadExpiry(ctx, c.Store(), s3.ExpiryOptions{Age: *s3Expiry, Logger: log})
 		}
 	}
 	var httpBound string
 	if *httpAddr != "" {
-		if len(acc.keys) == 0 && len(acc.tokens) == 0 && jwts == nil && !acc.anonRead && !*httpAnonWrites {
+		if len(acc.keys) == 0 && len(acc.tokens) == 0 && set.JWT == nil && !acc.anonRead && !*httpAnonWrites {
 			return usageErrorf("--http-addr needs credentials (access-key or http-token lines in the config file or\n--auth-file, or ECSTORE_ACCESS_KEY/ECSTORE_SECRET_KEY) or --http-anonymous-read")
 		}
-		h := webdav.NewHandler(c.Store(), webdav.Options{Keys: acc.keys, KeyGrants: acc.grants, Tokens: acc.tokens, JWT: jwts,
-			AnonymousRead: acc.anonRead, AnonymousWrite: *httpAnonWrites, Hooks: m.GatewayHooks(), Logger: log})
+		h := webdav.NewHandler(c.Store(), webdav.Options{Access: creds, AnonymousWrite: *httpAnonWrites, Hooks: m.GatewayHooks(), Logger: log})
 		var stop func() error
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
@@ -307,7 +314,7 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 }
 
 // jwtChecker checks the JSON Web Tokens of the configured issuers.
-func jwtChecker(acc access, log *slog.Logger) (*jwtauth.Checker, error) {
+func jwtChecker(acc accessConfig, log *slog.Logger) (*jwtauth.Checker, error) {
 	issuers := make([]jwtauth.Issuer, len(acc.issuers))
 	for i, is := range acc.issuers {
 		issuers[i] = jwtauth.Issuer{URL: is.URL, Base: is.Base}
@@ -319,22 +326,23 @@ func jwtChecker(acc access, log *slog.Logger) (*jwtauth.Checker, error) {
 	return c, nil
 }
 
-// tokenChecker returns the check of root:// bearer tokens: a JSON Web
-// Token of a configured issuer (jwts, may be nil; its grant: what its
-// scopes allow), or one of the opaque tokens, compared in constant time
-// (no grant: everything). A token's holder is named by its subject, or
-// by its place in the list ("token 2"), never by the token.
-func tokenChecker(tokens []string, jwts *jwtauth.Checker) func(context.Context, string) (string, any, error) {
+// tokenChecker returns the check of root:// bearer tokens against the
+// current credentials: a JSON Web Token of a trusted issuer (its grant:
+// what its scopes allow), or one of the opaque tokens, compared in
+// constant time (no grant: everything). A token's holder is named by its
+// subject, or by its place in the list ("token 2"), never by the token.
+func tokenChecker(creds *access.Live) func(context.Context, string) (string, any, error) {
 	return func(ctx context.Context, tok string) (string, any, error) {
-		if jwts != nil && jwtauth.LooksLikeJWT(tok) {
-			g, err := jwts.Check(ctx, tok)
+		set := creds.Load()
+		if set.JWT != nil && jwtauth.LooksLikeJWT(tok) {
+			g, err := set.JWT.Check(ctx, tok)
 			if err != nil {
 				return "", nil, err
 			}
 			return g.Subject + " (" + g.Issuer + ")", g, nil
 		}
 		found := 0
-		for i, t := range tokens {
+		for i, t := range set.Tokens {
 			if subtle.ConstantTimeCompare([]byte(t), []byte(tok)) == 1 {
 				found = i + 1
 			}
@@ -343,6 +351,69 @@ func tokenChecker(tokens []string, jwts *jwtauth.Checker) func(context.Context, 
 			return "", nil, errors.New("not a configured token")
 		}
 		return fmt.Sprintf("token %d", found), nil, nil
+	}
+}
+
+// set turns the configuration into the credentials the frontends check.
+func (a accessConfig) set(log *slog.Logger) (*access.Set, error) {
+	set := &access.Set{Keys: a.keys, Grants: a.grants, Tokens: a.tokens, AnonymousRead: a.anonRead}
+	if len(a.issuers) > 0 {
+		var err error
+		if set.JWT, err = jwtChecker(a, log); err != nil {
+			return nil, err
+		}
+	}
+	return set, nil
+}
+
+// reloadAccess reads the credentials again from the cluster's config
+// file (if it has one) and the --auth-file (if given).
+func reloadAccess(configFile, authFile string, anonRead bool, log *slog.Logger) (*access.Set, error) {
+	var cfg, extra *cluster.Config
+	if configFile != "" {
+		f, err := os.Open(configFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg, err = cluster.ParseConfig(f, configFile)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	if authFile != "" {
+		var err error
+		if extra, err = readAuthFile(authFile); err != nil {
+			return nil, err
+		}
+	}
+	acc, err := gatherAccess(cfg, extra)
+	if err != nil {
+		return nil, err
+	}
+	acc.anonRead = acc.anonRead || anonRead
+	return acc.set(log)
+}
+
+// reloadOnHangup replaces the credentials with load's on every SIGHUP
+// until ctx ends; a load that fails keeps the current ones.
+func reloadOnHangup(ctx context.Context, creds *access.Live, log *slog.Logger, load func() (*access.Set, error)) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		set, err := load()
+		if err != nil {
+			log.Error("credentials not reloaded; the current ones stay in use", "err", err)
+			continue
+		}
+		creds.Store(set)
+		log.Info("credentials reloaded", "access_keys", len(set.Keys), "tokens", len(set.Tokens), "token_issuers", set.JWT != nil)
 	}
 }
 
@@ -359,8 +430,8 @@ func loopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// access is who may use the S3 and HTTP frontends.
-type access struct {
+// accessConfig is who may use the frontends, as configured.
+type accessConfig struct {
 	keys      map[string]string
 	grants    map[string]*jwtauth.Grant // access keys limited to scopes
 	tokens    []string
@@ -373,8 +444,8 @@ type access struct {
 // --auth-file (extra, may be nil) and of ECSTORE_ACCESS_KEY and
 // ECSTORE_SECRET_KEY. An access key id given twice with different
 // secrets is an error.
-func gatherAccess(cfg, extra *cluster.Config) (access, error) {
-	a := access{keys: map[string]string{}}
+func gatherAccess(cfg, extra *cluster.Config) (accessConfig, error) {
+	a := accessConfig{keys: map[string]string{}}
 	add := func(id, secret, from string) error {
 		if old, ok := a.keys[id]; ok && old != secret {
 			return usageErrorf("access key %s has two different secrets (the second from %s)", id, from)

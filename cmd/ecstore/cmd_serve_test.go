@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/ecstore/ecstore/internal/access"
 )
 
 func TestLoopback(t *testing.T) {
@@ -45,7 +47,7 @@ func TestServeTLSUsage(t *testing.T) {
 }
 
 func TestTokenChecker(t *testing.T) {
-	check := tokenChecker([]string{"first-token-0123456789", "second-token-0123456789"}, nil)
+	check := tokenChecker(access.NewLive(&access.Set{Tokens: []string{"first-token-0123456789", "second-token-0123456789"}}))
 	for tok, want := range map[string]string{"first-token-0123456789": "token 1", "second-token-0123456789": "token 2", "": "", "first-token": ""} {
 		holder, grant, err := check(context.Background(), tok)
 		if (err == nil) != (want != "") || (err == nil && holder != want) || grant != nil {

@@ -36,6 +36,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/ecstore/ecstore/internal/access"
 	"github.com/ecstore/ecstore/internal/httpmeter"
 	"github.com/ecstore/ecstore/internal/jwtauth"
 	"log/slog"
@@ -57,6 +58,9 @@ type Options struct {
 	// Grants limits access keys to storage scopes (scopes.go): a key
 	// without one may do everything.
 	Grants map[string]*jwtauth.Grant
+	// Access, when set, replaces Credentials and Grants with a set that
+	// may be reloaded while the handler serves.
+	Access *access.Live
 	// Credentials maps access key ids to secret keys. Every request must
 	// be signed with one of them; with none, every request is refused.
 	// (The caller may add a first key from ECSTORE_ACCESS_KEY and
@@ -135,6 +139,14 @@ type handler struct {
 	listings *listingCache
 }
 
+// access returns the credentials the handler checks.
+func (o *Options) access() *access.Live {
+	if o.Access != nil {
+		return o.Access
+	}
+	return access.NewLive(&access.Set{Keys: o.Credentials, Grants: o.Grants})
+}
+
 // NewHandler returns an http.Handler serving the S3 API over store. It is
 // safe for concurrent use; each request's context governs its store
 // operations (a client that goes away aborts its upload).
@@ -143,7 +155,7 @@ func NewHandler(store *object.Store, opts Options) http.Handler {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return &handler{store: store, opts: opts, host: strings.ToUpper(hex.EncodeToString(b[:])),
-		auth:           verifier{creds: opts.Credentials, region: opts.Region, skew: opts.MaxClockSkew, now: opts.Now},
+		auth:           verifier{creds: opts.access(), region: opts.Region, skew: opts.MaxClockSkew, now: opts.Now},
 		keepAliveDelay: 10 * time.Second, listings: newListingCache(opts.Now)}
 }
 

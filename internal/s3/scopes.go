@@ -33,7 +33,7 @@ func (h *handler) grant(req *request) *jwtauth.Grant {
 	if req.auth == nil {
 		return nil
 	}
-	return h.opts.Grants[req.auth.accessKey]
+	return req.auth.grant
 }
 
 // allowed checks op on the object path p for the request's key.

@@ -10,6 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ecstore/ecstore/internal/access"
+	"github.com/ecstore/ecstore/internal/jwtauth"
 )
 
 // AWS Signature Version 4, as S3 uses it:
@@ -36,18 +39,19 @@ const (
 // auth is the signing context of a request whose signature verified.
 type auth struct {
 	accessKey string
-	key       []byte // the signing key of the credential scope
-	amzDate   string // the request time, as signed
-	scope     string // date/region/service/aws4_request
-	signature string // the request's signature: the seed of aws-chunked chains
-	payload   string // declared payload hash (x-amz-content-sha256)
+	grant     *jwtauth.Grant // the key's scopes; nil: everything
+	key       []byte         // the signing key of the credential scope
+	amzDate   string         // the request time, as signed
+	scope     string         // date/region/service/aws4_request
+	signature string         // the request's signature: the seed of aws-chunked chains
+	payload   string         // declared payload hash (x-amz-content-sha256)
 	presigned bool
 }
 
 // verifier checks SigV4 signatures against a set of credentials.
 type verifier struct {
-	creds  map[string]string // access key id -> secret
-	region string            // required scope region; "" accepts any
+	creds  *access.Live // access keys and their scopes
+	region string       // required scope region; "" accepts any
 	skew   time.Duration
 	now    func() time.Time
 }
@@ -151,7 +155,8 @@ func (v *verifier) check(r *http.Request, cred, date, signedList, sig, payload s
 	if !ok {
 		return nil, malformed.with("the Credential %q is malformed; expecting \"<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/aws4_request\"", cred)
 	}
-	secret, known := v.creds[ak]
+	set := v.creds.Load()
+	secret, known := set.Keys[ak]
 	if !known {
 		return nil, ErrInvalidAccessKeyID
 	}
@@ -187,7 +192,7 @@ func (v *verifier) check(r *http.Request, cred, date, signedList, sig, payload s
 	if !hmac.Equal([]byte(want), []byte(strings.ToLower(sig))) {
 		return nil, ErrSignatureDoesNotMatch
 	}
-	return &auth{accessKey: ak, key: key, amzDate: date, scope: scope, signature: want, payload: payload, presigned: presigned}, nil
+	return &auth{accessKey: ak, grant: set.Grants[ak], key: key, amzDate: date, scope: scope, signature: want, payload: payload, presigned: presigned}, nil
 }
 
 func contains(list []string, s string) bool {

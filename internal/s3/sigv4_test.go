@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ecstore/ecstore/internal/access"
 )
 
 // The vectors below are the worked examples of the Amazon S3 API
@@ -35,7 +37,7 @@ const (
 )
 
 func awsExampleVerifier(at time.Time) *verifier {
-	return &verifier{creds: map[string]string{awsExampleAK: awsExampleSecret}, skew: 15 * time.Minute,
+	return &verifier{creds: liveKeys(map[string]string{awsExampleAK: awsExampleSecret}), skew: 15 * time.Minute,
 		now: func() time.Time { return at }}
 }
 
@@ -309,7 +311,7 @@ func TestTrailerTampering(t *testing.T) {
 func TestSignRoundTrip(t *testing.T) {
 	now := time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC)
 	s := testSigner{ak: "AK", sk: "secret/+=", region: "us-east-1", now: func() time.Time { return now }}
-	v := &verifier{creds: map[string]string{"AK": "secret/+="}, skew: 15 * time.Minute, now: func() time.Time { return now }}
+	v := &verifier{creds: liveKeys(map[string]string{"AK": "secret/+="}), skew: 15 * time.Minute, now: func() time.Time { return now }}
 	paths := []string{"/", "/b", "/b/", "/b/a b+c%d", "/b/ü/ñ?x=1&y=a%20b&y=a+c&z", "/b/k?prefix=a/b&delimiter=/&list-type=2", "/b/k?uploads",
 		"/b/k~._-*'()!$&,;=@:"}
 	for _, p := range paths {
@@ -344,8 +346,8 @@ func TestSignRoundTrip(t *testing.T) {
 		{"unsigned x-amz header", func(r *http.Request) { r.Header.Set("X-Amz-Meta-Evil", "1") }, v, ErrAccessDenied},
 		{"changed header value", func(r *http.Request) { r.Header.Set("X-Amz-Content-Sha256", unsignedPayload) }, v, ErrSignatureDoesNotMatch},
 		{"other host", func(r *http.Request) { r.Host = "evil" }, v, ErrSignatureDoesNotMatch},
-		{"wrong secret", func(*http.Request) {}, &verifier{creds: map[string]string{"AK": "other"}, skew: time.Minute, now: v.now}, ErrSignatureDoesNotMatch},
-		{"unknown key", func(*http.Request) {}, &verifier{creds: map[string]string{"AK2": "secret"}, skew: time.Minute, now: v.now}, ErrInvalidAccessKeyID},
+		{"wrong secret", func(*http.Request) {}, &verifier{creds: liveKeys(map[string]string{"AK": "other"}), skew: time.Minute, now: v.now}, ErrSignatureDoesNotMatch},
+		{"unknown key", func(*http.Request) {}, &verifier{creds: liveKeys(map[string]string{"AK2": "secret"}), skew: time.Minute, now: v.now}, ErrInvalidAccessKeyID},
 		{"clock skew", func(*http.Request) {}, &verifier{creds: v.creds, skew: 15 * time.Minute, now: func() time.Time { return now.Add(16 * time.Minute) }}, ErrRequestTimeTooSkewed},
 		{"region pinned", func(*http.Request) {}, &verifier{creds: v.creds, region: "eu-west-1", skew: time.Minute, now: v.now}, ErrAuthHeaderMalformed},
 		{"no auth", func(r *http.Request) { r.Header.Del("Authorization") }, v, ErrAccessDenied},
@@ -377,7 +379,7 @@ func serverSide(t *testing.T, r *http.Request, body []byte) *http.Request {
 func TestPayloadChecks(t *testing.T) {
 	now := time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC)
 	s := testSigner{ak: "AK", sk: "sk", region: "r", now: func() time.Time { return now }}
-	v := &verifier{creds: map[string]string{"AK": "sk"}, skew: 15 * time.Minute, now: func() time.Time { return now }}
+	v := &verifier{creds: liveKeys(map[string]string{"AK": "sk"}), skew: 15 * time.Minute, now: func() time.Time { return now }}
 	data := bytes.Repeat([]byte("0123456789"), 5000)
 	sum := sha256.Sum256(data)
 	hexSum := hex.EncodeToString(sum[:])
@@ -471,4 +473,9 @@ func TestCRC64NVME(t *testing.T) {
 	if got := crc64.Checksum([]byte("123456789"), crc64NVME); got != 0xAE8B14860A799888 {
 		t.Fatalf("crc64nvme = %x", got)
 	}
+}
+
+// liveKeys is a credential set of keys alone.
+func liveKeys(keys map[string]string) *access.Live {
+	return access.NewLive(&access.Set{Keys: keys})
 }

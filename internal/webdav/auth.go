@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/ecstore/ecstore/internal/access"
 	"github.com/ecstore/ecstore/internal/jwtauth"
 )
 
@@ -40,12 +41,10 @@ type authenticator struct {
 	challenge []string // WWW-Authenticate values
 }
 
-func newAuthenticator(o Options) authenticator {
-	a := authenticator{jwt: o.JWT, grants: o.KeyGrants, keys: map[string]string{}, anonRead: o.AnonymousRead, anonWrite: o.AnonymousWrite}
-	for k, v := range o.Keys {
-		a.keys[k] = v
-	}
-	for _, t := range o.Tokens {
+// newAuthenticator builds the checks of one credential set.
+func newAuthenticator(set *access.Set, anonWrite bool) *authenticator {
+	a := &authenticator{jwt: set.JWT, grants: set.Grants, keys: set.Keys, anonRead: set.AnonymousRead, anonWrite: anonWrite}
+	for _, t := range set.Tokens {
 		a.tokens = append(a.tokens, []byte(t))
 	}
 	if len(a.keys) > 0 || len(a.tokens) == 0 {
@@ -55,6 +54,24 @@ func newAuthenticator(o Options) authenticator {
 		a.challenge = append(a.challenge, `Bearer realm="ecstore"`)
 	}
 	return a
+}
+
+// authNow returns the authenticator of the current credential set,
+// built once per set (a reload replaces the set).
+func (h *handler) authNow() *authenticator {
+	set := h.access.Load()
+	if c := h.auth.Load(); c != nil && c.set == set {
+		return c.a
+	}
+	c := &builtAuth{set: set, a: newAuthenticator(set, h.opts.AnonymousWrite)}
+	h.auth.Store(c)
+	return c.a
+}
+
+// builtAuth is an authenticator and the set it was built from.
+type builtAuth struct {
+	set *access.Set
+	a   *authenticator
 }
 
 // check authorizes a request that reads, or writes when write is set.

@@ -17,7 +17,7 @@ import (
 func (h *handler) checkScopes(req *request) error {
 	r := req.r
 	need := func(op jwtauth.Op, p string) error {
-		if req.grant.Allows(op, p) || op == jwtauth.Read && h.auth.anonRead {
+		if req.grant.Allows(op, p) || op == jwtauth.Read && h.authNow().anonRead {
 			return nil
 		}
 		return errorf(http.StatusForbidden, "your credentials do not allow %s on %s", op, p)

@@ -42,8 +42,10 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/ecstore/ecstore/internal/access"
 	"github.com/ecstore/ecstore/internal/gateway"
 	"github.com/ecstore/ecstore/internal/jwtauth"
 	"github.com/ecstore/ecstore/internal/node"
@@ -72,6 +74,10 @@ type Options struct {
 	// handler checks every request, so a listener reachable from other
 	// hosts never takes anonymous writes from them.
 	AnonymousWrite bool
+	// Access, when set, replaces Keys, KeyGrants, Tokens, JWT and
+	// AnonymousRead with a set that may be reloaded while the handler
+	// serves.
+	Access *access.Live
 	// JWT, when set, takes bearer tokens that are JSON Web Tokens of its
 	// issuers, each held to its storage scopes (see scopes.go).
 	JWT *jwtauth.Checker
@@ -92,9 +98,10 @@ type Options struct {
 
 // handler serves HTTP and WebDAV requests over a store.
 type handler struct {
-	store *object.Store
-	opts  Options
-	auth  authenticator
+	store  *object.Store
+	opts   Options
+	access *access.Live
+	auth   atomic.Pointer[builtAuth] // of the current access set
 	// tpc and markerEvery serve third-party copies (tpc.go).
 	tpc         tpcClient
 	markerEvery time.Duration
@@ -108,7 +115,10 @@ func NewHandler(store *object.Store, opts Options) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &handler{store: store, opts: opts, auth: newAuthenticator(opts), markerEvery: markerEvery}
+	h := &handler{store: store, opts: opts, access: opts.Access, markerEvery: markerEvery}
+	if h.access == nil {
+		h.access = access.NewLive(&access.Set{Keys: opts.Keys, Grants: opts.KeyGrants, Tokens: opts.Tokens, JWT: opts.JWT, AnonymousRead: opts.AnonymousRead})
+	}
 	if opts.markerEvery > 0 {
 		h.markerEvery = opts.markerEvery
 	}
@@ -194,7 +204,7 @@ func (h *handler) serve(req *request) error {
 	if r.Method == http.MethodOptions {
 		return h.options(req) // reveals nothing about objects: no credentials needed
 	}
-	if err := h.auth.check(req, write); err != nil {
+	if err := h.authNow().check(req, write); err != nil {
 		return err
 	}
 	var err error

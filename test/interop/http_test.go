@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -249,5 +251,59 @@ func TestThirdPartyCopyDavix(t *testing.T) {
 	// Without the source's credentials the pull fails, and says why.
 	if out, err := run(t, davix, "--copy-mode", "pull", "-H", bearer(1), "http://"+gws[0]+"/tpc/src", "http://"+gws[1]+"/tpc/denied"); err == nil {
 		t.Errorf("davix-cp pull without the source's token succeeded:\n%s", out)
+	}
+}
+
+// TestCredentialsReloadOnHangup: a gateway re-reads its credentials on
+// SIGHUP: a token added to the --auth-file works and a removed access key
+// stops working, without a restart; a file that does not parse keeps the
+// current credentials (and says so in the log).
+func TestCredentialsReloadOnHangup(t *testing.T) {
+	needTool(t, "curl")
+	work := t.TempDir()
+	auth := filepath.Join(work, "auth")
+	write := func(text string) {
+		if err := os.WriteFile(auth, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("access-key = alpha:alpha-secret-0123\n")
+	httpAddr := testport.Addr(t)
+	gw := startGateway(t, work, false, "--data", filepath.Join(work, "data"), "--fsync=false", "--auth-file", auth,
+		"--http-addr", httpAddr, "--log-level", "info")
+	url := "http://" + httpAddr + "/reload/obj"
+	status := func(cred ...string) string {
+		out, _ := run(t, "curl", append([]string{"-s", "-o", "/dev/null", "-w", "%{http_code}", "-T", "/dev/null"}, append(cred, url)...)...)
+		return out
+	}
+	alpha := []string{"-u", "alpha:alpha-secret-0123"}
+	beta := []string{"-H", "Authorization: Bearer beta-token-0123456789"}
+	if got := status(alpha...); got != "201" && got != "204" {
+		t.Fatalf("PUT with the configured key: %s", got)
+	}
+	if got := status(beta...); got != "403" {
+		t.Fatalf("PUT with a token not configured yet: %s", got)
+	}
+	write("token = beta-token-0123456789\n")
+	if err := gw.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for status(beta...) != "204" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the token added before SIGHUP is still refused:\n%s", gw.tail(2000))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := status(alpha...); got != "401" && got != "403" {
+		t.Errorf("PUT with the key removed before SIGHUP: %s", got)
+	}
+	write("token = short\n") // does not parse: too short
+	if err := gw.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	gw.waitLog(t, regexp.MustCompile(`credentials not reloaded`), 10*time.Second)
+	if got := status(beta...); got != "204" {
+		t.Errorf("PUT with the current token after a failed reload: %s", got)
 	}
 }
