@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"crypto/tls"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"sync/atomic"
 	"syscall"
@@ -69,7 +71,9 @@ write; clients without one only read, or are turned away with
 --root-token-required. Without tokens, root:// clients are anonymous.
 
 SIGHUP re-reads these credentials (config file and --auth-file) without
-a restart.
+a restart. The cluster's config file may also hold this command's flags
+as key = value lines (root-addr = 0.0.0.0:1094, tls-cert = FILE, ...);
+a flag on the command line wins.
 
 Abandoned S3 multipart uploads (neither completed nor aborted) are
 removed with their parts after --s3-upload-expiry.
@@ -113,6 +117,9 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 	healInterval := fs.Duration("heal-interval", 0, "also run a full repair of the cluster every `DURATION` (0: never)")
 	memLimit := fs.String("memory-limit", "auto", "soft limit of the gateway's memory: auto (40 MiB plus 4 blocks per open\ntransfer, or 4 times the object's size when it is smaller, at least 64 MiB:\nthe resident size stays within 64 MiB plus 4 blocks per open transfer,\nabout 80 MiB with none; unless GOMEMLIMIT is set), a `SIZE`, or off")
 	if _, err := fs.parse(args, 0, 0); err != nil {
+		return err
+	}
+	if err := applyGatewaySettings(fs, cf); err != nil {
 		return err
 	}
 	for _, a := range []string{*rootAddr, *metricsAddr, *pprofAddr, *s3Addr, *httpAddr} {
@@ -415,6 +422,46 @@ func reloadOnHangup(ctx context.Context, creds *access.Live, log *slog.Logger, l
 		creds.Store(set)
 		log.Info("credentials reloaded", "access_keys", len(set.Keys), "tokens", len(set.Tokens), "token_issuers", set.JWT != nil)
 	}
+}
+
+// applyGatewaySettings sets the serve flags that the command line left
+// alone from the gateway settings of the cluster's config file (the
+// --config file, or the embedded cluster's), if there is one.
+func applyGatewaySettings(fs *flagSet, cf *clusterFlags) error {
+	file := cf.config
+	if file == "" && cf.nodes == "" {
+		dir := cf.data
+		if dir == "" {
+			dir = cluster.DefaultDataDir
+		}
+		file = filepath.Join(dir, cluster.ConfigName)
+		if _, err := os.Stat(file); err != nil {
+			return nil // a new embedded cluster: nothing set yet
+		}
+	}
+	if file == "" {
+		return nil
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil // the cluster's opening reports it
+	}
+	cfg, err := cluster.ParseConfig(f, file)
+	f.Close()
+	if err != nil {
+		return nil // likewise
+	}
+	onCommandLine := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { onCommandLine[f.Name] = true })
+	for key, value := range cfg.GatewaySettings() {
+		if onCommandLine[key] {
+			continue
+		}
+		if err := fs.Set(key, value); err != nil {
+			return usageErrorf("%s: %s = %s: %v", file, key, value, err)
+		}
+	}
+	return nil
 }
 
 // loopback reports whether a listen address only accepts local clients.

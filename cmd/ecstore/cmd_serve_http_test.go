@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"maps"
 	"net"
@@ -192,4 +193,61 @@ func freeTestPort(t *testing.T) string {
 	defer ln.Close()
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	return port
+}
+
+// TestServeSettingsFromConfig: `ecstore serve --config FILE` takes its
+// listeners and other serve flags from the file's gateway settings; a
+// flag on the command line wins over the file; a bad value in the file
+// is a usage error naming it.
+func TestServeSettingsFromConfig(t *testing.T) {
+	t.Setenv("ECSTORE_ACCESS_KEY", "")
+	t.Setenv("ECSTORE_SECRET_KEY", "")
+	dir := t.TempDir()
+	var nodes []string
+	for i := range 3 {
+		d := filepath.Join(dir, fmt.Sprint("n", i))
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, d)
+	}
+	const token = "config-test-token-0123456789"
+	fromFile, fromFlag := "127.0.0.1:"+freeTestPort(t), "127.0.0.1:"+freeTestPort(t)
+	conf := writeTestFile(t, "ecstore.conf", "ec = 2+1\nspares = 0\nfsync = false\nnodes = "+strings.Join(nodes, ", ")+"\n"+
+		"token = "+token+"\nroot-addr = 127.0.0.1:0\nmetrics-addr =\nheal = false\nhttp-addr = "+fromFile+"\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr syncBuffer
+	e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: &stderr, isTerminal: func(io.Writer) bool { return false }}
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, e, []string{"serve", "--config", conf, "--http-addr", fromFlag}) }()
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(stderr.String(), "HTTP on http://"+fromFlag); time.Sleep(10 * time.Millisecond) {
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited %d:\n%s", code, stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start on the command line's --http-addr:\n%s", stderr.String())
+		}
+	}
+	if strings.Contains(stderr.String(), "metrics on") {
+		t.Errorf("metrics served although the config turns them off:\n%s", stderr.String())
+	}
+	r, _ := http.NewRequest("PUT", "http://"+fromFlag+"/c/o", strings.NewReader("configured"))
+	r.Header.Set("Authorization", "Bearer "+token)
+	if resp, err := http.DefaultClient.Do(r); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("PUT with the config's token: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Fatalf("serve exited %d:\n%s", code, stderr.String())
+	}
+
+	bad := writeTestFile(t, "bad.conf", "ec = 2+1\nspares = 0\nnodes = "+strings.Join(nodes, ", ")+"\nheal = maybe\n")
+	if r := ecstore(t, nil, "serve", "--config", bad); r.code != exitUsage || !strings.Contains(r.stderr, "bad.conf: heal = maybe") {
+		t.Errorf("a bad gateway setting: exit %d\n%s", r.code, r.stderr)
+	}
 }

@@ -199,7 +199,7 @@ func (c *Config) HTTPAnonymousRead() bool { return c.access.anonRead }
 // OnlyAccess reports whether the config sets nothing but access settings
 // (for a separate credentials file), naming the first other key if not.
 func (c *Config) OnlyAccess() (string, bool) {
-	for _, k := range keys {
+	for _, k := range append(slices.Clone(keys), GatewayKeys...) {
 		if c.IsSet(k) {
 			return k, false
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -65,7 +66,8 @@ type Config struct {
 	smallSize   int64    // largest object stored as 1+M; -1 off
 	nodes       []string
 	set         map[string]bool
-	access      access // gateway access settings (access.go)
+	access      access            // gateway access settings (access.go)
+	gateway     map[string]string // gateway flags (gateway.go)
 }
 
 // Set parses value for key, as a config line or a flag would give it.
@@ -128,12 +130,16 @@ func (c *Config) Set(key, value string) error {
 		}
 		c.nodes = nodes
 	default:
+		if c.setGateway(key, value) {
+			break
+		}
 		handled, err := c.access.set(key, value)
 		if err != nil {
 			return err
 		}
 		if !handled {
-			return fmt.Errorf("%w: unknown key %q (known: %s)", ErrConfig, key, strings.Join(append(keys, accessKeys...), ", "))
+			known := append(append(slices.Clone(keys), accessKeys...), GatewayKeys...)
+			return fmt.Errorf("%w: unknown key %q (known: %s)", ErrConfig, key, strings.Join(known, ", "))
 		}
 	}
 	if c.set == nil {
