@@ -8,6 +8,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -363,5 +365,35 @@ func TestTokenScopes(t *testing.T) {
 
 	if got, err := c.Get("/atlas/user/alice/new"); err != nil || string(got) != "new" {
 		t.Errorf("the created object: %q %v", got, err)
+	}
+}
+
+// TestReadiness: /readyz says ready while enough nodes answer for a
+// write, and 503 with the counts once too many are down.
+func TestReadiness(t *testing.T) {
+	geo := layout.Geometry{K: 3, M: 2, ChunkSize: 1024}
+	c := testcluster.New(t, 5, geo)
+	store, nodes := c.Faulty(t, geo)
+	srv := httptest.NewServer(Readiness(store))
+	defer srv.Close()
+	get := func() (int, string) {
+		resp, err := http.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get(); code != http.StatusOK || !strings.HasPrefix(body, "ready: 5 of 5") {
+		t.Fatalf("all up: %d %q", code, body)
+	}
+	nodes[0].SetDown(true) // 4 left: the quorum (K+1) still holds
+	if code, body := get(); code != http.StatusOK {
+		t.Fatalf("one down: %d %q", code, body)
+	}
+	nodes[1].SetDown(true) // 3 left: reads, but no writes
+	if code, body := get(); code != http.StatusServiceUnavailable || !strings.Contains(body, "3 of 5 nodes up") || !strings.Contains(body, "writes need 4") {
+		t.Fatalf("two down: %d %q", code, body)
 	}
 }

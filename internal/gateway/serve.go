@@ -112,6 +112,8 @@ func Serve(ctx context.Context, cfg Config) error {
 	if cfg.MetricsAddr != "" && cfg.Metrics != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", cfg.Metrics)
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+		mux.Handle("/readyz", Readiness(cfg.Store))
 		if err := startHTTP(cfg.MetricsAddr, "metrics", mux, nil); err != nil {
 			ln.Close()
 			return err

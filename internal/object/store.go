@@ -509,6 +509,10 @@ func (s *Store) quorum(g layout.Geometry) int {
 	return min(g.Width(), max(g.K, g.Width()-slack))
 }
 
+// WriteQuorum is how many archives of a new object must be written for
+// the write to succeed.
+func (s *Store) WriteQuorum() int { return s.quorum(s.opts.Geometry) }
+
 // Geometry is the geometry of new objects.
 func (s *Store) Geometry() layout.Geometry { return s.opts.Geometry }
 
