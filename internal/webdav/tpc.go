@@ -231,7 +231,17 @@ func (h *handler) tpcPush(req *request) error {
 	var moved atomic.Int64
 	ctx, cancel := watchdog.WithIdleTimeout(req.ctx, tpcIdle)
 	defer cancel()
-	body := &countingReader{ctx: ctx, r: &objectReader{ctx: ctx, rd: rd}, n: &moved}
+	// The object streams into the request body through a pipe; the
+	// reader is closed (ending the stream) before the object is.
+	pr, pw := io.Pipe()
+	streamed := make(chan struct{})
+	go func() {
+		defer close(streamed)
+		_, err := rd.WriteTo(ctx, pw)
+		pw.CloseWithError(err)
+	}()
+	defer func() { pr.Close(); <-streamed }()
+	body := &countingReader{ctx: ctx, r: pr, n: &moved}
 	put, err := http.NewRequestWithContext(ctx, http.MethodPut, dst.String(), body)
 	if err != nil {
 		return wrapf(err, http.StatusBadRequest, "Destination %q", dst)
@@ -307,22 +317,6 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	if n > 0 {
 		c.n.Add(int64(n))
 		watchdog.Progress(c.ctx)
-	}
-	return n, err
-}
-
-// objectReader reads an object from the start, as an io.Reader.
-type objectReader struct {
-	ctx context.Context
-	rd  *object.Reader
-	off int64
-}
-
-func (o *objectReader) Read(p []byte) (int, error) {
-	n, err := o.rd.ReadAt(o.ctx, p, o.off)
-	o.off += int64(n)
-	if errors.Is(err, io.EOF) && n > 0 {
-		err = nil
 	}
 	return n, err
 }
