@@ -71,7 +71,7 @@ write; clients without one only read, or are turned away with
 --root-token-required. Without tokens, root:// clients are anonymous.
 
 SIGHUP re-reads these credentials (config file and --auth-file) without
-a restart. The cluster's config file may also hold this command's flags
+a restart (whether root:// takes tokens at all is decided at start). The cluster's config file may also hold this command's flags
 as key = value lines (root-addr = 0.0.0.0:1094, tls-cert = FILE, ...);
 a flag on the command line wins.
 

@@ -51,11 +51,13 @@ func (f *FS) allow(ctx context.Context, op jwtauth.Op, what, name string) error 
 }
 
 // allowWrite checks a write of name: creating it needs storage.create,
-// replacing an object that exists storage.modify.
-func (f *FS) allowWrite(ctx context.Context, name string) error {
-	err := f.allow(ctx, jwtauth.Modify, "write", name)
+// replacing an object that exists storage.modify. exclusive reports a
+// write allowed by storage.create alone, which must then not replace an
+// object that appears meanwhile (its Create is exclusive).
+func (f *FS) allowWrite(ctx context.Context, name string) (exclusive bool, err error) {
+	err = f.allow(ctx, jwtauth.Modify, "write", name)
 	if err == nil {
-		return nil
+		return false, nil
 	}
 	absent := func() bool {
 		_, serr := f.store.Stat(ctx, name)
@@ -63,8 +65,8 @@ func (f *FS) allowWrite(ctx context.Context, name string) error {
 	}
 	if id := xrootd.PeerIdentity(ctx); id.Authenticated {
 		if g, ok := id.Grant.(*jwtauth.Grant); ok && g.AllowsWrite(name, absent) {
-			return nil
+			return true, nil
 		}
 	}
-	return err
+	return false, err
 }

@@ -98,7 +98,8 @@ func (f *FS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (_ 
 		}
 		return &readFile{r: r, hooks: &f.hooks}, nil
 	}
-	if err := f.allowWrite(ctx, name); err != nil {
+	createOnly, err := f.allowWrite(ctx, name)
+	if err != nil {
 		return nil, err
 	}
 	if !opts.Flags.Create() {
@@ -110,7 +111,7 @@ func (f *FS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (_ 
 	hint, _ := strconv.ParseInt(opts.CGI.Get("oss.asize"), 10, 64)
 	w, err := f.store.Create(ctx, name, &object.CreateOptions{
 		SizeHint:  hint,
-		Exclusive: opts.Flags&xrootd.OpenNew != 0 && opts.Flags&xrootd.OpenDelete == 0,
+		Exclusive: createOnly || opts.Flags&xrootd.OpenNew != 0 && opts.Flags&xrootd.OpenDelete == 0,
 	})
 	if errors.Is(err, object.ErrExist) {
 		return nil, xrootd.Errorf(xrootd.ErrItExists, "%s exists", name)

@@ -316,7 +316,15 @@ func parseScope(s, base string) ([]scope, bool) {
 	if !strings.HasPrefix(p, "/") {
 		return nil, false
 	}
+	for _, el := range strings.Split(p, "/") {
+		if el == ".." {
+			return nil, false // it would reach above the issuer's base
+		}
+	}
 	full := path.Clean(path.Join(base, p))
+	if full != base && !strings.HasPrefix(full, strings.TrimSuffix(base, "/")+"/") {
+		return nil, false
+	}
 	out := make([]scope, len(ops))
 	for i, op := range ops {
 		out[i] = scope{op: op, path: full}
@@ -407,7 +415,10 @@ func (c *Checker) key(ctx context.Context, is *issuerKeys, kid string) (crypto.P
 	}
 	if is.tried.IsZero() || now.Sub(is.tried) >= minRefetch {
 		is.tried = now
-		keys, err := c.fetchKeys(ctx, is.URL)
+		// Not on the caller's context: a client that hangs up must not
+		// cancel the fetch every other caller is waiting for (and spend
+		// the refetch allowance). The HTTP client's timeout bounds it.
+		keys, err := c.fetchKeys(context.WithoutCancel(ctx), is.URL)
 		if err != nil {
 			c.opts.Logger.Warn("token issuer's keys not fetched", "issuer", is.URL, "err", err)
 		} else {

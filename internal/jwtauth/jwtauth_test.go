@@ -50,6 +50,14 @@ func TestGrantScopes(t *testing.T) {
 			t.Errorf("%v %s: %v, want %v (scopes %s)", tc.op, tc.path, got, tc.want, g.Scopes())
 		}
 	}
+	// A scope that climbs above the issuer's base grants nothing.
+	g, err = c.Check(ctx, is.Token(t, is.Claims("mallory", "storage.modify:/../ storage.read:/../cms")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Allows(Modify, "/x") || g.Allows(Read, "/cms/f") || g.Allows(Modify, "/atlas/x") {
+		t.Errorf("scopes with '..': %s", g.Scopes())
+	}
 	// SciTokens' scopes, signed with RS256.
 	g, err = c.Check(ctx, is.TokenRS256(t, is.Claims("bob", "read:/public write:/bob")))
 	if err != nil {
@@ -169,9 +177,27 @@ func TestStaticGrant(t *testing.T) {
 	if !g.Reaches(Read, "/atlas") || g.Reaches(Read, "/cms") || !g.Reaches(Create, "/atlas") || g.Reaches(Modify, "/atl") {
 		t.Errorf("Reaches: %s", g.Scopes())
 	}
-	for _, bad := range []string{"storage.read:relative", "compute.read:/", "admin"} {
+	for _, bad := range []string{"storage.read:relative", "compute.read:/", "admin", "storage.modify:/../", "storage.read:/a/../../b"} {
 		if _, err := StaticGrant("x", bad); err == nil {
 			t.Errorf("StaticGrant(%q) accepted", bad)
 		}
+	}
+}
+
+// TestKeyFetchOutlivesItsCaller: the first check fetches the issuer's
+// keys for everyone; a caller that has gone away (its context cancelled)
+// does not cancel that fetch, which would leave the keys unfetched until
+// the refetch allowance came round again.
+func TestKeyFetchOutlivesItsCaller(t *testing.T) {
+	is := testissuer.New(t)
+	c := newChecker(t, is, "/")
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	c.Check(gone, is.Token(t, is.Claims("a", "storage.read:/")))
+	if _, err := c.Check(context.Background(), is.Token(t, is.Claims("b", "storage.read:/"))); err != nil {
+		t.Fatalf("a check after a caller that went away: %v", err)
+	}
+	if n := is.Fetches.Load(); n != 1 {
+		t.Errorf("%d key fetches, want 1", n)
 	}
 }

@@ -173,7 +173,7 @@ func (h *handler) uploadPart(req *request) error {
 	if err != nil {
 		return err
 	}
-	etag, err := h.write(req.ctx, partPath(up.bucket, up.id, n), nil, p.size, func(w *object.Writer) (string, error) {
+	etag, err := h.write(req.ctx, partPath(up.bucket, up.id, n), nil, p.size, false, func(w *object.Writer) (string, error) {
 		n, err := w.ReadFrom(p)
 		h.bytes("write", n)
 		if err != nil {
@@ -235,7 +235,7 @@ func (h *handler) uploadPartCopy(req *request, up *upload, n int) error {
 		return ErrEntityTooLarge.with("a part is at most %d bytes", h.opts.MaxPartSize)
 	}
 	ka := h.startKeepAlive(req)
-	etag, err := h.write(req.ctx, partPath(up.bucket, up.id, n), nil, length, func(w *object.Writer) (string, error) {
+	etag, err := h.write(req.ctx, partPath(up.bucket, up.id, n), nil, length, false, func(w *object.Writer) (string, error) {
 		sum := md5.New()
 		if _, err := rd.WriteRange(req.ctx, io.MultiWriter(w, sum), start, length); err != nil {
 			return "", err
@@ -316,7 +316,7 @@ func (h *handler) completeUpload(req *request) error {
 	for i, p := range c.Parts {
 		numbers[i] = p.PartNumber
 	}
-	etag, err := h.write(req.ctx, path, s3Metadata(up.user), total, func(w *object.Writer) (string, error) {
+	etag, err := h.write(req.ctx, path, s3Metadata(up.user), total, req.createOnly, func(w *object.Writer) (string, error) {
 		if err := h.appendParts(req.ctx, w, up, numbers, infos); err != nil {
 			return "", err
 		}

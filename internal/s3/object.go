@@ -181,7 +181,7 @@ func (h *handler) putObject(req *request) error {
 	if err := h.checkParents(req.ctx, req.bucket, path); err != nil {
 		return err
 	}
-	etag, err := h.write(req.ctx, path, meta, p.size, func(w *object.Writer) (string, error) {
+	etag, err := h.write(req.ctx, path, meta, p.size, req.createOnly, func(w *object.Writer) (string, error) {
 		n, err := w.ReadFrom(p)
 		h.bytes("write", n)
 		if err != nil {
@@ -201,8 +201,11 @@ func (h *handler) putObject(req *request) error {
 // commits it with the ETag fill returns; on any error it aborts the
 // write, leaving nothing new visible. size is the expected size (-1:
 // unknown), a hint for the engine's small-object path.
-func (h *handler) write(ctx context.Context, path string, meta map[string]string, size int64, fill func(*object.Writer) (string, error)) (string, error) {
-	w, err := h.store.Create(ctx, path, &object.CreateOptions{User: meta, SizeHint: max(size, 0)})
+func (h *handler) write(ctx context.Context, path string, meta map[string]string, size int64, createOnly bool, fill func(*object.Writer) (string, error)) (string, error) {
+	w, err := h.store.Create(ctx, path, &object.CreateOptions{User: meta, SizeHint: max(size, 0), Exclusive: createOnly})
+	if createOnly && errors.Is(err, object.ErrExist) {
+		return "", ErrAccessDenied.with("the key exists, and the access key's scopes allow creating only")
+	}
 	if err != nil {
 		return "", err
 	}
@@ -634,7 +637,7 @@ func (h *handler) copyObject(req *request) error {
 		return err
 	}
 	ka := h.startKeepAlive(req)
-	etag, err := h.write(req.ctx, path, meta, src.Size, func(w *object.Writer) (string, error) {
+	etag, err := h.write(req.ctx, path, meta, src.Size, req.createOnly, func(w *object.Writer) (string, error) {
 		sum := md5.New()
 		if _, err := rd.WriteTo(req.ctx, io.MultiWriter(w, sum)); err != nil {
 			return "", err

@@ -168,6 +168,9 @@ type request struct {
 	id     string
 	bucket string
 	key    string
+	// createOnly: the key's scopes allow this write only as a creation,
+	// so its object must not replace one that appears meanwhile.
+	createOnly bool
 }
 
 func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"path"
+	"strings"
 
 	"github.com/ecstore/ecstore/internal/jwtauth"
 	"github.com/ecstore/ecstore/internal/object"
@@ -16,9 +17,10 @@ import (
 //     read something in);
 //   - to create a bucket: storage.create on /b; to delete one:
 //     storage.modify on /b;
-//   - to look at a bucket (HEAD, location, versioning, ACL, uploads, a
-//     listing): storage.read on /b or below it; a listing's objects come
-//     from the listing's prefix, which needs storage.read;
+//   - to look at a bucket (HEAD, location, versioning, ACL): storage.read
+//     on /b or below it; to list its objects or uploads: storage.read on
+//     the directory part of the listing's prefix ("in/" and "in/x": /b/in;
+//     "in", which also matches "inbox/...": /b);
 //   - to read an object (GET, HEAD, ACL, the source of a copy):
 //     storage.read on /b/k;
 //   - to write one (PUT, a copy's destination, a multipart upload and its
@@ -57,7 +59,11 @@ func (h *handler) allowedWrite(req *request, bucket, key string) error {
 		_, err = h.store.Stat(req.ctx, op)
 		return errors.Is(err, object.ErrNotExist)
 	}
-	if g == nil || g.AllowsWrite(p, absent) {
+	if g == nil || g.Allows(jwtauth.Modify, p) {
+		return nil
+	}
+	if g.AllowsWrite(p, absent) {
+		req.createOnly = true
 		return nil
 	}
 	return ErrAccessDenied.with("the access key's scopes do not allow writing %s", p)
@@ -84,12 +90,20 @@ func (h *handler) checkScopes(req *request) error {
 			return h.allowed(req, jwtauth.Modify, b)
 		case r.Method == http.MethodPost:
 			return nil // a multi-object delete: each key on its own
-		case r.Method == http.MethodGet && q.Get("prefix") != "" && !q.Has("uploads"):
-			if p := path.Join(b, q.Get("prefix")); g.Reaches(jwtauth.Read, p) || g.Allows(jwtauth.Read, path.Dir(p)) {
+		case r.Method == http.MethodGet && (q.Has("location") || q.Has("versioning") || q.Has("acl")):
+			if g.Reaches(jwtauth.Read, b) {
+				return nil
+			}
+		case r.Method == http.MethodGet:
+			// A listing of objects or uploads: everything it shows lies
+			// under the directory part of its prefix (an S3 prefix is a
+			// string prefix: "in" lists "inbox/..." too), which must be
+			// readable.
+			if g.Allows(jwtauth.Read, path.Join(b, listingDir(q.Get("prefix")))) {
 				return nil
 			}
 		case g.Reaches(jwtauth.Read, b):
-			return nil
+			return nil // HEAD of a bucket the key reaches
 		}
 		return ErrAccessDenied.with("the access key's scopes do not allow this on bucket %s", req.bucket)
 	}
@@ -111,6 +125,18 @@ func (h *handler) checkScopes(req *request) error {
 		return h.allowedWrite(req, req.bucket, req.key)
 	}
 	return nil
+}
+
+// listingDir is the directory part of a listing's prefix: "in/" and
+// "in/ab" are under "in", "in" under the bucket itself ("").
+func listingDir(prefix string) string {
+	if d, ok := strings.CutSuffix(prefix, "/"); ok {
+		return d
+	}
+	if d := path.Dir(prefix); d != "." {
+		return d
+	}
+	return ""
 }
 
 // canSeeBucket reports whether the request's key may read anything in

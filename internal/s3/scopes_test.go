@@ -19,9 +19,14 @@ func TestKeyScopes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	inOnly, err := jwtauth.StaticGrant("INONLY", "storage.read:/data/in")
+	if err != nil {
+		t.Fatal(err)
+	}
 	ts := newTestServer(t, func(o *Options) {
 		o.Credentials[ak] = sk
-		o.Grants = map[string]*jwtauth.Grant{ak: g}
+		o.Credentials["INONLY"] = "in-only/secret"
+		o.Grants = map[string]*jwtauth.Grant{ak: g, "INONLY": inOnly}
 	})
 	ts.must(200, "PUT", "/data", nil, nil)
 	ts.must(200, "PUT", "/other", nil, nil)
@@ -43,6 +48,16 @@ func TestKeyScopes(t *testing.T) {
 	lim.fails(403, "AccessDenied", "PUT", "/newbucket", nil, nil)
 	lim.fails(403, "AccessDenied", "GET", "/other?list-type=2", nil, nil)
 	lim.must(200, "GET", "/data?list-type=2&prefix=in/", nil, nil)
+	in := *ts
+	in.signer = testSigner{ak: "INONLY", sk: "in-only/secret", region: "us-east-1", now: time.Now}
+	ts.must(200, "PUT", "/data/inbox/private", []byte("private"), nil)
+	in.must(200, "GET", "/data?list-type=2&prefix=in/", nil, nil)
+	in.must(200, "GET", "/data?list-type=2&prefix=in/ol", nil, nil)
+	for _, listing := range []string{"/data?list-type=2", "/data?list-type=2&prefix=in", "/data?uploads", "/data"} {
+		in.fails(403, "AccessDenied", "GET", listing, nil, nil) // would show inbox/private
+	}
+	in.fails(403, "AccessDenied", "GET", "/data/inbox/private", nil, nil)
+	ts.must(http.StatusNoContent, "DELETE", "/data/inbox/private", nil, nil)
 
 	if r := lim.must(200, "GET", "/", nil, nil); !strings.Contains(string(r.body), "<Name>data</Name>") || strings.Contains(string(r.body), "<Name>other</Name>") {
 		t.Errorf("bucket list of the limited key:\n%s", r.body)

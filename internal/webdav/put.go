@@ -59,9 +59,9 @@ func (h *handler) put(req *request) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		meta = map[string]string{contentTypeKey: ct}
 	}
-	w, err := h.store.Create(req.ctx, req.path, &object.CreateOptions{User: meta, SizeHint: max(r.ContentLength, 0)})
+	w, err := h.store.Create(req.ctx, req.path, &object.CreateOptions{User: meta, SizeHint: max(r.ContentLength, 0), Exclusive: req.createOnly})
 	if err != nil {
-		return err
+		return createOnlyErr(req, err)
 	}
 	body := &bodyReader{r: r.Body, check: check}
 	n, err := w.ReadFrom(body)
@@ -193,4 +193,13 @@ func (c *digestCheck) verify() error {
 		}
 	}
 	return nil
+}
+
+// createOnlyErr explains the failure of an exclusive create made because
+// the request's credentials allow creating only.
+func createOnlyErr(req *request, err error) error {
+	if req.createOnly && errors.Is(err, object.ErrExist) {
+		return wrapf(err, http.StatusForbidden, "%s exists, and your credentials allow creating only", req.path)
+	}
+	return err
 }

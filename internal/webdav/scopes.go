@@ -29,6 +29,7 @@ func (h *handler) checkScopes(req *request) error {
 			return errors.Is(err, object.ErrNotExist)
 		}
 		if req.grant.AllowsWrite(p, absent) {
+			req.createOnly = !req.grant.Allows(jwtauth.Modify, p)
 			return nil
 		}
 		return errorf(http.StatusForbidden, "your credentials do not allow writing %s", p)

@@ -88,7 +88,15 @@ func defaultTPCClient() *http.Client {
 		}
 		return tc, nil
 	}
-	return &http.Client{Transport: tr}
+	return &http.Client{Transport: tr, CheckRedirect: func(r *http.Request, via []*http.Request) error {
+		if via[0].Method != http.MethodGet {
+			return http.ErrUseLastResponse // a push's PUT is not followed (it would become a GET)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}}
 }
 
 // tpcURL parses a third-party copy's Source or Destination.
@@ -98,6 +106,14 @@ func tpcURL(header, v string) (*url.URL, error) {
 		return nil, errorf(http.StatusBadRequest, "%s %q: want an http or https URL", header, v)
 	}
 	return u, nil
+}
+
+// safeURL is u for messages and logs: without user information and
+// query, which may carry credentials (?authz=...).
+func safeURL(u *url.URL) string {
+	v := *u
+	v.User, v.RawQuery, v.Fragment = nil, "", ""
+	return v.String()
 }
 
 // isRemoteDestination reports whether a COPY's Destination names another
@@ -170,22 +186,22 @@ func (h *handler) tpcPull(req *request) error {
 	}
 	resp, err := h.tpc.Do(get)
 	if err != nil {
-		return wrapf(err, http.StatusBadGateway, "GET %s", src.Redacted())
+		return wrapf(err, http.StatusBadGateway, "GET %s", safeURL(src))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return errorf(http.StatusBadGateway, "GET %s: the source answered %s", src.Redacted(), resp.Status)
+		return errorf(http.StatusBadGateway, "GET %s: the source answered %s", safeURL(src), resp.Status)
 	}
 	check, err := newDigestCheck(resp.Header.Get("Digest"))
 	if err != nil {
-		return wrapf(err, http.StatusBadGateway, "GET %s: a Digest that cannot be read", src.Redacted())
+		return wrapf(err, http.StatusBadGateway, "GET %s: a Digest that cannot be read", safeURL(src))
 	}
 	if check.sums == nil && strings.EqualFold(strings.TrimSpace(r.Header.Get("RequireChecksumVerification")), "true") {
-		return errorf(http.StatusBadGateway, "GET %s: the source sent no adler32 or crc32c Digest, and RequireChecksumVerification is true", src.Redacted())
+		return errorf(http.StatusBadGateway, "GET %s: the source sent no adler32 or crc32c Digest, and RequireChecksumVerification is true", safeURL(src))
 	}
-	w, err := h.store.Create(req.ctx, req.path, &object.CreateOptions{SizeHint: max(resp.ContentLength, 0)})
+	w, err := h.store.Create(req.ctx, req.path, &object.CreateOptions{SizeHint: max(resp.ContentLength, 0), Exclusive: req.createOnly})
 	if err != nil {
-		return err
+		return createOnlyErr(req, err)
 	}
 	var moved atomic.Int64
 	return h.streamTPC(req, &moved, func() error {
@@ -193,14 +209,14 @@ func (h *handler) tpcPull(req *request) error {
 		switch {
 		case err != nil:
 			_ = w.Abort()
-			return fmt.Errorf("reading %s after %d bytes: %w", src.Redacted(), n, err)
+			return fmt.Errorf("reading %s after %d bytes: %w", safeURL(src), n, err)
 		case resp.ContentLength >= 0 && n != resp.ContentLength:
 			_ = w.Abort()
 			return fmt.Errorf("the source sent %d bytes of %d", n, resp.ContentLength)
 		}
 		if err := check.verify(); err != nil {
 			_ = w.Abort()
-			return fmt.Errorf("%s: %w", src.Redacted(), err)
+			return fmt.Errorf("%s: %w", safeURL(src), err)
 		}
 		if err := w.Close(); err != nil {
 			return fmt.Errorf("storing %s: %w", req.path, err)
@@ -255,12 +271,14 @@ func (h *handler) tpcPush(req *request) error {
 	return h.streamTPC(req, &moved, func() error {
 		resp, err := h.tpc.Do(put)
 		if err != nil {
-			return fmt.Errorf("PUT %s: %w", dst.Redacted(), err)
+			return fmt.Errorf("PUT %s: %w", safeURL(dst), err)
 		}
 		defer resp.Body.Close()
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		if resp.StatusCode < 200 || resp.StatusCode >= 300 {
-			return fmt.Errorf("PUT %s: the destination answered %s", dst.Redacted(), resp.Status)
+		if resp.StatusCode < 200 || resp.StatusCode >= 300 || resp.Request == nil || resp.Request.Method != http.MethodPut {
+			// (A redirect a client followed would have turned the PUT
+			// into a GET, whose 200 stores nothing.)
+			return fmt.Errorf("PUT %s: the destination answered %s", safeURL(dst), resp.Status)
 		}
 		if h.opts.Hooks.Bytes != nil {
 			h.opts.Hooks.Bytes("read", int(moved.Load()))

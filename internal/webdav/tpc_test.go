@@ -101,6 +101,14 @@ func TestThirdPartyPush(t *testing.T) {
 		digest string
 	)
 	dst := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/moved" {
+			http.Redirect(w, r, "/elsewhere", http.StatusFound) // a client following it would GET
+			return
+		}
+		if r.Method == http.MethodGet && r.URL.Path == "/elsewhere" {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
 		if r.Method != http.MethodPut || r.URL.Path == "/refuse" {
 			http.Error(w, "refused", http.StatusForbidden)
 			return
@@ -131,6 +139,10 @@ func TestThirdPartyPush(t *testing.T) {
 	r = ts.must(http.StatusAccepted, "COPY", "/out/obj", nil, map[string]string{"Destination": dst.URL + "/refuse"})
 	if !strings.Contains(string(r.body), "failure: ") || !strings.Contains(string(r.body), "403") {
 		t.Errorf("push to a destination that refuses:\n%s", r.body)
+	}
+	r = ts.must(http.StatusAccepted, "COPY", "/out/obj", nil, map[string]string{"Destination": dst.URL + "/moved?authz=secret"})
+	if !strings.Contains(string(r.body), "failure: ") || strings.Contains(string(r.body), "secret") {
+		t.Errorf("push to a destination that redirects (its query holding a credential):\n%s", r.body)
 	}
 	ts.must(http.StatusNotFound, "COPY", "/out/missing", nil, map[string]string{"Destination": dst.URL + "/in/x"})
 }

@@ -147,8 +147,12 @@ type request struct {
 	path string // the cleaned object path
 	// slash reports a URL path that ended in '/' (a collection's URL).
 	slash bool
-	// grant is what the request's JSON Web Token allows; nil without one.
+	// grant is what the request's JSON Web Token (or scoped access key)
+	// allows; nil: everything.
 	grant *jwtauth.Grant
+	// createOnly: the grant allows this write only as a creation, so its
+	// object must not replace one that appears meanwhile.
+	createOnly bool
 }
 
 func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {

@@ -306,3 +306,22 @@ func isCode(err error, c ErrorCode) bool {
 	var xe *Error
 	return errors.As(err, &xe) && xe.Code == c
 }
+
+// TestNoTLSAfterLogin: a client that asks for TLS again after its login
+// is not moved to it (frames of other requests could interleave with
+// the handshake): the answer offers no TLS and the session goes on in
+// the clear.
+func TestNoTLSAfterLogin(t *testing.T) {
+	addr, _, _ := tokenServer(t, true, false)
+	rc := rawDial(t, addr, true) // not TLS-capable: logged in in the clear
+	rc.send(StreamID{0, 2}, &ProtocolRequest{ClientVersion: ProtocolVersion, Flags: ProtoAbleTLS | ProtoWantTLS, Expect: ProtoExpectLogin})
+	f := rc.read()
+	p, err := ParseProtocolResponse(f.Body)
+	if f.Status != StatusOK || err != nil || p.Flags&(FlagGotoTLS|FlagHaveTLS) != 0 {
+		t.Fatalf("kXR_protocol after login: %v %#x %v, want no TLS offered", f.Status, p.Flags, err)
+	}
+	rc.send(StreamID{0, 3}, &StatRequest{Path: "/"})
+	if f := rc.read(); f.Status != StatusOK {
+		t.Errorf("stat after the second kXR_protocol: %v %q", f.Status, f.Body)
+	}
+}

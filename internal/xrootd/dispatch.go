@@ -258,7 +258,10 @@ func (s *session) doProtocol(sid StreamID, r *ProtocolRequest) {
 		resp.Flags |= FlagSupPgRW
 	}
 	goTLS := false
-	if s.srv.TLS != nil && !s.underTLS.Load() {
+	// TLS is offered only before login, with nothing else in flight (the
+	// kXR_protocol request holds the one slot): frames of other requests
+	// must not go out between the answer and the handshake.
+	if s.srv.TLS != nil && !s.underTLS.Load() && !s.loggedIn.Load() && len(s.slots) == 1 {
 		resp.Flags |= FlagHaveTLS
 		tokens := s.srv.Tokens != nil
 		if tokens {

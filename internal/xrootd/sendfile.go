@@ -73,6 +73,11 @@ func (s *session) sendFileFrame(raw syscall.RawConn, sid StreamID, st Status, sr
 	if s.werr != nil {
 		return s.werr
 	}
+	if s.underTLS.Load() {
+		// The session moved to TLS after the read began (it cannot after
+		// login; belt and braces): the bytes must not go out in the clear.
+		return s.writeFailed(errors.New("xrootd: sendfile on a TLS session"))
+	}
 	s.conn.SetWriteDeadline(time.Now().Add(s.limits.WriteTimeout))
 	file, err := src.SyscallConn()
 	if err != nil {
