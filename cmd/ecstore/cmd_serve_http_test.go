@@ -153,6 +153,9 @@ func TestServeHTTP(t *testing.T) {
 	if r := do("PUT", "/d/o", "", "data"); r.StatusCode != 401 {
 		t.Fatalf("anonymous PUT: %d", r.StatusCode)
 	}
+	if r := do("PUT", "/d/o", "a-wrong-token-0123456789", "data"); r.StatusCode != 403 {
+		t.Fatalf("PUT with a wrong token: %d", r.StatusCode)
+	}
 	if r := do("PUT", "/d/o", token, "hello http"); r.StatusCode != 201 {
 		t.Fatalf("PUT: %d", r.StatusCode)
 	}
@@ -166,8 +169,8 @@ func TestServeHTTP(t *testing.T) {
 	}
 	text, _ := io.ReadAll(m.Body)
 	m.Body.Close()
-	for _, want := range []string{`ec_gateway_requests_total{op="http_put",status="ok"} 1`, `ec_gateway_requests_total{op="http_put",status="error"} 1`,
-		`ec_gateway_bytes_total{direction="write"} 10`} {
+	for _, want := range []string{`ec_gateway_requests_total{op="http_put",status="ok"} 1`, `ec_gateway_requests_total{op="http_put",status="error"} 2`,
+		`ec_gateway_bytes_total{direction="write"} 10`, `ec_gateway_auth_failures_total{frontend="http",reason="credentials"} 1`} {
 		if !strings.Contains(string(text), want) {
 			t.Errorf("metrics lack %s", want)
 		}

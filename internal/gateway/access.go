@@ -27,8 +27,28 @@ import (
 // read scope for the path meets this).
 func (f *FS) RequireToken() *FS { f.tokenRequired = true; return f }
 
-// allow checks that the client of ctx may do op on name.
+// allow checks that the client of ctx may do op on name, and reports a
+// refusal to the AuthFailure hook.
 func (f *FS) allow(ctx context.Context, op jwtauth.Op, what, name string) error {
+	err := f.decide(ctx, op, what, name)
+	if err != nil {
+		f.refused(ctx)
+	}
+	return err
+}
+
+// refused reports a refusal of the client of ctx: "permission" for a
+// client with valid credentials, "anonymous" for one without.
+func (f *FS) refused(ctx context.Context) {
+	reason := "anonymous"
+	if xrootd.PeerIdentity(ctx).Authenticated {
+		reason = "permission"
+	}
+	f.hooks.AuthFailed("root", reason)
+}
+
+// decide is allow without the report.
+func (f *FS) decide(ctx context.Context, op jwtauth.Op, what, name string) error {
 	id := xrootd.PeerIdentity(ctx)
 	if id.Authenticated {
 		g, ok := id.Grant.(*jwtauth.Grant)
@@ -55,7 +75,7 @@ func (f *FS) allow(ctx context.Context, op jwtauth.Op, what, name string) error 
 // write allowed by storage.create alone, which must then not replace an
 // object that appears meanwhile (its Create is exclusive).
 func (f *FS) allowWrite(ctx context.Context, name string) (exclusive bool, err error) {
-	err = f.allow(ctx, jwtauth.Modify, "write", name)
+	err = f.decide(ctx, jwtauth.Modify, "write", name)
 	if err == nil {
 		return false, nil
 	}
@@ -68,5 +88,6 @@ func (f *FS) allowWrite(ctx context.Context, name string) (exclusive bool, err e
 			return true, nil
 		}
 	}
+	f.refused(ctx)
 	return false, err
 }

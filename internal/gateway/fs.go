@@ -49,6 +49,21 @@ type Hooks struct {
 	Request func(op string, took time.Duration, err error)
 	// Bytes is called with the object bytes moved ("read" or "write").
 	Bytes func(direction string, n int)
+	// AuthFailure is called when a frontend ("root", "s3", "http")
+	// refuses a request for its credentials: "credentials" when those
+	// presented are wrong (an unknown key, a bad signature or token),
+	// "permission" when they are valid but do not allow the request,
+	// "anonymous" when a request without any is refused (over root://;
+	// HTTP and S3 clients that send none are asked for them, which is
+	// not counted).
+	AuthFailure func(frontend, reason string)
+}
+
+// AuthFailed calls the AuthFailure hook, if any.
+func (h *Hooks) AuthFailed(frontend, reason string) {
+	if h.AuthFailure != nil {
+		h.AuthFailure(frontend, reason)
+	}
 }
 
 func (h *Hooks) done(op string, start time.Time, err error) {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -233,18 +234,23 @@ func TestListStoppedByItsConsumer(t *testing.T) {
 // tokenGateway serves c's store read-only to anonymous clients, with
 // TLS and the token check given; it returns a dial of a roots:// client
 // presenting a token.
-func tokenGateway(t *testing.T, c *testcluster.Cluster, check func(context.Context, string) (string, any, error), required bool) func(tok string) *xrootd.Client {
+func tokenGateway(t *testing.T, c *testcluster.Cluster, check func(context.Context, string) (string, any, error), required bool, hooks ...Hooks) func(tok string) *xrootd.Client {
 	t.Helper()
 	files := testtls.New(t, "localhost")
 	pair, err := tlsfiles.Load(files.CertFile, files.KeyFile, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fsys := NewFS(c.Store, nil, Hooks{}).ReadOnly()
+	var h Hooks
+	if len(hooks) > 0 {
+		h = hooks[0]
+	}
+	fsys := NewFS(c.Store, nil, h).ReadOnly()
 	if required {
 		fsys.RequireToken()
 	}
-	srv := &xrootd.Server{Handler: fsys, TLS: pair.Config(), Tokens: check, TokenRequired: required}
+	srv := &xrootd.Server{Handler: fsys, TLS: pair.Config(), Tokens: check, TokenRequired: required,
+		AuthFailed: func() { h.AuthFailed("root", "credentials") }}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -269,12 +275,18 @@ func tokenGateway(t *testing.T, c *testcluster.Cluster, check func(context.Conte
 func TestReadOnlyListenerTakesTokens(t *testing.T) {
 	c := testcluster.New(t, 6, layout.Geometry{K: 3, M: 2, ChunkSize: 1024})
 	const token = "gateway-token-0123456789"
+	var mu sync.Mutex
+	failures := map[string]int{}
 	dial := tokenGateway(t, c, func(_ context.Context, tok string) (string, any, error) {
 		if tok != token {
 			return "", nil, errors.New("unknown token")
 		}
 		return "token 1", nil, nil
-	}, false)
+	}, false, Hooks{AuthFailure: func(frontend, reason string) {
+		mu.Lock()
+		failures[frontend+" "+reason]++
+		mu.Unlock()
+	}})
 	ctx := context.Background()
 	holder := dial(token)
 	upload(t, holder, "/tok/x", []byte("written with a token"))
@@ -294,6 +306,11 @@ func TestReadOnlyListenerTakesTokens(t *testing.T) {
 	}
 	if err := holder.Rm(ctx, "/tok/y"); err != nil {
 		t.Fatalf("rm with a token: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if failures["root credentials"] != 1 || failures["root anonymous"] != 1 || len(failures) != 2 {
+		t.Errorf("auth failures reported: %v, want one refused token and one anonymous write", failures)
 	}
 }
 

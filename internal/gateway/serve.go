@@ -72,7 +72,8 @@ func Serve(ctx context.Context, cfg Config) error {
 		fsys.RequireToken()
 	}
 	srv := &xrootd.Server{Handler: fsys, Logger: log, SiteName: "ecstore", NoPageChecksums: !cfg.PageChecksums,
-		TLS: cfg.TLS, Tokens: cfg.Tokens, TokenRequired: cfg.TokenRequired}
+		TLS: cfg.TLS, Tokens: cfg.Tokens, TokenRequired: cfg.TokenRequired,
+		AuthFailed: func() { cfg.Hooks.AuthFailed("root", "credentials") }}
 	var (
 		wg    sync.WaitGroup
 		errMu sync.Mutex

@@ -32,6 +32,7 @@ type Metrics struct {
 	openTransfers  prometheus.Gauge
 	pendingTemps   prometheus.Gauge
 	stuckCalls     *prometheus.GaugeVec
+	authFailures   *prometheus.CounterVec
 }
 
 // New registers every metric in a fresh registry (with the Go runtime and
@@ -76,11 +77,14 @@ func New() *Metrics {
 		pendingTemps: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ec_object_pending_temp_removals", Help: "Temporary archives of aborted writes whose node did not answer the abort, kept to be removed once it answers.",
 		}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ec_gateway_auth_failures_total", Help: "Requests refused for their credentials, by frontend (root, s3, http) and reason (credentials: wrong ones; permission: valid ones that do not allow it; anonymous: none, over root://).",
+		}, []string{"frontend", "reason"}),
 		stuckCalls: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "ec_node_stuck_calls", Help: "Calls to a local node's file system left running after their deadline (the file system does not answer), by node.",
 		}, []string{"node"}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.bytes, m.degradedReads, m.degradedWrites, m.nodeErrors, m.hedgedReads, m.slowNodes, m.healed, m.healedBytes, m.openTransfers, m.pendingTemps, m.stuckCalls,
+	m.reg.MustRegister(m.requests, m.latency, m.bytes, m.degradedReads, m.degradedWrites, m.nodeErrors, m.hedgedReads, m.slowNodes, m.healed, m.healedBytes, m.openTransfers, m.pendingTemps, m.stuckCalls, m.authFailures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -113,7 +117,8 @@ func (m *Metrics) GatewayHooks() gateway.Hooks {
 			m.requests.WithLabelValues(op, status).Inc()
 			m.latency.WithLabelValues(op).Observe(took.Seconds())
 		},
-		Bytes: func(direction string, n int) { m.bytes.WithLabelValues(direction).Add(float64(n)) },
+		Bytes:       func(direction string, n int) { m.bytes.WithLabelValues(direction).Add(float64(n)) },
+		AuthFailure: func(frontend, reason string) { m.authFailures.WithLabelValues(frontend, reason).Inc() },
 	}
 }
 

@@ -171,6 +171,9 @@ type request struct {
 	// createOnly: the key's scopes allow this write only as a creation,
 	// so its object must not replace one that appears meanwhile.
 	createOnly bool
+	// scopesChecked: checkScopes has run (later refusals, of a copy's
+	// source or a deleted key, are reported where they happen).
+	scopesChecked bool
 }
 
 func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
@@ -264,10 +267,14 @@ var unsupported = []string{"policy", "cors", "lifecycle", "tagging", "website", 
 func (h *handler) serve(req *request) error {
 	a, err := h.auth.verify(req.r)
 	if err != nil {
+		if errors.Is(err, ErrInvalidAccessKeyID) || errors.Is(err, ErrSignatureDoesNotMatch) {
+			h.opts.Hooks.AuthFailed("s3", "credentials")
+		}
 		return err
 	}
 	req.auth = a
 	if err := h.checkScopes(req); err != nil {
+		h.opts.Hooks.AuthFailed("s3", "permission")
 		return err
 	}
 	r, q := req.r, req.r.URL.Query()

@@ -41,6 +41,9 @@ func (h *handler) grant(req *request) *jwtauth.Grant {
 // allowed checks op on the object path p for the request's key.
 func (h *handler) allowed(req *request, op jwtauth.Op, p string) error {
 	if g := h.grant(req); g != nil && !g.Allows(op, p) {
+		if req.scopesChecked { // else checkScopes reports it
+			h.opts.Hooks.AuthFailed("s3", "permission")
+		}
 		return ErrAccessDenied.with("the access key's scopes do not allow %s on %s", op, p)
 	}
 	return nil
@@ -73,6 +76,7 @@ func (h *handler) allowedWrite(req *request, bucket, key string) error {
 // Multi-object deletes and copies check their keys and sources where
 // they are served.
 func (h *handler) checkScopes(req *request) error {
+	defer func() { req.scopesChecked = true }()
 	g := h.grant(req)
 	if g == nil {
 		return nil

@@ -209,6 +209,9 @@ func (h *handler) serve(req *request) error {
 		return h.options(req) // reveals nothing about objects: no credentials needed
 	}
 	if err := h.authNow().check(req, write); err != nil {
+		if statusOf(err) == http.StatusForbidden { // wrong credentials (401: none sent)
+			h.opts.Hooks.AuthFailed("http", "credentials")
+		}
 		return err
 	}
 	var err error
@@ -217,6 +220,9 @@ func (h *handler) serve(req *request) error {
 	}
 	if req.grant != nil {
 		if err := h.checkScopes(req); err != nil {
+			if statusOf(err) == http.StatusForbidden {
+				h.opts.Hooks.AuthFailed("http", "permission")
+			}
 			return err
 		}
 	}

@@ -351,6 +351,13 @@ func (s *session) doLogin(sid StreamID, r *LoginRequest) {
 	s.sendOK(sid, body)
 }
 
+// authFailed reports a refused credential to Server.AuthFailed.
+func (s *session) authFailed() {
+	if s.srv.AuthFailed != nil {
+		s.srv.AuthFailed()
+	}
+}
+
 // doAuth checks a kXR_auth credential: a ztn token, or "unix" (no
 // credential: the anonymous fallback) where clients without a token are
 // let in.
@@ -371,6 +378,7 @@ func (s *session) doAuth(sid StreamID, r *AuthRequest) {
 	case "ztn":
 		tok, err := ParseZtnCredential(r.Credentials)
 		if err != nil {
+			s.authFailed()
 			s.sendError(sid, &Error{Code: ErrAuthFailed, Message: err.Error()})
 			return
 		}
@@ -380,6 +388,7 @@ func (s *session) doAuth(sid StreamID, r *AuthRequest) {
 			s.log.Warn("xrootd token refused", "user", id.Holder, "err", err)
 			id.TokenRefused = true
 			s.ident.Store(&id)
+			s.authFailed()
 			s.sendError(sid, Errorf(ErrAuthFailed, "token not accepted"))
 			return
 		}
@@ -391,6 +400,7 @@ func (s *session) doAuth(sid StreamID, r *AuthRequest) {
 			return
 		}
 	default:
+		s.authFailed()
 		s.sendError(sid, Errorf(ErrAuthFailed, "security protocol %q is not offered (ztn is)", proto))
 		return
 	}

@@ -145,6 +145,9 @@ type Server struct {
 	// kXR_NotAuthorized until kXR_auth succeeds. Without it, a client
 	// without a token is logged in anonymously.
 	TokenRequired bool
+	// AuthFailed, when set, is called for every kXR_auth refused (a token
+	// not accepted, a malformed credential, a protocol not offered).
+	AuthFailed func()
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
