@@ -3,6 +3,7 @@ package s3
 import (
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,10 +24,17 @@ func TestKeyScopes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var mu sync.Mutex
+	failures := map[string]int{}
 	ts := newTestServer(t, func(o *Options) {
 		o.Credentials[ak] = sk
 		o.Credentials["INONLY"] = "in-only/secret"
 		o.Grants = map[string]*jwtauth.Grant{ak: g, "INONLY": inOnly}
+		o.Hooks.AuthFailure = func(frontend, reason string) {
+			mu.Lock()
+			failures[frontend+" "+reason]++
+			mu.Unlock()
+		}
 	})
 	ts.must(200, "PUT", "/data", nil, nil)
 	ts.must(200, "PUT", "/other", nil, nil)
@@ -75,5 +83,15 @@ func TestKeyScopes(t *testing.T) {
 	}
 	for _, p := range []string{"/data/in/old", "/data/in/new", "/other/x"} {
 		ts.must(http.StatusNoContent, "DELETE", p, nil, nil) // the unlimited key
+	}
+	wrong := *ts
+	wrong.signer = testSigner{ak: ak, sk: "not-the-secret", region: "us-east-1", now: time.Now}
+	wrong.fails(403, "SignatureDoesNotMatch", "GET", "/data/in/new", nil, nil)
+	mu.Lock()
+	defer mu.Unlock()
+	// 13 refusals above: 11 by checkScopes, a copy's source and a key of
+	// the multi-object delete; and the wrong secret.
+	if failures["s3 permission"] != 13 || failures["s3 credentials"] != 1 || len(failures) != 2 {
+		t.Errorf("auth failures reported: %v", failures)
 	}
 }
