@@ -24,7 +24,11 @@ type result struct {
 // ecstoreCtx runs the CLI in-process with args and stdin.
 func ecstoreCtx(ctx context.Context, t *testing.T, stdin io.Reader, args ...string) result {
 	t.Helper()
-	var out, errb bytes.Buffer
+	// Standard error is written by log lines of goroutines that may
+	// outlive the command (calls left running on a node), so it is read
+	// under a lock.
+	var out bytes.Buffer
+	var errb syncBuffer
 	if stdin == nil {
 		stdin = strings.NewReader("")
 	}

@@ -83,6 +83,9 @@ type guarded struct {
 	n     Node
 	opts  GuardOptions
 	stuck atomic.Int64
+	// warned is set while the log says the file system is not answering:
+	// a call ran out of time, not one its caller merely gave up on.
+	warned atomic.Bool
 }
 
 var (
@@ -163,7 +166,7 @@ func guardCallLeft[T any](g *guarded, ctx context.Context, op, path string, fn f
 		defer cancel()
 	}
 	v, err := Within(ctx, func() (T, error) { return fn(ctx) }, func() {
-		g.addStuck(op, path)
+		g.addStuck(op, path, ctx.Err())
 		if left != nil {
 			left()
 		}
@@ -179,10 +182,13 @@ func guardCallLeft[T any](g *guarded, ctx context.Context, op, path string, fn f
 	return v, err
 }
 
-// addStuck counts a call left running.
-func (g *guarded) addStuck(op, path string) {
+// addStuck counts a call left running because its context ended with
+// cause. Only a call out of time says the file system is not answering:
+// one whose caller went away (a refused or cancelled transfer) is
+// counted, as it holds a thread until it returns, but not reported.
+func (g *guarded) addStuck(op, path string, cause error) {
 	n := g.stuck.Add(1)
-	if n == 1 {
+	if errors.Is(cause, context.DeadlineExceeded) && !g.warned.Swap(true) {
 		g.opts.Logger.Warn("node's file system is not answering: calls are left running until it does",
 			"node", g.n.ID(), "op", op, "path", path)
 	}
@@ -192,7 +198,7 @@ func (g *guarded) addStuck(op, path string) {
 // unstuck counts a stuck call that returned.
 func (g *guarded) unstuck(op, path string) {
 	n := g.stuck.Add(-1)
-	if n == 0 {
+	if n == 0 && g.warned.Swap(false) {
 		g.opts.Logger.Warn("node's file system answers again: every stuck call has returned",
 			"node", g.n.ID(), "last_op", op, "path", path)
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -302,5 +304,80 @@ func TestGuardedListOfALargeDirectory(t *testing.T) {
 				t.Fatalf("guarded, idle timeout %v (the whole listing takes %v): %d entries, %v", idle, whole, len(fis), err)
 			}
 		})
+	}
+}
+
+// TestGuardWarnsOnlyWhenOutOfTime: a call left running because its
+// caller gave up (a refused put cancels its archive creates) is counted
+// but not logged as a file system that stopped answering; a call that
+// ran out of time is, and its return is logged too. Regression: a put
+// onto a directory logged "not answering" and "answers again" for
+// healthy nodes, after the command had returned.
+func TestGuardWarnsOnlyWhenOutOfTime(t *testing.T) {
+	var logged lockedLog
+	f := newFrozen()
+	var stuck atomic.Int64
+	g := node.Guard(f, node.GuardOptions{
+		Logger: slog.New(slog.NewTextHandler(&logged, nil)),
+		Stuck:  func(_ string, n int) { stuck.Store(int64(n)) },
+	})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for f.calls.Load() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	if _, err := g.Stat(ctx, "/a"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled stat: %v", err)
+	}
+	if stuck.Load() != 1 {
+		t.Errorf("stuck calls = %d after a cancelled call, want 1", stuck.Load())
+	}
+	f.thaw()
+	waitFor(t, func() bool { return stuck.Load() == 0 })
+	if s := logged.String(); s != "" {
+		t.Errorf("a cancelled call was logged:\n%s", s)
+	}
+
+	f.freeze()
+	short, cancelShort := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancelShort()
+	if _, err := g.Stat(short, "/b"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("stat out of time: %v", err)
+	}
+	if s := logged.String(); !strings.Contains(s, "not answering") {
+		t.Errorf("a call out of time was not logged:\n%s", s)
+	}
+	f.thaw()
+	waitFor(t, func() bool { return strings.Contains(logged.String(), "answers again") })
+}
+
+// lockedLog is a log destination safe for concurrent writers.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// waitFor polls cond for up to 10 s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 10 s")
+		}
 	}
 }
