@@ -296,13 +296,21 @@ func TestGuardedListOfALargeDirectory(t *testing.T) {
 			}
 			// (At least 20 ms: a names-only listing of n entries takes
 			// a few ms, too little to time its batches against.)
+			// A listing that reports nothing until its end fails every
+			// try; one pause of the machine (a loaded CI host) fails
+			// one, so three are allowed.
 			idle := max(whole/3, 20*time.Millisecond)
-			wctx, stop := watchdog.WithIdleTimeout(ctx, idle)
-			defer stop()
-			fis, err := list.fn(wctx, node.Guard(l, node.GuardOptions{}))
-			if err != nil || len(fis) != n {
-				t.Fatalf("guarded, idle timeout %v (the whole listing takes %v): %d entries, %v", idle, whole, len(fis), err)
+			var fails []string
+			for range 3 {
+				wctx, stop := watchdog.WithIdleTimeout(ctx, idle)
+				fis, err := list.fn(wctx, node.Guard(l, node.GuardOptions{}))
+				stop()
+				if err == nil && len(fis) == n {
+					return
+				}
+				fails = append(fails, fmt.Sprintf("%d entries, %v", len(fis), err))
 			}
+			t.Fatalf("guarded, idle timeout %v (the whole listing takes %v): %s", idle, whole, strings.Join(fails, "; "))
 		})
 	}
 }
