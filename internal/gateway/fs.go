@@ -22,15 +22,18 @@ import (
 	"github.com/ecstore/ecstore/internal/jwtauth"
 	"github.com/ecstore/ecstore/internal/node"
 	"github.com/ecstore/ecstore/internal/object"
+	"github.com/ecstore/ecstore/internal/xrdtpc"
 	"github.com/ecstore/ecstore/internal/xrootd"
 )
 
 // FS is the EC namespace as an xrootd.FileSystem. It is safe for
-// concurrent use and keeps no per-object state.
+// concurrent use and keeps no per-object state, beyond the keys of the
+// third-party copies it is the source of (tpc.go).
 type FS struct {
 	store    *object.Store
 	log      *slog.Logger
 	hooks    Hooks
+	tpcKeys  *xrdtpc.Keys
 	readOnly bool
 	// tokenRequired: reads need a token too (see access.go).
 	tokenRequired bool
@@ -83,7 +86,7 @@ func NewFS(store *object.Store, log *slog.Logger, hooks Hooks) *FS {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &FS{store: store, log: log, hooks: hooks}
+	return &FS{store: store, log: log, hooks: hooks, tpcKeys: xrdtpc.NewKeys()}
 }
 
 // Compile-time checks of the optional capabilities FS offers.
@@ -103,7 +106,17 @@ var (
 // xrdcp sends). Updating an existing object in place is not supported.
 func (f *FS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (_ xrootd.File, err error) {
 	defer func(start time.Time) { f.hooks.done("open", start, err) }(time.Now())
+	tpc, err := xrdtpc.ParseOpen(opts.CGI)
+	if err != nil {
+		return nil, xrootd.Errorf(xrootd.ErrArgInvalid, "%s: %v", name, err)
+	}
 	if !opts.Flags.Writable() {
+		switch tpc.Role {
+		case xrdtpc.RoleRegister, xrdtpc.RolePull:
+			return f.openTPCSource(ctx, name, tpc)
+		case xrdtpc.RoleDestination:
+			return nil, tpcRoleErr(name, false)
+		}
 		if err := f.allow(ctx, jwtauth.Read, "read", name); err != nil {
 			return nil, err
 		}
@@ -112,6 +125,9 @@ func (f *FS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (_ 
 			return nil, mapErr(err)
 		}
 		return &readFile{r: r, hooks: &f.hooks}, nil
+	}
+	if tpc.Role == xrdtpc.RoleRegister || tpc.Role == xrdtpc.RolePull {
+		return nil, tpcRoleErr(name, true)
 	}
 	createOnly, err := f.allowWrite(ctx, name)
 	if err != nil {
@@ -134,7 +150,11 @@ func (f *FS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (_ 
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return &writeFile{w: w, name: name, hooks: &f.hooks}, nil
+	wf := &writeFile{w: w, name: name, hooks: &f.hooks}
+	if tpc.Role == xrdtpc.RoleDestination {
+		return f.tpcDestinationOf(ctx, wf, tpc), nil
+	}
+	return wf, nil
 }
 
 // Stat describes an object or directory.

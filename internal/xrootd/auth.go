@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/netip"
 )
 
 // Token authentication (the "ztn" security protocol of XRootD 5).
@@ -92,6 +93,13 @@ type Identity struct {
 	// Grant is what the token allows, as Server.Tokens returned it; nil:
 	// everything.
 	Grant any
+	// User and PID are what the client gave at login (not verified):
+	// with Remote they name the client process, as XRootD's third-party
+	// copy does ("user.pid@host").
+	User string
+	PID  int32
+	// Remote is the client's address.
+	Remote netip.AddrPort
 }
 
 type identityKey struct{}

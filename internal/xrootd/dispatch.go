@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ecstore/ecstore/internal/bufpool"
@@ -344,7 +346,7 @@ func (s *session) doLogin(sid StreamID, r *LoginRequest) {
 		}
 		s.needAuth.Store(true)
 	}
-	s.ident.Store(&Identity{Holder: r.Username, TLS: underTLS})
+	s.ident.Store(&Identity{Holder: r.Username, TLS: underTLS, User: r.Username, PID: r.PID, Remote: s.ident.Load().Remote})
 	s.loggedIn.Store(true)
 	cgi, _ := url.ParseQuery(r.Token)
 	s.log.Debug("xrootd login", "user", r.Username, "app", cgi.Get("xrd.appname"), "client_version", cgi.Get("xrd.rn"), "tls", underTLS)
@@ -392,7 +394,9 @@ func (s *session) doAuth(sid StreamID, r *AuthRequest) {
 			s.sendError(sid, Errorf(ErrAuthFailed, "token not accepted"))
 			return
 		}
-		s.ident.Store(&Identity{Holder: holder, Authenticated: true, TLS: true, Grant: grant})
+		id := *s.ident.Load()
+		id.Holder, id.Authenticated, id.TokenRefused, id.Grant = holder, true, false, grant
+		s.ident.Store(&id)
 		s.log.Debug("xrootd client authenticated", "holder", holder)
 	case "unix":
 		if s.srv.TokenRequired {
@@ -802,13 +806,72 @@ func (s *session) doPgWrite(sid StreamID, of *openFile, r *PgWriteRequest) {
 }
 
 func (s *session) doSync(sid StreamID, of *openFile) {
-	if sy, ok := of.f.(FileSyncer); ok && of.writable {
-		if err := sy.Sync(s.ctx); err != nil {
-			s.fail(sid, ReqSync, fmt.Errorf("sync %s: %w", of.name, err))
+	sy, ok := of.f.(FileSyncer)
+	if !ok || !of.writable {
+		s.sendOK(sid, nil)
+		return
+	}
+	// A sync may take long (the pull of a third-party copy ends with
+	// one): past a moment the client is told to wait for the answer.
+	a := s.answerLate(sid, s.limits.WaitRespAfter)
+	if err := sy.Sync(s.ctx); err != nil {
+		a.fail(ReqSync, fmt.Errorf("sync %s: %w", of.name, err))
+		return
+	}
+	a.send(StatusOK, nil)
+}
+
+// WaitRespSeconds is how long a client told kXR_waitresp is asked to
+// wait for the answer, as xrootd asks of a third-party copy's sync.
+const WaitRespSeconds = 1800
+
+// lateAnswer is the answer to a request that may take long: sent as it
+// is when it comes soon, else preceded by kXR_waitresp and sent as
+// kXR_attn kXR_asynresp.
+type lateAnswer struct {
+	s        *session
+	sid      StreamID
+	timer    *time.Timer
+	mu       sync.Mutex
+	deferred bool // kXR_waitresp was sent
+	answered bool
+}
+
+// answerLate returns the late answer of request sid: kXR_waitresp goes
+// out after d unless the answer is sent first.
+func (s *session) answerLate(sid StreamID, d time.Duration) *lateAnswer {
+	a := &lateAnswer{s: s, sid: sid}
+	a.timer = time.AfterFunc(d, func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if a.answered {
 			return
 		}
+		a.deferred = true
+		body := binary.BigEndian.AppendUint32(nil, WaitRespSeconds)
+		a.s.send(a.sid, StatusWaitResp, body)
+	})
+	return a
+}
+
+// send answers with st and body.
+func (a *lateAnswer) send(st Status, body []byte) error {
+	a.timer.Stop()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.answered = true
+	if !a.deferred {
+		return a.s.send(a.sid, st, body)
 	}
-	s.sendOK(sid, nil)
+	inner := &ResponseFrame{StreamID: a.sid, Status: st, Body: body}
+	return a.s.send(StreamID{}, StatusAttn, AppendAsyncResponse(nil, inner))
+}
+
+// fail answers with kXR_error for err, as session.fail does.
+func (a *lateAnswer) fail(id RequestID, err error) {
+	xe := toProtocolError(err)
+	a.s.log.Debug("xrootd request failed", "req", id, "code", xe.Code.String(), "err", err)
+	a.send(StatusError, AppendErrorBody(nil, xe.Code, xe.Message))
 }
 
 func (s *session) doFileTruncate(sid StreamID, of *openFile, size int64) {
@@ -1103,6 +1166,11 @@ func (s *session) configValue(key string) string {
 	case "sitename":
 		if s.srv.SiteName != "" {
 			return s.srv.SiteName
+		}
+	}
+	if h, ok := s.srv.Handler.(ConfigReporter); ok {
+		if v, ok := h.ConfigValue(key); ok {
+			return v
 		}
 	}
 	return key

@@ -142,6 +142,13 @@ type FileAborter interface {
 	Abort(ctx context.Context) error
 }
 
+// ConfigReporter is implemented by file systems that answer kXR_query
+// config keys of their own (such as "tpc", third-party copy support),
+// beyond those the server answers; ok false leaves the key unknown.
+type ConfigReporter interface {
+	ConfigValue(key string) (value string, ok bool)
+}
+
 // Remover is implemented by file systems that support kXR_rm.
 type Remover interface {
 	Remove(ctx context.Context, name string) error

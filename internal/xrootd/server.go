@@ -55,6 +55,11 @@ type Limits struct {
 	IdleTimeout time.Duration
 	// WriteTimeout bounds the sending of one response frame. Default 60 s.
 	WriteTimeout time.Duration
+	// WaitRespAfter is how long a kXR_sync may run before the client is
+	// answered kXR_waitresp, the answer following as kXR_attn
+	// kXR_asynresp (the sync that ends a third-party copy lasts as long
+	// as the copy). Default 2 s.
+	WaitRespAfter time.Duration
 }
 
 // ServerVersion is the Server's answer to kXR_query config "version".
@@ -92,6 +97,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.WriteTimeout <= 0 {
 		l.WriteTimeout = 60 * time.Second
+	}
+	if l.WaitRespAfter <= 0 {
+		l.WaitRespAfter = 2 * time.Second
 	}
 	return l
 }

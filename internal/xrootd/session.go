@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"runtime/debug"
 	"sync"
@@ -127,7 +128,7 @@ func newSession(ctx context.Context, srv *Server, conn net.Conn, limits Limits, 
 		budget: budget{avail: limits.PayloadBudget, wake: make(chan struct{}, 1)},
 		files:  make(map[FileHandle]*openFile),
 	}
-	s.ident.Store(&Identity{})
+	s.ident.Store(&Identity{Remote: remoteAddrPort(conn)})
 	ctx = context.WithValue(ctx, identityKey{}, identityOf(func() Identity { return *s.ident.Load() }))
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	return s
@@ -470,4 +471,15 @@ func (s *session) closeAllFiles() {
 		cancel()
 		s.log.Debug("xrootd file left open at disconnect", "path", of.name, "writable", of.writable, "err", err)
 	}
+}
+
+// remoteAddrPort is conn's remote address, IPv4 addresses unmapped; the
+// zero AddrPort for a connection that is not TCP.
+func remoteAddrPort(conn net.Conn) netip.AddrPort {
+	ta, ok := conn.RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		return netip.AddrPort{}
+	}
+	ap := ta.AddrPort()
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }
