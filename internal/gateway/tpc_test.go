@@ -1,0 +1,166 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/layout"
+	"github.com/ecstore/ecstore/internal/testcluster"
+	"github.com/ecstore/ecstore/internal/xrootd"
+)
+
+// tpcGateway serves a fresh test cluster and returns its address, its FS
+// and a client.
+func tpcGateway(t *testing.T) (string, *FS, *xrootd.Client) {
+	t.Helper()
+	c := testcluster.New(t, 7, layout.Geometry{K: 4, M: 2, ChunkSize: 64 << 10})
+	fsys := NewFS(c.Store, nil, Hooks{})
+	fsys.tpcKeys.Wait = 500 * time.Millisecond
+	srv := &xrootd.Server{Handler: fsys, Limits: xrootd.Limits{WaitRespAfter: 10 * time.Millisecond}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go srv.Serve(ctx, ln)
+	t.Cleanup(func() { cancel(); srv.Shutdown(context.Background()) })
+	cl, err := xrootd.Dial(ctx, ln.Addr().String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	return ln.Addr().String(), fsys, cl
+}
+
+// thirdPartyCopy drives a copy as xrdcp --tpc does: the destination is
+// opened with the source's address and key, its first sync starts the
+// pull, the source is opened with the key (registering it), and the
+// second sync waits for the pull's end; then both are closed. The key the
+// source is told may differ from the destination's (srcKey).
+func thirdPartyCopy(ctx context.Context, src, dst *xrootd.Client, srcPath, dstPath, key, srcKey string) error {
+	df, err := dst.Open(ctx, dstPath+"?tpc.key="+key+"&tpc.lfn="+srcPath+"&tpc.src="+src.Addr()+"&tpc.stage=copy&tpc.spr=root&tpc.tpr=root",
+		xrootd.OpenNew|xrootd.OpenUpdate, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := df.Sync(ctx); err != nil {
+		df.Close(ctx)
+		return err
+	}
+	sf, err := src.Open(ctx, srcPath+"?tpc.dst=127.0.0.1&tpc.key="+srcKey+"&tpc.stage=copy", xrootd.OpenRead, 0)
+	if err != nil {
+		df.Close(ctx)
+		return err
+	}
+	syncErr := df.Sync(ctx)
+	sf.Close(ctx)
+	if err := df.Close(ctx); syncErr == nil {
+		return err
+	}
+	return syncErr
+}
+
+func TestThirdPartyCopy(t *testing.T) {
+	ctx := context.Background()
+	_, _, src := tpcGateway(t)
+	_, _, dst := tpcGateway(t)
+	data := make([]byte, 3<<20+12345)
+	rand.NewChaCha8([32]byte{1, 2}).Read(data)
+	upload(t, src, "/tpc/src", data)
+
+	for _, c := range []*xrootd.Client{src, dst} {
+		if v, err := c.QueryConfig(ctx, "tpc", "tpcdlg"); err != nil || len(v) != 2 || v[0] != "1" || v[1] != "tpcdlg" {
+			t.Errorf("query config tpc tpcdlg: %q, %v; want 1 and tpcdlg (no delegation)", v, err)
+		}
+	}
+
+	if err := thirdPartyCopy(ctx, src, dst, "/tpc/src", "/tpc/copy", "0123456789abcdef01234567", "0123456789abcdef01234567"); err != nil {
+		t.Fatalf("copy: %v", err)
+	}
+	if got := download(t, dst, "/tpc/copy"); !bytes.Equal(got, data) {
+		t.Fatalf("the copy has %d bytes, not the source's %d", len(got), len(data))
+	}
+
+	// A pull that the client did not register (another key) is refused
+	// by the source; the destination stores nothing.
+	err := thirdPartyCopy(ctx, src, dst, "/tpc/src", "/tpc/refused", "key-of-the-destination", "key-of-the-source")
+	if !hasCode(err, xrootd.ErrFSError) || !strings.Contains(err.Error(), "tpc authorization") {
+		t.Errorf("copy with a key the source was not given: %v, want kXR_FSError for the tpc authorization", err)
+	}
+	if _, err := dst.Stat(ctx, "/tpc/refused"); !hasCode(err, xrootd.ErrNotFound) {
+		t.Errorf("the refused copy's destination: %v, want kXR_NotFound", err)
+	}
+
+	// A missing source: nothing stored either.
+	err = thirdPartyCopy(ctx, src, dst, "/tpc/missing", "/tpc/nothing", "k2", "k2")
+	if !hasCode(err, xrootd.ErrNotFound) {
+		t.Errorf("copy of a missing source: %v, want kXR_NotFound from the source's open", err)
+	}
+	if _, err := dst.Stat(ctx, "/tpc/nothing"); !hasCode(err, xrootd.ErrNotFound) {
+		t.Errorf("the failed copy's destination: %v, want kXR_NotFound", err)
+	}
+}
+
+// TestThirdPartyCopyDestinationRules: a copy's destination takes no
+// writes of the client's own, one closed without a sync stores nothing,
+// and tpc CGI that does not fit the open's mode is refused.
+func TestThirdPartyCopyDestinationRules(t *testing.T) {
+	ctx := context.Background()
+	srcAddr, _, src := tpcGateway(t)
+	_, _, dst := tpcGateway(t)
+	upload(t, src, "/s", []byte("source bytes"))
+	cgi := "?tpc.key=k&tpc.lfn=/s&tpc.src=" + srcAddr + "&tpc.stage=copy"
+	df, err := dst.Open(ctx, "/d"+cgi, xrootd.OpenNew|xrootd.OpenUpdate, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := df.WriteAt(ctx, []byte("mine"), 0); !hasCode(err, xrootd.ErrNotAuthorized) {
+		t.Errorf("client write to a copy's destination: %v, want kXR_NotAuthorized", err)
+	}
+	if err := df.Close(ctx); err != nil {
+		t.Errorf("close without a copy: %v", err)
+	}
+	if _, err := dst.Stat(ctx, "/d"); !hasCode(err, xrootd.ErrNotFound) {
+		t.Errorf("a destination closed without a copy: %v, want kXR_NotFound", err)
+	}
+	if _, err := dst.Open(ctx, "/d"+cgi, xrootd.OpenRead, 0); !hasCode(err, xrootd.ErrArgInvalid) {
+		t.Errorf("tpc.src on an open for reading: %v, want kXR_ArgInvalid", err)
+	}
+	if _, err := src.Open(ctx, "/s?tpc.key=k&tpc.dst=h", xrootd.OpenNew|xrootd.OpenUpdate, 0o644); !hasCode(err, xrootd.ErrArgInvalid) {
+		t.Errorf("tpc.dst on an open for writing: %v, want kXR_ArgInvalid", err)
+	}
+	if _, err := src.Open(ctx, "/s?tpc.key=k&tpc.dst=h&tpc.org=u.1@h", xrootd.OpenRead, 0); !hasCode(err, xrootd.ErrArgInvalid) {
+		t.Errorf("conflicting tpc cgi: %v, want kXR_ArgInvalid", err)
+	}
+}
+
+// TestThirdPartyPullNeedsItsKey: an open that brings a key no client
+// registered waits for the registration, then is refused; one from
+// another host than the registered destination is refused at once.
+func TestThirdPartyPullNeedsItsKey(t *testing.T) {
+	ctx := context.Background()
+	_, _, src := tpcGateway(t)
+	upload(t, src, "/s", []byte("source bytes"))
+	start := time.Now()
+	_, err := src.Open(ctx, "/s?tpc.key=guess&tpc.org=u.1@[::ffff:127.0.0.1]", xrootd.OpenRead, 0)
+	if !hasCode(err, xrootd.ErrNotAuthorized) || time.Since(start) < 400*time.Millisecond {
+		t.Errorf("pull with an unregistered key: %v after %v, want kXR_NotAuthorized after the wait", err, time.Since(start))
+	}
+	// Registered for another destination host.
+	sf, err := src.Open(ctx, "/s?tpc.key=k2&tpc.dst=192.0.2.1&tpc.stage=copy", xrootd.OpenRead, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sf.Close(ctx)
+	_, err = src.Open(ctx, "/s?tpc.key=k2&tpc.org=ecstore."+strconv.Itoa(os.Getpid())+"@[::ffff:127.0.0.1]", xrootd.OpenRead, 0)
+	if !hasCode(err, xrootd.ErrNotAuthorized) || !strings.Contains(err.Error(), "destination 192.0.2.1") {
+		t.Errorf("pull from another host than the registered destination: %v", err)
+	}
+}
