@@ -563,10 +563,10 @@ func xrootdBase(t testing.TB) string {
 }
 
 // startXrootd starts (without waiting for it) a real xrootd exporting a
-// fresh directory under base on a free port. As root, xrootd refuses to
-// run, so it runs with -R as user xrootd (else nobody), which owns its
-// directories.
-func startXrootd(t testing.TB, base, name string) *xrootdServer {
+// fresh directory under base on a free port, its configuration ending
+// with the extra lines. As root, xrootd refuses to run, so it runs with
+// -R as user xrootd (else nobody), which owns its directories.
+func startXrootd(t testing.TB, base, name string, extra ...string) *xrootdServer {
 	t.Helper()
 	bin := needTool(t, "xrootd")
 	dir := filepath.Join(base, name)
@@ -582,6 +582,9 @@ func startXrootd(t testing.TB, base, name string) *xrootdServer {
 	cfg := filepath.Join(dir, "xrootd.cf")
 	conf := fmt.Sprintf("xrd.port %d\nall.export /\noss.localroot %s\nall.adminpath %s\nall.pidpath %s\nxrootd.chksum adler32\n",
 		port, s.data, admin, admin)
+	for _, line := range extra {
+		conf += line + "\n"
+	}
 	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
