@@ -133,7 +133,7 @@ func (d *tpcDestination) Sync(ctx context.Context) error {
 // pull copies the source into the object.
 func (d *tpcDestination) pull(ctx context.Context) {
 	start := time.Now()
-	d.fs.log.Info("third-party copy started", "obj", d.name, "src", d.src.Addr, "src_path", d.src.Path)
+	d.fs.log.Info("third-party copy started", "obj", d.name, "src", d.src.Addr, "src_path", d.src.Path, "tls", d.src.TLS)
 	n, err := xrdtpc.Pull(ctx, d.src, objectWriter{d.writeFile}, xrdtpc.PullOptions{
 		Dial:  xrootd.DialOptions{Logger: d.fs.log, AppName: "ecstore-tpc"},
 		Moved: &d.moved,

@@ -3,8 +3,10 @@
 package interop
 
 import (
+	"github.com/ecstore/ecstore/internal/testtls"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -91,4 +93,47 @@ func TestThirdPartyCopyXrdcp(t *testing.T) {
 		gw.checkAlive(t)
 		gw.fsck(t)
 	}
+}
+
+// TestThirdPartyCopyOverTLS: xrdcp --tpc between two gateways that take
+// tokens under TLS (roots://): the client presents its token to both,
+// and the destination pulls over TLS, trusting the source's certificate
+// through X509_CERT_DIR, with no token of its own (the key lets it in).
+func TestThirdPartyCopyOverTLS(t *testing.T) {
+	xrdcp := needTool(t, "xrdcp")
+	work := t.TempDir()
+	files := testtls.New(t, "localhost")
+	clients := newTLSClients(t, files)
+	auth := filepath.Join(work, "auth")
+	if err := os.WriteFile(auth, []byte("token = "+interopToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("X509_CERT_DIR", files.Dir) // the destination gateway's trust
+	var (
+		urls [2]string
+		gws  [2]*gateway
+	)
+	for i := range urls {
+		dir := filepath.Join(work, "gw"+string(rune('0'+i)))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		gw := startGateway(t, dir, false, "--data", filepath.Join(dir, "data"), "--fsync=false",
+			"--tls-cert", files.CertFile, "--tls-key", files.KeyFile, "--auth-file", auth, "--log-level", "info")
+		gws[i] = gw
+		_, port, _ := strings.Cut(gw.addr, ":")
+		urls[i] = "roots://localhost:" + port + "/"
+	}
+	token := []string{"BEARER_TOKEN=" + interopToken}
+	local := filepath.Join(work, "local")
+	writeRandom(t, local, 5*mib+3, seed(t), 7)
+	clients.must(t, token, xrdcp, "-s", local, urls[0]+"/tls/src")
+	clients.must(t, token, xrdcp, "-s", "--tpc", "only", "-C", "adler32", urls[0]+"/tls/src", urls[1]+"/tls/copy")
+	back := filepath.Join(work, "back")
+	clients.must(t, token, xrdcp, "-s", urls[1]+"/tls/copy", back)
+	sameFile(t, back, local)
+	gws[1].waitLog(t, regexp.MustCompile(`third-party copy started" obj=/tls/copy .* tls=true`), 5*time.Second)
+	// Without a token the client may read the source but not write the
+	// destination.
+	clients.mustFail(t, nil, "anonymous clients may only read", xrdcp, "-s", "--tpc", "only", urls[0]+"/tls/src", urls[1]+"/tls/anon")
 }
