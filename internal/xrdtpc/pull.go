@@ -8,7 +8,9 @@ import (
 	"io"
 	"strings"
 	"sync/atomic"
+	"time"
 
+	"github.com/ecstore/ecstore/internal/watchdog"
 	"github.com/ecstore/ecstore/internal/xrootd"
 )
 
@@ -31,6 +33,9 @@ type PullOptions struct {
 	Chunk, Depth int
 	// Moved, if set, counts the bytes written to w so far.
 	Moved *atomic.Int64
+	// Idle ends a pull whose source sends nothing for this long.
+	// Default 2 minutes.
+	Idle time.Duration
 }
 
 // ErrChecksum is the error of a pull whose bytes do not have the adler32
@@ -48,6 +53,21 @@ func Pull(ctx context.Context, src Source, w io.Writer, o PullOptions) (int64, e
 	if o.Depth <= 0 {
 		o.Depth = 4
 	}
+	if o.Idle <= 0 {
+		o.Idle = 2 * time.Minute
+	}
+	parent := ctx
+	ctx, stop := watchdog.WithIdleTimeout(ctx, o.Idle)
+	defer stop()
+	n, err := pull(ctx, src, w, o)
+	if err != nil && parent.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("no data from the source for %v: %w", o.Idle, err)
+	}
+	return n, err
+}
+
+// pull is Pull under the idle watchdog ctx.
+func pull(ctx context.Context, src Source, w io.Writer, o PullOptions) (int64, error) {
 	dial := o.Dial
 	dial.Token, dial.NoTokenSearch = "", true
 	scheme := "root://"
@@ -63,13 +83,15 @@ func Pull(ctx context.Context, src Source, w io.Writer, o PullOptions) (int64, e
 	if err != nil {
 		return 0, fmt.Errorf("pull from %s: %w", src.Addr, err)
 	}
-	defer f.Close(context.WithoutCancel(ctx))
+	// After a failure the file is left to the connection's close: a
+	// source whose read hangs would hang its close too.
 	size := f.OpenInfo().Size
 	sum := adler32.New()
 	n, err := readAll(ctx, f, size, io.MultiWriter(w, sum), o)
 	if err != nil {
 		return n, fmt.Errorf("pull %s from %s: %w", src.Path, src.Addr, err)
 	}
+	f.Close(ctx)
 	if err := verifyAdler32(ctx, c, src.Path, sum.Sum32()); err != nil {
 		return n, fmt.Errorf("pull %s from %s: %w", src.Path, src.Addr, err)
 	}
@@ -120,7 +142,12 @@ func readAll(ctx context.Context, f *xrootd.ClientFile, size int64, w io.Writer,
 			}
 			return total, r.err
 		}
-		if _, err := w.Write(r.buf[:r.n]); err != nil {
+		watchdog.Progress(ctx)
+		// The destination's own slowness is not the source's silence.
+		busy := watchdog.Busy(ctx)
+		_, err := w.Write(r.buf[:r.n])
+		busy()
+		if err != nil {
 			return total, err
 		}
 		total += int64(r.n)

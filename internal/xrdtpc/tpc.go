@@ -112,7 +112,7 @@ func ParseOpen(cgi url.Values) (Open, error) {
 			if err != nil || n < 0 {
 				return Open{}, fmt.Errorf("%w: tpc.ttl %q", ErrConflict, s)
 			}
-			o.TTL = time.Duration(n) * time.Second
+			o.TTL = time.Duration(min(n, int(MaxTTL/time.Second))) * time.Second
 		}
 	case org != "" && dst == "" && src == "":
 		o.Role, o.Origin = RolePull, org

@@ -23,6 +23,7 @@ func TestParseOpen(t *testing.T) {
 		{"tpc.dst=host", Open{}, false}, // without a key: a plain open
 		{"tpc.key=k1&tpc.dst=[::ffff:10.0.0.1]&tpc.stage=copy", Open{Role: RoleRegister, Key: "k1", Dst: "[::ffff:10.0.0.1]"}, false},
 		{"tpc.key=k1&tpc.dst=h&tpc.ttl=30", Open{Role: RoleRegister, Key: "k1", Dst: "h", TTL: 30 * time.Second}, false},
+		{"tpc.key=k1&tpc.dst=h&tpc.ttl=9227000000", Open{Role: RoleRegister, Key: "k1", Dst: "h", TTL: MaxTTL}, false}, // no overflow
 		{"tpc.key=k1&tpc.org=root.7164@[::ffff:127.0.0.1]", Open{Role: RolePull, Key: "k1", Origin: "root.7164@[::ffff:127.0.0.1]"}, false},
 		{"oss.asize=3&tpc.dlg=h:1&tpc.dlgon=0&tpc.key=k1&tpc.lfn=/f&tpc.spr=root&tpc.src=[::ffff:127.0.0.1]:31094&tpc.stage=copy&tpc.str=1&tpc.tpr=root",
 			Open{Role: RoleDestination, Key: "k1", Src: "[::ffff:127.0.0.1]:31094", Path: "/f"}, false},

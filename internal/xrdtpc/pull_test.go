@@ -1,0 +1,164 @@
+package xrdtpc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/adler32"
+	"io"
+	"io/fs"
+	"iter"
+	"math/rand/v2"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/xrootd"
+)
+
+// sourceFS serves one file, /f, as a source would, with faults to order.
+type sourceFS struct {
+	data     []byte
+	announce int64  // the size its open reports; len(data) when 0
+	adler    string // its adler32 answer; the data's when "", none when "-"
+	stall    bool   // reads never answer
+
+	mu  sync.Mutex
+	cgi url.Values // of the last open
+}
+
+func (s *sourceFS) Open(_ context.Context, name string, o xrootd.OpenOptions) (xrootd.File, error) {
+	if name != "/f" {
+		return nil, fs.ErrNotExist
+	}
+	s.mu.Lock()
+	s.cgi = o.CGI
+	s.mu.Unlock()
+	return &sourceFile{s}, nil
+}
+
+func (s *sourceFS) size() int64 {
+	if s.announce != 0 {
+		return s.announce
+	}
+	return int64(len(s.data))
+}
+
+func (s *sourceFS) Stat(context.Context, string) (xrootd.FileInfo, error) {
+	return xrootd.FileInfo{Size: s.size(), Mode: 0o644}, nil
+}
+
+func (s *sourceFS) List(context.Context, string) iter.Seq2[xrootd.FileInfo, error] {
+	return func(func(xrootd.FileInfo, error) bool) {}
+}
+
+func (s *sourceFS) ChecksumAlgorithms() []string { return []string{"adler32"} }
+
+func (s *sourceFS) Checksum(context.Context, string, string) (string, error) {
+	switch s.adler {
+	case "-":
+		return "", xrootd.Errorf(xrootd.ErrUnsupported, "no checksums here")
+	case "":
+		return fmt.Sprintf("%08x", adler32.Checksum(s.data)), nil
+	}
+	return s.adler, nil
+}
+
+type sourceFile struct{ s *sourceFS }
+
+func (f *sourceFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	if f.s.stall {
+		<-ctx.Done()
+		return 0, ctx.Err()
+	}
+	if off >= int64(len(f.s.data)) {
+		return 0, io.EOF
+	}
+	n := copy(p, f.s.data[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (f *sourceFile) Stat(context.Context) (xrootd.FileInfo, error) {
+	return xrootd.FileInfo{Size: f.s.size(), Mode: 0o644}, nil
+}
+
+func (f *sourceFile) Close(context.Context) error { return nil }
+
+func serveSource(t *testing.T, s *sourceFS) string {
+	t.Helper()
+	srv := &xrootd.Server{Handler: s}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go srv.Serve(ctx, ln)
+	t.Cleanup(func() { cancel(); srv.Shutdown(context.Background()) })
+	return ln.Addr().String()
+}
+
+func TestPull(t *testing.T) {
+	data := make([]byte, 5<<20+77)
+	rand.NewChaCha8([32]byte{3}).Read(data)
+	opts := PullOptions{Chunk: 1 << 20, Depth: 3, Idle: 300 * time.Millisecond}
+	pull := func(s *sourceFS) ([]byte, int64, error) {
+		addr := serveSource(t, s)
+		var out bytes.Buffer
+		var moved atomic.Int64
+		o := opts
+		o.Moved = &moved
+		n, err := Pull(context.Background(), Source{Addr: addr, Path: "/f", Key: "k1", Origin: "u.1@[::ffff:127.0.0.1]"}, &out, o)
+		if n != moved.Load() || n != int64(out.Len()) {
+			t.Errorf("Pull returned %d, counted %d, wrote %d", n, moved.Load(), out.Len())
+		}
+		return out.Bytes(), n, err
+	}
+
+	s := &sourceFS{data: data}
+	got, _, err := pull(s)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("pull: %d bytes, %v", len(got), err)
+	}
+	if s.cgi.Get("tpc.key") != "k1" || s.cgi.Get("tpc.org") != "u.1@[::ffff:127.0.0.1]" {
+		t.Errorf("the source's open got %v, want the key and origin", s.cgi)
+	}
+	if got, _, err := pull(&sourceFS{data: data, adler: "-"}); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("pull from a source without adler32: %d bytes, %v", len(got), err)
+	}
+
+	for _, tc := range []struct {
+		name string
+		s    *sourceFS
+		want string
+	}{
+		{"shorter than announced", &sourceFS{data: data, announce: int64(len(data)) + 10}, "ended at"},
+		{"longer than announced", &sourceFS{data: data, announce: int64(len(data)) - 10}, "longer than"},
+		{"another checksum", &sourceFS{data: data, adler: "00000001"}, "checksum mismatch"},
+		{"silent source", &sourceFS{data: data, stall: true}, "no data from the source"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			_, _, err := pull(tc.s)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("pull: %v, want an error saying %q", err, tc.want)
+			}
+			if time.Since(start) > 5*time.Second {
+				t.Errorf("the failed pull took %v", time.Since(start))
+			}
+		})
+	}
+	if _, err := Pull(context.Background(), Source{Addr: serveSource(t, &sourceFS{data: data}), Path: "/missing"}, io.Discard, opts); !errors.Is(err, fs.ErrNotExist) {
+		var xe *xrootd.Error
+		if !errors.As(err, &xe) || xe.Code != xrootd.ErrNotFound {
+			t.Errorf("pull of a missing file: %v, want kXR_NotFound", err)
+		}
+	}
+}
