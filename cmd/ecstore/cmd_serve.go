@@ -70,9 +70,15 @@ BEARER_TOKEN (or their token file) under TLS, and a valid token may
 write; clients without one only read, or are turned away with
 --root-token-required. Without tokens, root:// clients are anonymous.
 
+Third-party copies are served at both ends: xrdcp --tpc (the gateway
+pulls a file a writer asks for, or lets another server pull an object
+on the key a reader gave) and HTTP COPY with Source or a remote
+Destination (WLCG HTTP-TPC, davix-cp, FTS).
+
 SIGHUP re-reads these credentials (config file and --auth-file) without
-a restart (whether root:// takes tokens at all is decided at start). The cluster's config file may also hold this command's flags
-as key = value lines (root-addr = 0.0.0.0:1094, tls-cert = FILE, ...);
+a restart (whether root:// takes tokens at all is decided at start).
+The cluster's config file may also hold this command's flags as
+key = value lines (root-addr = 0.0.0.0:1094, tls-cert = FILE, ...);
 a flag on the command line wins.
 
 Abandoned S3 multipart uploads (neither completed nor aborted) are

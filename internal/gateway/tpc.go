@@ -138,7 +138,7 @@ func (d *tpcDestination) pull(ctx context.Context) {
 		Dial:  xrootd.DialOptions{Logger: d.fs.log, AppName: "ecstore-tpc"},
 		Moved: &d.moved,
 	})
-	d.fs.hooks.done("tpc-pull", start, err)
+	d.fs.hooks.done("tpc_pull", start, err)
 	if err != nil {
 		d.fs.log.Warn("third-party copy failed", "obj", d.name, "src", d.src.Addr, "src_path", d.src.Path, "bytes", n, "err", err)
 		d.err = xrootd.Errorf(xrootd.ErrFSError, "third-party copy of %s from %s failed: %v", d.src.Path, d.src.Addr, err)

@@ -23,9 +23,13 @@
 // who the client is. Other security protocols (gsi, krb5, sss) are not
 // offered, and request signing (kXR_sigver) is not supported. The
 // Client speaks the same (roots:// URLs, DialOptions.Token or
-// FindBearerToken). kXR_bind sub-streams,
-// kXR_writev, kXR_gpfile, kXR_chkpoint and third-party copy are not
-// implemented and answer kXR_error kXR_Unsupported. kXR_fattr get, set and
+// FindBearerToken). A kXR_sync that takes longer than
+// Limits.WaitRespAfter is answered kXR_waitresp and then with kXR_attn
+// kXR_asynresp, as xrootd answers the sync that ends a third-party copy
+// (whose CGI a FileSystem gets with the open; package xrdtpc);
+// ConfigReporter lets a FileSystem answer kXR_query config keys such as
+// "tpc". kXR_bind sub-streams, kXR_writev, kXR_gpfile and kXR_chkpoint
+// are not implemented and answer kXR_error kXR_Unsupported. kXR_fattr get, set and
 // del by path are served by handlers that keep attributes (AttrKeeper);
 // lists, requests on an open file's handle and other handlers' requests
 // answer kXR_Unsupported, a malformed request kXR_ArgInvalid. The Client
