@@ -6,6 +6,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"net/netip"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -163,7 +165,13 @@ func TestTokenAuthentication(t *testing.T) {
 			if _, err := c.Stat(ctx, "/"); err != nil {
 				t.Fatal(err)
 			}
-			if got := h.last(); got != tc.want {
+			got := h.last()
+			if got.User != tc.opts.Username && !(tc.opts.Username == "" && got.User == "ecstore") ||
+				got.PID != int32(os.Getpid()) || !got.Remote.Addr().IsLoopback() {
+				t.Errorf("identity %+v: want the login's user and pid and a loopback address", got)
+			}
+			got.User, got.PID, got.Remote = "", 0, netip.AddrPort{}
+			if got != tc.want {
 				t.Errorf("identity %+v, want %+v", got, tc.want)
 			}
 		})
