@@ -14,6 +14,7 @@ import (
 	"io/fs"
 	"iter"
 	"log/slog"
+	"net/netip"
 	"strconv"
 	"syscall"
 	"time"
@@ -34,6 +35,7 @@ type FS struct {
 	log      *slog.Logger
 	hooks    Hooks
 	tpcKeys  *xrdtpc.Keys
+	tpcPulls chan struct{} // a slot per pull in progress
 	readOnly bool
 	// tokenRequired: reads need a token too (see access.go).
 	tokenRequired bool
@@ -81,12 +83,20 @@ func (h *Hooks) bytes(direction string, n int) {
 	}
 }
 
+// MaxPulls bounds the third-party copies a gateway pulls at once (each
+// holds up to 32 MiB of reads besides its object's blocks); more wait.
+const MaxPulls = 16
+
 // NewFS returns an FS over store. A nil logger discards.
 func NewFS(store *object.Store, log *slog.Logger, hooks Hooks) *FS {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &FS{store: store, log: log, hooks: hooks, tpcKeys: xrdtpc.NewKeys()}
+	keys := xrdtpc.NewKeys()
+	keys.Refused = func(_, origin, path string, puller netip.Addr, reason error) {
+		log.Warn("third-party pull refused", "obj", path, "puller", puller.String(), "origin", origin, "reason", reason)
+	}
+	return &FS{store: store, log: log, hooks: hooks, tpcKeys: keys, tpcPulls: make(chan struct{}, MaxPulls)}
 }
 
 // Compile-time checks of the optional capabilities FS offers.

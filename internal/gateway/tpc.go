@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -36,9 +37,11 @@ func (f *FS) openTPCSource(ctx context.Context, name string, t xrdtpc.Open) (xro
 	id := xrootd.PeerIdentity(ctx)
 	if t.Role == xrdtpc.RolePull {
 		if err := f.tpcKeys.Claim(ctx, t.Key, t.Origin, name, id.Remote.Addr()); err != nil {
-			f.log.Info("third-party pull refused", "obj", name, "puller", id.Remote.String(), "origin", t.Origin, "err", err)
-			f.hooks.AuthFailed("root", "credentials")
-			return nil, xrootd.Errorf(xrootd.ErrNotAuthorized, "%s: %v", name, err)
+			if errors.Is(err, xrdtpc.ErrNotAuthorized) {
+				f.hooks.AuthFailed("root", "credentials")
+				return nil, xrootd.Errorf(xrootd.ErrNotAuthorized, "%s: %v", name, err)
+			}
+			return nil, err
 		}
 		r, err := f.store.Open(ctx, name)
 		if err != nil {
@@ -54,7 +57,11 @@ func (f *FS) openTPCSource(ctx context.Context, name string, t xrdtpc.Open) (xro
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	release := f.tpcKeys.Register(id, t.Key, name, t.Dst, t.TTL)
+	release, err := f.tpcKeys.Register(id, t.Key, name, t.Dst, t.TTL)
+	if err != nil {
+		r.Close()
+		return nil, xrootd.Errorf(xrootd.ErrNotAuthorized, "%s: %v", name, err)
+	}
 	return &tpcSource{readFile: &readFile{r: r, hooks: &f.hooks}, release: release}, nil
 }
 
@@ -130,8 +137,23 @@ func (d *tpcDestination) Sync(ctx context.Context) error {
 	}
 }
 
-// pull copies the source into the object.
+// pull copies the source into the object, once one of the gateway's
+// pull slots is free.
 func (d *tpcDestination) pull(ctx context.Context) {
+	defer close(d.done)
+	select {
+	case d.fs.tpcPulls <- struct{}{}:
+		defer func() { <-d.fs.tpcPulls }()
+	default:
+		d.fs.log.Info("third-party copy waits for one of the pulls in progress to end", "obj", d.name, "pulls", cap(d.fs.tpcPulls))
+		select {
+		case d.fs.tpcPulls <- struct{}{}:
+			defer func() { <-d.fs.tpcPulls }()
+		case <-ctx.Done():
+			d.err = ctx.Err()
+			return
+		}
+	}
 	start := time.Now()
 	d.fs.log.Info("third-party copy started", "obj", d.name, "src", d.src.Addr, "src_path", d.src.Path, "tls", d.src.TLS)
 	n, err := xrdtpc.Pull(ctx, d.src, objectWriter{d.writeFile}, xrdtpc.PullOptions{
@@ -145,7 +167,6 @@ func (d *tpcDestination) pull(ctx context.Context) {
 	} else {
 		d.fs.log.Info("third-party copy pulled", "obj", d.name, "src", d.src.Addr, "bytes", n, "took", time.Since(start).Round(time.Millisecond))
 	}
-	close(d.done)
 }
 
 // stop ends a pull that is still running and waits for it. It reports
@@ -163,9 +184,12 @@ func (d *tpcDestination) stop() bool {
 	return true
 }
 
-// Close stores the object once the pull has succeeded. A close before
-// the pull ended cancels it; nothing is stored then, nor after a failed
-// pull, nor when no pull was started (the client gave up on the copy).
+// Close stores the object once the pull has succeeded. Nothing is stored
+// after a failed pull, nor when no pull was started (the client gave up
+// on the copy). A close that comes while the pull runs cancels it, and
+// stores nothing; a close queued behind a sync that waits for the pull
+// waits with it (xrdcp does not send one: it ends a copy it gives up on
+// by closing its connection, which cancels the pull at once).
 func (d *tpcDestination) Close(ctx context.Context) error {
 	d.mu.Lock()
 	running := d.started && !isClosed(d.done)

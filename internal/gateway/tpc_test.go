@@ -3,8 +3,11 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math/rand/v2"
 	"net"
+	"net/netip"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -142,8 +145,8 @@ func TestThirdPartyCopyDestinationRules(t *testing.T) {
 }
 
 // TestThirdPartyPullNeedsItsKey: an open that brings a key no client
-// registered waits for the registration, then is refused; one from
-// another host than the registered destination is refused at once.
+// registered waits for the registration, then is refused; so is one
+// from another host than the registered destination.
 func TestThirdPartyPullNeedsItsKey(t *testing.T) {
 	ctx := context.Background()
 	_, _, src := tpcGateway(t)
@@ -160,7 +163,48 @@ func TestThirdPartyPullNeedsItsKey(t *testing.T) {
 	}
 	defer sf.Close(ctx)
 	_, err = src.Open(ctx, "/s?tpc.key=k2&tpc.org=ecstore."+strconv.Itoa(os.Getpid())+"@[::ffff:127.0.0.1]", xrootd.OpenRead, 0)
-	if !hasCode(err, xrootd.ErrNotAuthorized) || !strings.Contains(err.Error(), "destination 192.0.2.1") {
+	if !hasCode(err, xrootd.ErrNotAuthorized) {
 		t.Errorf("pull from another host than the registered destination: %v", err)
+	}
+}
+
+// TestThirdPartyPullCannotBeForged: regressions of a review's findings. A
+// writer at a destination cannot smuggle another client's key and origin
+// into its pull through tpc.lfn; a pull that does not match a
+// registration learns nothing of it (the refusal says nothing more and
+// comes after the wait, as for a key nobody registered) and uses the key
+// up.
+func TestThirdPartyPullCannotBeForged(t *testing.T) {
+	ctx := context.Background()
+	_, srcFS, src := tpcGateway(t)
+	_, _, dst := tpcGateway(t)
+	upload(t, src, "/secret", []byte("victim's bytes"))
+	victim := xrootd.Identity{User: "victim", PID: 999, Remote: netip.MustParseAddrPort("10.0.0.1:1234")}
+	release, err := srcFS.tpcKeys.Register(victim, "VK", "/secret", "127.0.0.1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+
+	lfn := "/secret?tpc.key=VK&tpc.org=victim.999@[::ffff:10.0.0.1]&"
+	_, err = dst.Open(ctx, "/stolen?tpc.key=attacker&tpc.lfn="+url.QueryEscape(lfn)+"&tpc.src="+src.Addr()+"&tpc.stage=copy",
+		xrootd.OpenNew|xrootd.OpenUpdate, 0o644)
+	if !hasCode(err, xrootd.ErrArgInvalid) {
+		t.Errorf("a destination open whose tpc.lfn carries CGI: %v, want kXR_ArgInvalid", err)
+	}
+
+	start := time.Now()
+	_, err = src.Open(ctx, "/secret?tpc.key=VK&tpc.org=victim.999@[::1]", xrootd.OpenRead, 0)
+	var xe *xrootd.Error
+	if !errors.As(err, &xe) || xe.Code != xrootd.ErrNotAuthorized || strings.Contains(xe.Message, "victim") || strings.Contains(xe.Message, "10.0.0.1") {
+		t.Errorf("a pull from the wrong host: %v, want kXR_NotAuthorized that names nothing of the registration", err)
+	}
+	if took := time.Since(start); took < srcFS.tpcKeys.Wait {
+		t.Errorf("the refusal came after %v, before the wait (%v)", took, srcFS.tpcKeys.Wait)
+	}
+	// The key is used up: the right pull (from the victim's destination,
+	// this host) is refused now.
+	if _, err := src.Open(ctx, "/secret?tpc.key=VK&tpc.org=victim.999@[::ffff:10.0.0.1]", xrootd.OpenRead, 0); !hasCode(err, xrootd.ErrNotAuthorized) {
+		t.Errorf("a pull with a key a refused pull used up: %v", err)
 	}
 }

@@ -68,6 +68,9 @@ func Pull(ctx context.Context, src Source, w io.Writer, o PullOptions) (int64, e
 
 // pull is Pull under the idle watchdog ctx.
 func pull(ctx context.Context, src Source, w io.Writer, o PullOptions) (int64, error) {
+	if !plainCGIValue(src.Key) || !plainCGIValue(src.Origin) || !plainPath(src.Path) {
+		return 0, fmt.Errorf("pull from %s: the key, origin (%q) or path cannot be sent as CGI", src.Addr, src.Origin)
+	}
 	dial := o.Dial
 	dial.Token, dial.NoTokenSearch = "", true
 	scheme := "root://"
@@ -108,13 +111,17 @@ func readAll(ctx context.Context, f *xrootd.ClientFile, size int64, w io.Writer,
 		n   int
 		err error
 	}
-	free := make(chan []byte, o.Depth)
-	for range o.Depth {
-		free <- make([]byte, o.Chunk)
+	// Buffers as the file needs them, up to Depth of Chunk bytes.
+	chunk := int(min(int64(o.Chunk), max(size, 1)))
+	depth := int(min(int64(o.Depth), (size+int64(chunk)-1)/int64(chunk)))
+	free := make(chan []byte, max(depth, 1))
+	for range max(depth, 1) {
+		free <- make([]byte, chunk)
 	}
+	o.Chunk = chunk
 	// Reads are started in offset order; their results are taken in the
 	// same order, so w sees the file from its start.
-	inFlight := make(chan chan read, o.Depth)
+	inFlight := make(chan chan read, cap(free))
 	go func() {
 		defer close(inFlight)
 		for off := int64(0); off < size; off += int64(o.Chunk) {
@@ -174,8 +181,14 @@ func readAll(ctx context.Context, f *xrootd.ClientFile, size int64, w io.Writer,
 // source gives one.
 func verifyAdler32(ctx context.Context, c *xrootd.Client, path string, sum uint32) error {
 	alg, value, err := c.Checksum(ctx, path, "adler32")
-	if err != nil || !strings.EqualFold(alg, "adler32") {
-		return nil // the source keeps no adler32: nothing to compare
+	var xe *xrootd.Error
+	switch {
+	case errors.As(err, &xe) && (xe.Code == xrootd.ErrUnsupported || xe.Code == xrootd.ErrNotAuthorized):
+		return nil // the source keeps no adler32, or does not tell it to us
+	case err != nil:
+		return fmt.Errorf("asking the source for its adler32: %w", err)
+	case !strings.EqualFold(alg, "adler32"):
+		return nil
 	}
 	if want := fmt.Sprintf("%08x", sum); !strings.EqualFold(strings.TrimSpace(value), want) {
 		return fmt.Errorf("%w: the source's adler32 is %s, the bytes pulled have %s", ErrChecksum, value, want)

@@ -127,8 +127,11 @@ func TestPull(t *testing.T) {
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("pull: %d bytes, %v", len(got), err)
 	}
-	if s.cgi.Get("tpc.key") != "k1" || s.cgi.Get("tpc.org") != "u.1@[::ffff:127.0.0.1]" {
-		t.Errorf("the source's open got %v, want the key and origin", s.cgi)
+	s.mu.Lock()
+	cgi := s.cgi
+	s.mu.Unlock()
+	if cgi.Get("tpc.key") != "k1" || cgi.Get("tpc.org") != "u.1@[::ffff:127.0.0.1]" {
+		t.Errorf("the source's open got %v, want the key and origin", cgi)
 	}
 	if got, _, err := pull(&sourceFS{data: data, adler: "-"}); err != nil || !bytes.Equal(got, data) {
 		t.Errorf("pull from a source without adler32: %d bytes, %v", len(got), err)

@@ -77,6 +77,11 @@ var ErrConflict = errors.New("conflicting tpc cgi")
 
 // ParseOpen finds the third-party copy role of an open from its CGI.
 func ParseOpen(cgi url.Values) (Open, error) {
+	for _, name := range []string{"tpc.key", "tpc.org", "tpc.dst", "tpc.src", "tpc.lfn", "tpc.spr", "tpc.ttl"} {
+		if len(cgi[name]) > 1 {
+			return Open{}, fmt.Errorf("%w: %s given twice", ErrConflict, name)
+		}
+	}
 	key := cgi.Get("tpc.key")
 	org, dst, src := cgi.Get("tpc.org"), cgi.Get("tpc.dst"), cgi.Get("tpc.src")
 	if key == "" {
@@ -85,7 +90,7 @@ func ParseOpen(cgi url.Values) (Open, error) {
 		}
 		return Open{}, nil // tpc.dst or tpc.org alone: a plain open
 	}
-	if len(key) > 256 || strings.ContainsAny(key, "&= \x00") {
+	if len(key) > 256 || !plainCGIValue(key) {
 		return Open{}, fmt.Errorf("%w: malformed tpc.key", ErrConflict)
 	}
 	o := Open{Key: key}
@@ -95,8 +100,10 @@ func ParseOpen(cgi url.Values) (Open, error) {
 		if _, _, err := net.SplitHostPort(src); err != nil {
 			return Open{}, fmt.Errorf("%w: tpc.src %q is not host:port", ErrConflict, src)
 		}
-		if o.Path == "" || o.Path[0] != '/' {
-			return Open{}, fmt.Errorf("%w: tpc.lfn %q is not an absolute path", ErrConflict, o.Path)
+		// The path goes before the pull's own CGI: a "?" or "&" in it
+		// would let the client write the key and origin the source sees.
+		if o.Path == "" || o.Path[0] != '/' || !plainPath(o.Path) {
+			return Open{}, fmt.Errorf("%w: tpc.lfn %q is not an absolute path without CGI", ErrConflict, o.Path)
 		}
 		switch spr := cgi.Get("tpc.spr"); spr {
 		case "", "root", "xroot":
@@ -160,4 +167,27 @@ func literalAddr(host string) (netip.Addr, bool) {
 		return netip.Addr{}, false
 	}
 	return a.Unmap(), true
+}
+
+// plainCGIValue reports whether v can stand in a CGI string as it is:
+// printable ASCII without the characters that separate or escape CGI.
+func plainCGIValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("?&=#%+", c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// plainPath reports whether p can stand before a CGI string: no control
+// characters and none of "?", "&", "#".
+func plainPath(p string) bool {
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c < ' ' || c == 0x7f || c == '?' || c == '&' || c == '#' {
+			return false
+		}
+	}
+	return true
 }

@@ -35,6 +35,12 @@ func TestParseOpen(t *testing.T) {
 		{"tpc.key=k1&tpc.src=h:1&tpc.lfn=/f&tpc.spr=https", Open{}, true},
 		{"tpc.src=h:1&tpc.lfn=/f", Open{}, true}, // no key
 		{"tpc.key=k1&tpc.dst=h&tpc.ttl=-1", Open{}, true},
+		// A path that would write the pull's CGI, and CGI given twice.
+		{"tpc.key=k1&tpc.src=h:1&tpc.lfn=/f%3Ftpc.key%3Dx%26tpc.org%3Dv.1@h", Open{}, true},
+		{"tpc.key=k1&tpc.src=h:1&tpc.lfn=/f%26tpc.org%3Dv.1@h", Open{}, true},
+		{"tpc.key=k1&tpc.key=k2&tpc.dst=h", Open{}, true},
+		{"tpc.key=k1&tpc.org=u.1@h&tpc.org=v.2@h", Open{}, true},
+		{"tpc.key=k%261&tpc.dst=h", Open{}, true},
 	} {
 		v, err := url.ParseQuery(tc.cgi)
 		if err != nil {
@@ -94,7 +100,7 @@ func TestClaim(t *testing.T) {
 		org    string
 		path   string
 		puller netip.Addr
-		want   string // in the error; "" for success
+		want   string // in the reason refused; "" for success
 	}{
 		{"match", org, "/f", dst, ""},
 		{"match by names", "alice.42@client.example.org", "/f", netip.MustParseAddr("::ffff:10.0.0.2"), ""},
@@ -107,22 +113,43 @@ func TestClaim(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := testKeys()
-			release := k.Register(client, "key1", "/f", "dst.example.org", 0)
+			var reasons []string
+			k.Refused = func(_, _, _ string, _ netip.Addr, reason error) { reasons = append(reasons, reason.Error()) }
+			release, err := k.Register(client, "key1", "/f", "dst.example.org", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
 			defer release()
-			err := k.Claim(ctx, "key1", tc.org, tc.path, tc.puller)
+			start := time.Now()
+			err = k.Claim(ctx, "key1", tc.org, tc.path, tc.puller)
 			switch {
 			case tc.want == "" && err != nil:
-				t.Fatalf("claim: %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrNotAuthorized)):
-				t.Fatalf("claim: %v, want an ErrNotAuthorized saying %q", err, tc.want)
+				t.Fatalf("claim: %v (%q)", err, reasons)
+			case tc.want != "" && (err != ErrNotAuthorized || len(reasons) != 1 || !strings.Contains(reasons[0], tc.want)):
+				t.Fatalf("claim: %v, refused for %q; want ErrNotAuthorized, refused for %q", err, reasons, tc.want)
+			case tc.want != "" && time.Since(start) < k.Wait:
+				t.Errorf("a refusal came after %v, before the wait of %v: it tells a registered key from an unknown one", time.Since(start), k.Wait)
 			}
-			if tc.want == "" {
-				// A key lets one pull in.
-				if err := k.Claim(ctx, "key1", tc.org, tc.path, tc.puller); !errors.Is(err, ErrNotAuthorized) {
-					t.Errorf("second claim of a key: %v", err)
-				}
+			// A key lets one pull in, and a pull that does not match
+			// uses it up too.
+			if err := k.Claim(ctx, "key1", org, "/f", dst); err != ErrNotAuthorized {
+				t.Errorf("a claim of a used key: %v", err)
 			}
 		})
+	}
+}
+
+func TestRegisterKeyInUse(t *testing.T) {
+	k := testKeys()
+	alice, bob := identity("alice", 42, "10.0.0.1:4000"), identity("bob", 7, "10.0.0.5:4000")
+	if _, err := k.Register(alice, "key1", "/f", "h", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Register(bob, "key1", "/g", "h", 0); !errors.Is(err, ErrKeyInUse) {
+		t.Errorf("another client's registration of a key: %v, want ErrKeyInUse", err)
+	}
+	if _, err := k.Register(alice, "key1", "/f", "h", 0); err != nil {
+		t.Errorf("the same client registering its key again: %v", err)
 	}
 }
 
@@ -149,12 +176,12 @@ func TestClaimGivesUp(t *testing.T) {
 	k := testKeys()
 	client := identity("alice", 42, "10.0.0.1:4000")
 	err := k.Claim(context.Background(), "never", Origin(client), "/f", netip.MustParseAddr("10.0.0.2"))
-	if !errors.Is(err, ErrNotAuthorized) || !strings.Contains(err.Error(), "expired") {
-		t.Errorf("claim of a key never registered: %v", err)
+	if !errors.Is(err, ErrNotAuthorized) || len(k.waiters) != 0 || k.waiting != 0 {
+		t.Errorf("claim of a key never registered: %v; %d keys still waited for, %d pulls", err, len(k.waiters), k.waiting)
 	}
 	// A released registration (the client closed the source) and an
 	// expired one let nothing in.
-	release := k.Register(client, "key1", "/f", "10.0.0.2", 0)
+	release, _ := k.Register(client, "key1", "/f", "10.0.0.2", 0)
 	release()
 	if err := k.Claim(context.Background(), "key1", Origin(client), "/f", netip.MustParseAddr("10.0.0.2")); !errors.Is(err, ErrNotAuthorized) {
 		t.Errorf("claim of a released key: %v", err)

@@ -814,6 +814,7 @@ func (s *session) doSync(sid StreamID, of *openFile) {
 	// A sync may take long (the pull of a third-party copy ends with
 	// one): past a moment the client is told to wait for the answer.
 	a := s.answerLate(sid, s.limits.WaitRespAfter)
+	defer a.timer.Stop() // (a panic is answered by the guard)
 	if err := sy.Sync(s.ctx); err != nil {
 		a.fail(ReqSync, fmt.Errorf("sync %s: %w", of.name, err))
 		return
