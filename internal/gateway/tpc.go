@@ -235,6 +235,23 @@ func (o objectWriter) Write(p []byte) (int, error) {
 	return o.wf.WriteAt(context.Background(), p, o.wf.w.Size())
 }
 
+// ReadFrom lets the pull read into the object's block buffers (a copy
+// through the pull's own buffers cost a quarter of its CPU).
+func (o objectWriter) ReadFrom(r io.Reader) (int64, error) {
+	wf := o.wf
+	if err := wf.check(wf.w.Size()); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	n, err := wf.w.ReadFrom(r)
+	if err != nil {
+		wf.err = err
+	}
+	wf.hooks.done("write", start, err)
+	wf.hooks.bytes("write", int(n))
+	return n, mapErr(err)
+}
+
 // tpcDestinationOf wraps wf, opened with t's CGI, as a copy's destination.
 func (f *FS) tpcDestinationOf(ctx context.Context, wf *writeFile, t xrdtpc.Open) *tpcDestination {
 	return &tpcDestination{writeFile: wf, fs: f, src: xrdtpc.Source{
