@@ -87,6 +87,8 @@ type tpcDestination struct {
 
 	mu      sync.Mutex
 	started bool
+	closing bool // the client's close has arrived (CloseComing)
+	early   bool // ... before the pull ended
 	cancel  context.CancelFunc
 	done    chan struct{} // closed when the pull has ended, with err set
 	err     error
@@ -94,9 +96,23 @@ type tpcDestination struct {
 }
 
 var (
-	_ xrootd.FileSyncer  = (*tpcDestination)(nil)
-	_ xrootd.FileAborter = (*tpcDestination)(nil)
+	_ xrootd.FileSyncer   = (*tpcDestination)(nil)
+	_ xrootd.FileAborter  = (*tpcDestination)(nil)
+	_ xrootd.CloseNoticer = (*tpcDestination)(nil)
 )
+
+// CloseComing ends a pull that is still running when the client's close
+// arrives (it would otherwise wait behind the sync that waits for the
+// pull); nothing is stored then.
+func (d *tpcDestination) CloseComing() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closing = true
+	if d.started && !isClosed(d.done) {
+		d.early = true
+		d.cancel()
+	}
+}
 
 // errTPCWrite refuses the client's own writes to a copy's destination.
 func (d *tpcDestination) errTPCWrite() error {
@@ -119,6 +135,10 @@ func (d *tpcDestination) Stat(context.Context) (xrootd.FileInfo, error) {
 // Sync starts the pull, the first time; afterwards it waits for its end.
 func (d *tpcDestination) Sync(ctx context.Context) error {
 	d.mu.Lock()
+	if d.closing {
+		d.mu.Unlock()
+		return xrootd.Errorf(xrootd.ErrFileNotOpen, "%s is being closed", d.name)
+	}
 	if !d.started {
 		d.started = true
 		pctx, cancel := context.WithCancel(ctx)
@@ -186,13 +206,11 @@ func (d *tpcDestination) stop() bool {
 
 // Close stores the object once the pull has succeeded. Nothing is stored
 // after a failed pull, nor when no pull was started (the client gave up
-// on the copy). A close that comes while the pull runs cancels it, and
-// stores nothing; a close queued behind a sync that waits for the pull
-// waits with it (xrdcp does not send one: it ends a copy it gives up on
-// by closing its connection, which cancels the pull at once).
+// on the copy), nor when the close arrived while the pull ran (it was
+// cancelled then, by CloseComing).
 func (d *tpcDestination) Close(ctx context.Context) error {
 	d.mu.Lock()
-	running := d.started && !isClosed(d.done)
+	running := d.early || d.started && !isClosed(d.done)
 	d.mu.Unlock()
 	if !d.stop() {
 		d.fs.log.Info("third-party copy not started; nothing stored", "obj", d.name)

@@ -208,3 +208,54 @@ func TestThirdPartyPullCannotBeForged(t *testing.T) {
 		t.Errorf("a pull with a key a refused pull used up: %v", err)
 	}
 }
+
+// TestThirdPartyCopyClosedEarly: a close that arrives while the second
+// sync waits for the pull (from a source that never answers) ends the
+// pull at once, as xrootd cancels its copy job: the sync fails, the close
+// says nothing was stored, and nothing is. Regression (review): the
+// close waited behind the sync for the pull's 2 minute idle bound.
+func TestThirdPartyCopyClosedEarly(t *testing.T) {
+	ctx := context.Background()
+	_, _, dst := tpcGateway(t)
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // accepted, never answered
+		}
+	}()
+	df, err := dst.Open(ctx, "/early?tpc.key=k&tpc.lfn=/s&tpc.src="+silent.Addr().String()+"&tpc.stage=copy",
+		xrootd.OpenNew|xrootd.OpenUpdate, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := df.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	syncErr := make(chan error, 1)
+	go func() { syncErr <- df.Sync(ctx) }()
+	time.Sleep(100 * time.Millisecond) // the sync waits for the pull
+	closed := make(chan error, 1)
+	go func() { closed <- df.Close(ctx) }()
+	select {
+	case err := <-closed:
+		if !hasCode(err, xrootd.ErrFSError) || !strings.Contains(err.Error(), "nothing stored") {
+			t.Errorf("close during the copy: %v, want kXR_FSError saying nothing was stored", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the close waited for the pull")
+	}
+	if err := <-syncErr; err == nil {
+		t.Error("the sync waiting for a cancelled pull succeeded")
+	}
+	if _, err := dst.Stat(ctx, "/early"); !hasCode(err, xrootd.ErrNotFound) {
+		t.Errorf("after a copy closed early: %v, want kXR_NotFound", err)
+	}
+}

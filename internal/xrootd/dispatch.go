@@ -83,6 +83,7 @@ func (s *session) dispatch(f *RequestFrame) {
 		s.queueFileOp(sid, id, r.Handle, f, func(of *openFile) { s.doSync(sid, of) })
 		return
 	case *CloseRequest:
+		s.noticeClose(r.Handle)
 		s.queueFileOp(sid, id, r.Handle, f, func(of *openFile) { s.doClose(sid, of) })
 		return
 	case *TruncateRequest:
@@ -890,6 +891,20 @@ func (s *session) doFileTruncate(sid StreamID, of *openFile, size int64) {
 			return
 		}
 		s.sendOK(sid, nil)
+	}
+}
+
+// noticeClose tells an open file that implements CloseNoticer that its
+// close has arrived.
+func (s *session) noticeClose(fh FileHandle) {
+	s.mu.Lock()
+	of := s.files[fh]
+	s.mu.Unlock()
+	if of == nil {
+		return
+	}
+	if cn, ok := of.f.(CloseNoticer); ok {
+		cn.CloseComing()
 	}
 }
 

@@ -128,6 +128,16 @@ type FileSyncer interface {
 	Sync(ctx context.Context) error
 }
 
+// CloseNoticer is implemented by files that want to hear of a kXR_close
+// as soon as it arrives, before the write-side requests queued ahead of
+// it have run: a file whose kXR_sync waits for a long job (the pull of a
+// third-party copy) ends that job, as xrootd does, instead of keeping
+// the close waiting behind it. CloseComing runs on the connection's
+// reading goroutine: it must not block. Close is still called, in turn.
+type CloseNoticer interface {
+	CloseComing()
+}
+
 // FileTruncater is implemented by files that support kXR_truncate on an
 // open handle.
 type FileTruncater interface {
