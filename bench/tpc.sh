@@ -22,10 +22,12 @@ ecstore="${ECSTORE_BIN:-$repo/bin/ecstore}"
 repeats="${REPEATS:-3}"
 work="$(mktemp -d "${BENCH_DIR:-/var/tmp}/ecstore-tpc-XXXXXX")"
 chmod 755 "$work"
-pids=()
+# Servers are started inside $(...), a subshell: their PIDs go to a file.
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  if [ -f "$work/pids" ]; then
+    while read -r p; do kill "$p" 2>/dev/null || true; done <"$work/pids"
+    sleep 0.5
+  fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -37,7 +39,7 @@ start_gateway() { # name -> port
   port="$(free_port)"
   mkdir -p "$work/$1"
   "$ecstore" serve --data "$work/$1/data" --root-addr "127.0.0.1:$port" --metrics-addr "" --log-level info >"$work/$1.log" 2>&1 &
-  pids+=($!)
+  echo $! >>"$work/pids"
   echo "$port"
 }
 
@@ -60,7 +62,7 @@ EOF
     run=(-R xrootd)
   fi
   xrootd -c "$dir/xrootd.cf" -l "$dir/admin/xrootd.log" "${run[@]}" >"$dir/out.log" 2>&1 &
-  pids+=($!)
+  echo $! >>"$work/pids"
   echo "$port"
 }
 

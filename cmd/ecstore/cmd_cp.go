@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ecstore/ecstore/internal/erasure"
+	"github.com/ecstore/ecstore/internal/xrdtpc"
 	"github.com/ecstore/ecstore/internal/xrootd"
 )
 
@@ -21,7 +22,10 @@ ecstore node or any XRootD server — as xrdcp does. SRC and DST are each a
 local file, - (standard input or output), or a URL
 root://host[:port]//path; at least one of them must be a URL (for the
 embedded cluster use put and get). A root:// to root:// copy streams
-through this process.
+through this process, unless --tpc: then the destination server pulls
+the file from the source itself (XRootD's third-party copy, as
+xrdcp --tpc; an ecstore gateway or an xrootd with ofs.tpc at each end).
+--tpc only fails where an end cannot; --tpc first then streams.
 
 The adler32 of the bytes sent or received is compared with the
 server's checksum of the file when the server can tell it (an ecstore
@@ -32,6 +36,7 @@ Examples:
   ecstore cp run1.root root://gw.example.org//atlas/run1.root
   ecstore cp root://gw.example.org//atlas/run1.root copy.root
   ecstore cp -f - root://127.0.0.1:1094//logs/today < today.log
+  ecstore cp --tpc only root://site-a.org//store/f root://gw.example.org//atlas/f
 `
 
 // cmdCp is "ecstore cp [-f] SRC DST".
@@ -39,9 +44,13 @@ func cmdCp(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "cp", "cp [flags] SRC DST", cpHelp)
 	force := fs.Bool("f", false, "replace DST if it exists")
 	noCksum := fs.Bool("no-cksum", false, "skip the end-to-end adler32 comparison")
+	tpc := fs.String("tpc", "", "third-party copy between two root:// URLs: `only` or first")
 	pos, err := fs.parse(args, 2, 2)
 	if err != nil {
 		return err
+	}
+	if *tpc != "" && *tpc != "only" && *tpc != "first" {
+		return usageErrorf("--tpc takes only or first, not %q", *tpc)
 	}
 	src, srcRemote, err := parseRootURL(pos[0])
 	if err != nil {
@@ -53,6 +62,17 @@ func cmdCp(ctx context.Context, e *env, args []string) error {
 	}
 	if !srcRemote && !dstRemote {
 		return usageErrorf("cp needs a root:// URL on at least one side; use put and get for the embedded cluster")
+	}
+	if *tpc != "" {
+		if !srcRemote || !dstRemote {
+			return usageErrorf("--tpc copies between two root:// URLs")
+		}
+		err := thirdPartyCopy(ctx, src, dst, *force, *noCksum)
+		if *tpc == "first" && errors.Is(err, xrdtpc.ErrNotSupported) {
+			fmt.Fprintf(e.stderr, "cp: %v; copying through this process\n", err)
+		} else {
+			return err
+		}
 	}
 
 	// Source.
@@ -251,4 +271,38 @@ func downloadTo(local string, r io.Reader, stdout io.Writer, force bool, verify 
 		os.Remove(tmp.Name())
 	}
 	return n, err
+}
+
+// thirdPartyCopy has dst's server pull src (xrdtpc.Copy), then compares
+// the two servers' adler32 of the file unless noCksum.
+func thirdPartyCopy(ctx context.Context, src, dst rootURL, force, noCksum bool) error {
+	sc, err := dialRoot(ctx, src)
+	if err != nil {
+		return err
+	}
+	defer sc.Close()
+	dc, err := dialRoot(ctx, dst)
+	if err != nil {
+		return err
+	}
+	defer dc.Close()
+	if !force {
+		if _, err := dc.Stat(ctx, dst.path); err == nil {
+			return fmt.Errorf("cp: %s exists (use -f to replace it)", dst)
+		}
+	}
+	if err := xrdtpc.Copy(ctx, sc, dc, src.path, dst.path, xrdtpc.CopyOptions{Force: force, SrcTLS: src.tls}); err != nil {
+		if errors.Is(err, xrdtpc.ErrNotSupported) {
+			return err
+		}
+		return fmt.Errorf("cp: third-party copy %s to %s: %w", src, dst, err)
+	}
+	if !noCksum {
+		_, a, aerr := sc.Checksum(ctx, src.path, "adler32")
+		_, b, berr := dc.Checksum(ctx, dst.path, "adler32")
+		if aerr == nil && berr == nil && strings.TrimLeft(a, "0") != strings.TrimLeft(b, "0") {
+			return fmt.Errorf("cp: %s: adler32 mismatch: the source says %s, the destination %s", dst, a, b)
+		}
+	}
+	return nil
 }

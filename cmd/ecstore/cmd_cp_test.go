@@ -120,3 +120,42 @@ func TestCpWhileOverwritten(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCpThirdParty: cp --tpc has one gateway pull an object from
+// another; -f is needed over an existing one; --tpc only fails against a
+// server without third-party copies (an ecstore node) and --tpc first
+// then streams through the process.
+func TestCpThirdParty(t *testing.T) {
+	a, b := gatewayURL(t), gatewayURL(t)
+	data := testcluster.Rand(rand.New(rand.NewPCG(7, 7)), 2<<20+13)
+	src := filepath.Join(t.TempDir(), "in.bin")
+	os.WriteFile(src, data, 0o644)
+	mustRun(t, nil, "cp", src, a+"/tpc/in.bin")
+
+	mustRun(t, nil, "cp", "--tpc", "only", a+"/tpc/in.bin", b+"/tpc/pulled")
+	out := filepath.Join(t.TempDir(), "out.bin")
+	mustRun(t, nil, "cp", b+"/tpc/pulled", out)
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, data) {
+		t.Fatal("the pulled object differs")
+	}
+	if r := ecstore(t, nil, "cp", "--tpc", "only", a+"/tpc/in.bin", b+"/tpc/pulled"); r.code == 0 || !strings.Contains(r.stderr, "exists") {
+		t.Errorf("cp --tpc onto an existing object: exit %d, %s", r.code, r.stderr)
+	}
+	mustRun(t, nil, "cp", "-f", "--tpc", "only", a+"/tpc/in.bin", b+"/tpc/pulled")
+
+	node := benchDataServerURL(t)
+	if r := ecstore(t, nil, "cp", "--tpc", "only", a+"/tpc/in.bin", node+"/copy"); r.code == 0 || !strings.Contains(r.stderr, "not supported") {
+		t.Errorf("cp --tpc only to a server without it: exit %d, %s", r.code, r.stderr)
+	}
+	r := ecstore(t, nil, "cp", "--tpc", "first", a+"/tpc/in.bin", node+"/copy")
+	if r.code != 0 || !strings.Contains(r.stderr, "copying through this process") {
+		t.Fatalf("cp --tpc first to a server without it: exit %d, %s", r.code, r.stderr)
+	}
+	mustRun(t, nil, "cp", "-f", node+"/copy", out)
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, data) {
+		t.Fatal("the streamed copy differs")
+	}
+	if r := ecstore(t, nil, "cp", "--tpc", "sometimes", a+"/tpc/in.bin", b+"/x"); r.code != exitUsage {
+		t.Errorf("cp --tpc sometimes: exit %d", r.code)
+	}
+}

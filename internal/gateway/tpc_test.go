@@ -25,7 +25,7 @@ func tpcGateway(t *testing.T) (string, *FS, *xrootd.Client) {
 	t.Helper()
 	c := testcluster.New(t, 7, layout.Geometry{K: 4, M: 2, ChunkSize: 64 << 10})
 	fsys := NewFS(c.Store, nil, Hooks{})
-	fsys.tpcKeys.Wait = 500 * time.Millisecond
+	fsys.tpcKeys.Wait = 2 * time.Second // long enough for a loaded host, short for the refusals
 	srv := &xrootd.Server{Handler: fsys, Limits: xrootd.Limits{WaitRespAfter: 10 * time.Millisecond}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

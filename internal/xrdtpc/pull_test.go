@@ -92,7 +92,7 @@ func (f *sourceFile) Stat(context.Context) (xrootd.FileInfo, error) {
 
 func (f *sourceFile) Close(context.Context) error { return nil }
 
-func serveSource(t *testing.T, s *sourceFS) string {
+func serveSource(t *testing.T, s xrootd.FileSystem) string {
 	t.Helper()
 	srv := &xrootd.Server{Handler: s}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -108,12 +108,17 @@ func serveSource(t *testing.T, s *sourceFS) string {
 func TestPull(t *testing.T) {
 	data := make([]byte, 5<<20+77)
 	rand.NewChaCha8([32]byte{3}).Read(data)
-	opts := PullOptions{Chunk: 1 << 20, Depth: 3, Idle: 300 * time.Millisecond}
+	// Only the silent source is cut short: under -race on a loaded host
+	// the others' reads can pause for longer than its bound.
+	opts := PullOptions{Chunk: 1 << 20, Depth: 3, Idle: time.Minute}
 	pull := func(s *sourceFS) ([]byte, int64, error) {
 		addr := serveSource(t, s)
 		var out bytes.Buffer
 		var moved atomic.Int64
 		o := opts
+		if s.stall {
+			o.Idle = 300 * time.Millisecond
+		}
 		o.Moved = &moved
 		n, err := Pull(context.Background(), Source{Addr: addr, Path: "/f", Key: "k1", Origin: "u.1@[::ffff:127.0.0.1]"}, &out, o)
 		if n != moved.Load() || n != int64(out.Len()) {
@@ -163,5 +168,66 @@ func TestPull(t *testing.T) {
 		if !errors.As(err, &xe) || xe.Code != xrootd.ErrNotFound {
 			t.Errorf("pull of a missing file: %v, want kXR_NotFound", err)
 		}
+	}
+}
+
+// tpcFS is sourceFS that says it does third-party copies, and takes
+// writes (a destination that pulls nothing).
+type tpcFS struct{ *sourceFS }
+
+func (f tpcFS) ConfigValue(key string) (string, bool) { return "1", key == "tpc" }
+
+func (f tpcFS) Open(ctx context.Context, name string, o xrootd.OpenOptions) (xrootd.File, error) {
+	if o.Flags.Writable() {
+		f.mu.Lock()
+		f.cgi = o.CGI
+		f.mu.Unlock()
+		return &sourceFile{f.sourceFS}, nil
+	}
+	return f.sourceFS.Open(ctx, name, o)
+}
+
+// TestCopyNamesTheDestinationAsXrootdDoes: Copy tells the source the
+// destination's address as "[::ffff:a.b.c.d]", as xrdcp does. Regression:
+// with "127.0.0.1" a real xrootd source let in a pull that came after
+// the registration, but never one that came first (it waited 15 s and
+// refused it: "tpc authorization expired").
+func TestCopyNamesTheDestinationAsXrootdDoes(t *testing.T) {
+	src := &sourceFS{data: []byte("bytes")}
+	dst := &sourceFS{}
+	ctx := context.Background()
+	sc, err := xrootd.Dial(ctx, serveSource(t, tpcFS{src}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	dc, err := xrootd.Dial(ctx, serveSource(t, tpcFS{dst}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dc.Close()
+	if err := Copy(ctx, sc, dc, "/f", "/g", CopyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	src.mu.Lock()
+	reg := src.cgi
+	src.mu.Unlock()
+	dst.mu.Lock()
+	open := dst.cgi
+	dst.mu.Unlock()
+	if reg.Get("tpc.dst") != "[::ffff:127.0.0.1]" || reg.Get("tpc.key") == "" || reg.Get("tpc.key") != open.Get("tpc.key") {
+		t.Errorf("the source was told %v, the destination %v", reg, open)
+	}
+	if open.Get("tpc.src") != sc.Addr() || open.Get("tpc.lfn") != "/f" || open.Get("oss.asize") != "5" {
+		t.Errorf("the destination was told %v", open)
+	}
+	// A server that does not do third-party copies.
+	pc, err := xrootd.Dial(ctx, serveSource(t, dst), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	if err := Copy(ctx, sc, pc, "/f", "/g", CopyOptions{}); !errors.Is(err, ErrNotSupported) {
+		t.Errorf("copy to a server without TPC: %v", err)
 	}
 }

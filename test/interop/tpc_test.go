@@ -59,6 +59,11 @@ func TestThirdPartyCopyXrdcp(t *testing.T) {
 	must(t, xrdcp, "-s", local, xrURL("real"))
 	must(t, xrdcp, "-s", "--tpc", "only", "-C", "adler32", xrURL("real"), gws[1].obj("/tpc/fromreal"))
 	fetch(gws[1].obj("/tpc/fromreal"))
+	// The ecstore CLI drives the same copies.
+	must(t, ecstoreBin, "cp", "--tpc", "only", xrURL("real"), gws[1].obj("/tpc/cli-fromreal"))
+	fetch(gws[1].obj("/tpc/cli-fromreal"))
+	must(t, ecstoreBin, "cp", "--tpc", "only", gws[0].obj("/tpc/src"), xrURL("cli-fromgw"))
+	sameFile(t, filepath.Join(xr.data, "cli-fromgw"), local)
 	// --tpc first, where both ends can.
 	must(t, xrdcp, "-s", "--tpc", "first", gws[0].obj("/tpc/src"), gws[1].obj("/tpc/first"))
 	fetch(gws[1].obj("/tpc/first"))
