@@ -30,7 +30,14 @@ import (
 func serve(t *testing.T) (*testcluster.Cluster, *xrootd.Client) {
 	t.Helper()
 	c := testcluster.New(t, 7, layout.Geometry{K: 4, M: 2, ChunkSize: 64 << 10})
-	srv := &xrootd.Server{Handler: NewFS(c.Store, nil, Hooks{})}
+	_, cl := serveFS(t, &xrootd.Server{Handler: NewFS(c.Store, nil, Hooks{})})
+	return c, cl
+}
+
+// serveFS runs srv on a loopback port until the test ends and returns
+// its address and a connected client.
+func serveFS(t *testing.T, srv *xrootd.Server) (string, *xrootd.Client) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +50,7 @@ func serve(t *testing.T) (*testcluster.Cluster, *xrootd.Client) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cl.Close() })
-	return c, cl
+	return ln.Addr().String(), cl
 }
 
 func upload(t *testing.T, cl *xrootd.Client, path string, data []byte) {

@@ -26,20 +26,8 @@ func tpcGateway(t *testing.T) (string, *FS, *xrootd.Client) {
 	c := testcluster.New(t, 7, layout.Geometry{K: 4, M: 2, ChunkSize: 64 << 10})
 	fsys := NewFS(c.Store, nil, Hooks{})
 	fsys.tpcKeys.Wait = 2 * time.Second // long enough for a loaded host, short for the refusals
-	srv := &xrootd.Server{Handler: fsys, Limits: xrootd.Limits{WaitRespAfter: 10 * time.Millisecond}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	go srv.Serve(ctx, ln)
-	t.Cleanup(func() { cancel(); srv.Shutdown(context.Background()) })
-	cl, err := xrootd.Dial(ctx, ln.Addr().String(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cl.Close() })
-	return ln.Addr().String(), fsys, cl
+	addr, cl := serveFS(t, &xrootd.Server{Handler: fsys, Limits: xrootd.Limits{WaitRespAfter: 10 * time.Millisecond}})
+	return addr, fsys, cl
 }
 
 // thirdPartyCopy drives a copy as xrdcp --tpc does: the destination is
