@@ -336,6 +336,7 @@ func build(cfg *Config, file, base string, opts Options) (*Cluster, error) {
 			// The store asks every node whether a path is a directory
 			// before it writes there (Store.checkCreate).
 			n, err := xrdnode.Open(p, xrdnode.Options{ID: id, Fsync: cfg.Fsync(), Logger: opts.Logger, NoDirCheck: true,
+				Observe:   observer(opts.Events, id),
 				CheckRoot: roots.check(id, p), MarkerPath: object.NodeMarker, Client: nodeClient})
 			if err != nil { // a malformed URL
 				info.Err = err
@@ -378,7 +379,7 @@ func build(cfg *Config, file, base string, opts Options) (*Cluster, error) {
 		// is gone, a disk stuck in its controller) would block the
 		// call, and every transfer and listing waiting on it, for good.
 		nodes = append(nodes, node.Guard(info.Node, node.GuardOptions{
-			Logger: opts.Logger, Stuck: opts.Events.NodeStuckCalls}))
+			Logger: opts.Logger, Stuck: opts.Events.NodeStuckCalls, Observe: observer(opts.Events, id)}))
 	}
 	answered, pending := c.checkRemotes(remote, opts.Logger)
 	up += answered
@@ -621,6 +622,15 @@ func notFresh(dir, what string) error {
 
 // writeFileOnce writes data to file through a temporary file, failing with
 // fs.ErrExist if file exists. The link is atomic: no reader ever sees a
+// observer is the Observe function of node id's layer: it passes the
+// node's operations to events.NodeOperation, or nil when that is unset.
+func observer(events object.Events, id string) func(node.Operation) {
+	if events.NodeOperation == nil {
+		return nil
+	}
+	return func(op node.Operation) { events.NodeOperation(id, op) }
+}
+
 // partial file.
 func writeFileOnce(file string, data []byte, fsync bool) error {
 	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".tmp")

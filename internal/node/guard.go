@@ -36,6 +36,11 @@ type GuardOptions struct {
 	// Stuck, if set, is told the node's count of stuck calls whenever it
 	// changes (a gauge).
 	Stuck func(id string, n int)
+	// Observe, if set, is told of every call once it has returned, or
+	// once its caller stopped waiting for it (Operation.Err then wraps
+	// ErrLeftRunning), or failed at once because too many calls are
+	// stuck (ErrStuck).
+	Observe func(Operation)
 }
 
 // DefaultMaxCall is GuardOptions.MaxCall's default: far longer than any
@@ -148,11 +153,21 @@ func Within[T any](ctx context.Context, fn func() (T, error), left func(), late 
 // guardCall runs fn as Within does, with ctx bounded by MaxCall when it
 // has no deadline, counting the calls left running.
 func guardCall[T any](g *guarded, ctx context.Context, op, path string, fn func(ctx context.Context) (T, error), late func(T, error)) (T, error) {
-	return guardCallLeft(g, ctx, op, path, fn, nil, late)
+	return guardCallLeft(g, ctx, op, path, 0, fn, nil, late)
 }
 
-// guardCallLeft is guardCall with left, called as Within calls it.
-func guardCallLeft[T any](g *guarded, ctx context.Context, op, path string, fn func(ctx context.Context) (T, error), left func(), late func(T, error)) (T, error) {
+// guardCallLeft is guardCall with left, called as Within calls it, for a
+// call that writes written bytes to the node (for GuardOptions.Observe).
+func guardCallLeft[T any](g *guarded, ctx context.Context, op, path string, written int64, fn func(ctx context.Context) (T, error), left func(), late func(T, error)) (v T, err error) {
+	if g.opts.Observe != nil {
+		defer func(start time.Time) {
+			o := Operation{Name: op, Duration: time.Since(start), Err: err}
+			if err == nil {
+				o.Read, o.Written = bytesRead(v), written
+			}
+			g.opts.Observe(o)
+		}(time.Now())
+	}
 	var zero T
 	if err := ctx.Err(); err != nil {
 		return zero, g.wrap(op, path, err)
@@ -165,7 +180,7 @@ func guardCallLeft[T any](g *guarded, ctx context.Context, op, path string, fn f
 		ctx, cancel = context.WithTimeout(ctx, g.opts.MaxCall)
 		defer cancel()
 	}
-	v, err := Within(ctx, func() (T, error) { return fn(ctx) }, func() {
+	v, err = Within(ctx, func() (T, error) { return fn(ctx) }, func() {
 		g.addStuck(op, path, ctx.Err())
 		if left != nil {
 			left()
@@ -180,6 +195,20 @@ func guardCallLeft[T any](g *guarded, ctx context.Context, op, path string, fn f
 		return zero, g.wrap(op, path, err)
 	}
 	return v, err
+}
+
+// bytesRead is how many data bytes a guarded call that returned v read:
+// a ReadAt's count, a ReadSpan's span, a file an open read whole.
+func bytesRead(v any) int64 {
+	switch v := v.(type) {
+	case int:
+		return int64(v)
+	case []byte:
+		return int64(len(v))
+	case ContentsFile:
+		return int64(len(v.Contents()))
+	}
+	return 0
 }
 
 // addStuck counts a call left running because its context ended with
@@ -395,13 +424,18 @@ type guardedUpload struct {
 // do runs fn on the inner upload under the guard, unless a call of the
 // upload is stuck.
 func (u *guardedUpload) do(ctx context.Context, op string, fn func(ctx context.Context) error) error {
+	return u.doWriting(ctx, op, 0, fn)
+}
+
+// doWriting is do for a call that writes n bytes.
+func (u *guardedUpload) doWriting(ctx context.Context, op string, n int64, fn func(ctx context.Context) error) error {
 	u.mu.Lock()
 	stuck := u.stuck
 	u.mu.Unlock()
 	if stuck {
 		return u.g.wrap(op, u.path, fmt.Errorf("an earlier call of this upload is stuck: %w", ErrStuck))
 	}
-	_, err := guardCallLeft(u.g, ctx, op, u.path, func(ctx context.Context) (struct{}, error) {
+	_, err := guardCallLeft(u.g, ctx, op, u.path, n, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, fn(ctx)
 	}, func() {
 		u.mu.Lock()
@@ -420,7 +454,7 @@ func (u *guardedUpload) do(ctx context.Context, op string, fn func(ctx context.C
 }
 
 func (u *guardedUpload) Write(ctx context.Context, p []byte) error {
-	return u.do(ctx, "write", func(ctx context.Context) error { return u.u.Write(ctx, p) })
+	return u.doWriting(ctx, "write", int64(len(p)), func(ctx context.Context) error { return u.u.Write(ctx, p) })
 }
 
 func (u *guardedUpload) Finish(ctx context.Context) error {

@@ -389,3 +389,89 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 	}
 }
+
+// TestGuardObservesCalls checks what a guarded node tells
+// GuardOptions.Observe: each call once, named, with its data bytes, a
+// missing path as ErrNotExist, and a call left running as such.
+func TestGuardObservesCalls(t *testing.T) {
+	var mu sync.Mutex
+	var ops []node.Operation
+	observe := func(op node.Operation) {
+		mu.Lock()
+		defer mu.Unlock()
+		ops = append(ops, op)
+	}
+	take := func() []node.Operation {
+		mu.Lock()
+		defer mu.Unlock()
+		got := ops
+		ops = nil
+		return got
+	}
+	ctx := context.Background()
+	g := node.Guard(newLocal(t, node.LocalOptions{}), node.GuardOptions{Observe: observe})
+	small := []byte("a small archive")
+	large := make([]byte, node.WholeRead+1000)
+	for name, data := range map[string][]byte{"/small": small, "/large": large} {
+		u, err := g.Create(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := u.Write(ctx, data); err != nil {
+			t.Fatal(err)
+		}
+		if err := u.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var written int64
+	for _, op := range take() {
+		if op.Err != nil || op.Read != 0 {
+			t.Errorf("%s: %+v", op.Name, op)
+		}
+		written += op.Written
+	}
+	if want := int64(len(small) + len(large)); written != want {
+		t.Errorf("%d bytes written observed, want %d", written, want)
+	}
+
+	for name, size := range map[string]int{"/small": len(small), "/large": len(large)} {
+		f, err := g.Open(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.ReadAt(ctx, make([]byte, size), 0); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		var read int64
+		for _, op := range take() {
+			read += op.Read
+		}
+		// A small file is read whole by its open, and its reads are
+		// of memory: the open moved its bytes.
+		if read != int64(size) {
+			t.Errorf("%s: %d bytes read observed, want %d", name, read, size)
+		}
+	}
+
+	if _, err := g.Stat(ctx, "/missing"); !errors.Is(err, node.ErrNotExist) {
+		t.Fatalf("stat of a missing path: %v", err)
+	}
+	if got := take(); len(got) != 1 || got[0].Name != "stat" || !errors.Is(got[0].Err, node.ErrNotExist) {
+		t.Errorf("stat of a missing path observed as %+v", got)
+	}
+
+	f := newFrozen()
+	f.freeze()
+	defer f.thaw()
+	fg := node.Guard(f, node.GuardOptions{Observe: observe})
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if err := fg.Remove(short, "/x"); !errors.Is(err, node.ErrLeftRunning) {
+		t.Fatalf("remove on a frozen node: %v", err)
+	}
+	if got := take(); len(got) != 1 || got[0].Name != "remove" || !errors.Is(got[0].Err, node.ErrLeftRunning) || got[0].Duration < 10*time.Millisecond {
+		t.Errorf("a call left running observed as %+v", got)
+	}
+}

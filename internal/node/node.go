@@ -172,6 +172,25 @@ const (
 	DirectSpan = 128 << 10
 )
 
+// Operation describes one operation on a node once it has ended, for
+// metrics (GuardOptions.Observe, xrdnode.Options.Observe): a request to
+// a remote node's data server, named after its XRootD request ("open",
+// "read", "write", "sync", "close", "mv", "fattr", ...), or a call into a
+// local directory's file system, named after the Node, File or Upload
+// method ("open", "read", "create", "write", "finish", "commit",
+// "remove", "readattrs", ...).
+type Operation struct {
+	Name     string
+	Duration time.Duration
+	// Read and Written are the data bytes the operation moved from and
+	// to the node (chunk and archive bytes, not paths or headers).
+	Read, Written int64
+	// Err is the operation's error, nil when it succeeded: one that
+	// wraps ErrNotExist is a path the node does not have, the answer of
+	// most lookups of a path that is not stored there.
+	Err error
+}
+
 // FileInfo describes a file or directory.
 type FileInfo struct {
 	Name    string // base name

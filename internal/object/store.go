@@ -196,6 +196,11 @@ type Events struct {
 	// node's count of calls stuck in its file system each time the count
 	// changes.
 	NodeStuckCalls func(nodeID string, stuck int)
+	// NodeOperation is not called by the engine either but by the nodes
+	// that package cluster sets up: it is told of every request to a
+	// remote node and every call into a local node directory once it has
+	// ended (see node.Operation).
+	NodeOperation func(nodeID string, op node.Operation)
 }
 
 func (e *Events) nodeError(id, op string, err error) {

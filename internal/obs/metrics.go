@@ -5,6 +5,7 @@
 package obs
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ecstore/ecstore/internal/gateway"
+	"github.com/ecstore/ecstore/internal/node"
 	"github.com/ecstore/ecstore/internal/object"
 )
 
@@ -33,6 +35,9 @@ type Metrics struct {
 	pendingTemps   prometheus.Gauge
 	stuckCalls     *prometheus.GaugeVec
 	authFailures   *prometheus.CounterVec
+	nodeOps        *prometheus.CounterVec
+	nodeLatency    *prometheus.HistogramVec
+	nodeBytes      *prometheus.CounterVec
 }
 
 // New registers every metric in a fresh registry (with the Go runtime and
@@ -83,8 +88,19 @@ func New() *Metrics {
 		stuckCalls: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "ec_node_stuck_calls", Help: "Calls to a local node's file system left running after their deadline (the file system does not answer), by node.",
 		}, []string{"node"}),
+		nodeOps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ec_node_requests_total", Help: "Operations on storage nodes, by node, operation and outcome (ok, not_found: the node does not have the path, as most lookups of an object find on most nodes, error): requests to a remote node's data server (op is the XRootD request: open, read, write, sync, close, mv, fattr, ...), calls into a local node directory's file system (op is the call: open, read, create, write, finish, commit, remove, ...).",
+		}, []string{"node", "op", "status"}),
+		nodeLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "ec_node_request_duration_seconds", Help: "Time an operation on a storage node took, by node and operation (see ec_node_requests_total).",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 9),
+		}, []string{"node", "op"}),
+		nodeBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ec_node_bytes_total", Help: "Archive bytes read from and written to storage nodes, by node and direction.",
+		}, []string{"node", "direction"}),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.bytes, m.degradedReads, m.degradedWrites, m.nodeErrors, m.hedgedReads, m.slowNodes, m.healed, m.healedBytes, m.openTransfers, m.pendingTemps, m.stuckCalls, m.authFailures,
+		m.nodeOps, m.nodeLatency, m.nodeBytes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -102,6 +118,27 @@ func (m *Metrics) Events() object.Events {
 		Transfers:           func(open int) { m.openTransfers.Set(float64(open)) },
 		PendingTempRemovals: func(n int) { m.pendingTemps.Set(float64(n)) },
 		NodeStuckCalls:      func(id string, n int) { m.stuckCalls.WithLabelValues(id).Set(float64(n)) },
+		NodeOperation:       m.nodeOperation,
+	}
+}
+
+// nodeOperation counts one operation on a node, its time and its bytes.
+func (m *Metrics) nodeOperation(id string, op node.Operation) {
+	status := "ok"
+	switch {
+	case op.Err == nil:
+	case errors.Is(op.Err, node.ErrNotExist):
+		status = "not_found"
+	default:
+		status = "error"
+	}
+	m.nodeOps.WithLabelValues(id, op.Name, status).Inc()
+	m.nodeLatency.WithLabelValues(id, op.Name).Observe(op.Duration.Seconds())
+	if op.Read > 0 {
+		m.nodeBytes.WithLabelValues(id, "read").Add(float64(op.Read))
+	}
+	if op.Written > 0 {
+		m.nodeBytes.WithLabelValues(id, "write").Add(float64(op.Written))
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ecstore/ecstore/internal/gateway"
 	"github.com/ecstore/ecstore/internal/layout"
+	"github.com/ecstore/ecstore/internal/node"
 	"github.com/ecstore/ecstore/internal/object"
 	"github.com/ecstore/ecstore/internal/testcluster"
 	"github.com/ecstore/ecstore/internal/xrootd"
@@ -184,5 +185,38 @@ func TestNodeGauges(t *testing.T) {
 	nodes[2].SetDown(false)
 	if want := fmt.Sprintf("ec_node_up{node=%q} 1\n", down); !strings.Contains(scrape(), want) {
 		t.Errorf("scrape with node %s back: no %q", down, want)
+	}
+}
+
+// TestNodeOperationMetrics checks the counts, outcomes and bytes of node
+// operations: a missing path is not an error.
+func TestNodeOperationMetrics(t *testing.T) {
+	m := New()
+	ev := m.Events()
+	ev.NodeOperation("03", node.Operation{Name: "read", Duration: time.Millisecond, Read: 1 << 20})
+	ev.NodeOperation("03", node.Operation{Name: "read", Duration: 3 * time.Millisecond, Read: 1 << 20})
+	ev.NodeOperation("03", node.Operation{Name: "open_whole", Duration: time.Millisecond,
+		Err: fmt.Errorf("open /a: %w", node.ErrNotExist)})
+	ev.NodeOperation("04", node.Operation{Name: "write", Duration: time.Millisecond, Err: errors.New("connection reset")})
+	ev.NodeOperation("04", node.Operation{Name: "write", Duration: time.Millisecond, Written: 4096})
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{
+		`ec_node_requests_total{node="03",op="read",status="ok"} 2`,
+		`ec_node_requests_total{node="03",op="open_whole",status="not_found"} 1`,
+		`ec_node_requests_total{node="04",op="write",status="error"} 1`,
+		`ec_node_requests_total{node="04",op="write",status="ok"} 1`,
+		`ec_node_request_duration_seconds_count{node="03",op="read"} 2`,
+		`ec_node_request_duration_seconds_bucket{node="03",op="read",le="0.0016"} 1`,
+		`ec_node_bytes_total{direction="read",node="03"} 2.097152e+06`,
+		`ec_node_bytes_total{direction="write",node="04"} 4096`,
+	} {
+		if !strings.Contains(body, want+"\n") {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if strings.Contains(body, `ec_node_requests_total{node="03",op="open_whole",status="error"}`) {
+		t.Error("a missing path counted as an error")
 	}
 }

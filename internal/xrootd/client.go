@@ -74,6 +74,30 @@ type DialOptions struct {
 	// environment (a service's connections must not present the token of
 	// whoever runs it).
 	NoTokenSearch bool
+	// Observe, if set, is told of every request sent after the login
+	// once its answer is in, or once the request failed or its caller
+	// gave up on it (metrics of the server's load and latency). It runs
+	// on the caller's goroutine and must be quick.
+	Observe func(Observation)
+}
+
+// Observation describes one request a Client sent and how it ended.
+type Observation struct {
+	Request RequestID
+	// Name names the request: the name of its RequestID ("open",
+	// "read", ...), and for a kXR_query its kind: "query_space",
+	// "query_cksum", "query_config", "open_whole" and "list_attrs" (the
+	// small-file open and the listing with attributes of ecstore's
+	// servers), "query" for others.
+	Name     string
+	Duration time.Duration // from sending the request to its final answer
+	Sent     int           // payload bytes sent with the request
+	Received int64         // data bytes of the answer
+	// Err is nil for an answer of kXR_ok or kXR_status, and for
+	// kXR_wait (the request is then sent again, and observed again);
+	// the server's error (an *Error), or why no answer came (the
+	// caller's context ended, the connection failed), otherwise.
+	Err error
 }
 
 func (o *DialOptions) withDefaults() DialOptions {
@@ -524,6 +548,54 @@ type pending struct {
 	c   *Client
 	sid StreamID
 	cl  *call
+	// For DialOptions.Observe: what was sent when, the data received so
+	// far, and whether the request has been observed (pending is used
+	// by one goroutine at a time).
+	req      Request
+	at       time.Time
+	sent     int
+	received int64
+	observed bool
+}
+
+// requestName is Observation.Name for req.
+func requestName(req Request) string {
+	q, ok := req.(*QueryRequest)
+	if !ok {
+		return req.RequestID().String()
+	}
+	switch q.InfoType {
+	case QuerySpace:
+		return "query_space"
+	case QueryCksum:
+		return "query_cksum"
+	case QueryConfig:
+		return "query_config"
+	case QueryOpaqueFile:
+		if _, cgi, ok := bytes.Cut(q.Args, []byte("?")); ok {
+			switch {
+			case bytes.HasPrefix(cgi, []byte(OpenWholeArg+"=")):
+				return "open_whole"
+			case bytes.HasPrefix(cgi, []byte(AttrListArg+"=")):
+				return "list_attrs"
+			}
+		}
+	}
+	return "query"
+}
+
+// observe tells DialOptions.Observe, once, how the request ended: with
+// its final frame f (err nil), or with err.
+func (p *pending) observe(f *ResponseFrame, err error) {
+	if p.observed || p.c.opts.Observe == nil {
+		return
+	}
+	p.observed = true
+	if err == nil && f != nil && f.Status == StatusError {
+		err = statusError(f)
+	}
+	p.c.opts.Observe(Observation{Request: p.req.RequestID(), Name: requestName(p.req), Duration: time.Since(p.at),
+		Sent: p.sent, Received: p.received, Err: err})
 }
 
 // start sends req on a free stream id. A non-nil sink receives the data
@@ -576,7 +648,11 @@ func (c *Client) start(ctx context.Context, req Request, sink []byte) (*pending,
 		c.fail(fmt.Errorf("send %v request: %w", req.RequestID(), err))
 		return nil, ctxErr(ctx, c.connErr())
 	}
-	return &pending{c: c, sid: sid, cl: cl}, nil
+	pd := &pending{c: c, sid: sid, cl: cl}
+	if c.opts.Observe != nil {
+		pd.req, pd.at, pd.sent = req, time.Now(), len(frame.Payload)
+	}
+	return pd, nil
 }
 
 // detach makes sure the connection's reader no longer writes into the
@@ -600,20 +676,26 @@ func (p *pending) wait(ctx context.Context, onData func(f *ResponseFrame) error)
 		select {
 		case f := <-p.cl.frames:
 			final := isFinal(f)
-			if f.Status == StatusOKSoFar || f.Status == StatusOK || f.Status == StatusStatus {
+			if f.Status == StatusOK || f.Status == StatusOKSoFar || f.Status == StatusStatus {
+				p.received += int64(len(f.Body))
 				if err := onData(f); err != nil {
+					p.observe(nil, err)
 					p.abandon()
 					return nil, err
 				}
 			}
 			if final {
+				p.observe(f, nil)
 				return f, nil
 			}
 		case <-ctx.Done():
+			p.observe(nil, ctx.Err())
 			p.abandon()
 			return nil, ctx.Err()
 		case <-p.c.done:
-			return nil, p.c.connErr()
+			err := p.c.connErr()
+			p.observe(nil, err)
+			return nil, err
 		}
 	}
 }

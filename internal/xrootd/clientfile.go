@@ -3,6 +3,7 @@ package xrootd
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -32,8 +33,13 @@ func (f *ClientFile) Handle() FileHandle { return f.fh }
 // OpenInfo returns the stat information the server sent with the open.
 func (f *ClientFile) OpenInfo() FileInfo { return f.info }
 
+// errAbandoned is how a request ended whose caller stopped waiting for
+// its answer without a reason of its own (DialOptions.Observe).
+var errAbandoned = errors.New("xrootd: request abandoned before its answer")
+
 // abandon stops listening for the answer of p.
 func (p *pending) abandon() {
+	p.observe(nil, errAbandoned)
 	select {
 	case <-p.cl.gone:
 	default:

@@ -132,6 +132,14 @@ type Options struct {
 	CheckRoot func(ctx context.Context, st RootState) (mark []byte, err error)
 	// MarkerPath is the node path of the marker file CheckRoot looks at.
 	MarkerPath string
+	// Observe, if set, is told of every request sent to the server
+	// once it has ended, named as xrootd.Observation.Name names it
+	// ("open", "read", "write", "sync", "close", "mv", "fattr", "stat",
+	// "open_whole", "query_space", ...). Read and Written count
+	// the data of kXR_read, kXR_pgread and kXR_readv answers and of
+	// small files read whole at their open, and of kXR_write,
+	// kXR_pgwrite and kXR_writev requests.
+	Observe func(node.Operation)
 }
 
 // Default option values.
@@ -250,6 +258,9 @@ func Open(rawURL string, opts Options) (*Node, error) {
 	}
 	if n.dialOpts.Logger == nil {
 		n.dialOpts.Logger = opts.Logger
+	}
+	if opts.Observe != nil && n.dialOpts.Observe == nil {
+		n.dialOpts.Observe = func(o xrootd.Observation) { opts.Observe(operation(o)) }
 	}
 	if n.dialOpts.WriteChunk <= 0 {
 		// A chunk written directly goes as pipelined requests of this
@@ -924,4 +935,16 @@ func mapErr(err error) error {
 		return err
 	}
 	return fmt.Errorf("%w: %w", sentinel, err)
+}
+
+// operation is the node.Operation of a request the client observed.
+func operation(o xrootd.Observation) node.Operation {
+	op := node.Operation{Name: o.Name, Duration: o.Duration, Err: mapErr(o.Err)}
+	switch {
+	case o.Request == xrootd.ReqRead, o.Request == xrootd.ReqPgRead, o.Request == xrootd.ReqReadV, o.Name == "open_whole":
+		op.Read = o.Received
+	case o.Request == xrootd.ReqWrite, o.Request == xrootd.ReqPgWrite, o.Request == xrootd.ReqWriteV:
+		op.Written = int64(o.Sent)
+	}
+	return op
 }

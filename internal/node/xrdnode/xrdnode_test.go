@@ -1111,3 +1111,66 @@ func TestOpenReadsSmallFilesWhole(t *testing.T) {
 		t.Error("opens that read small files whole are off")
 	}
 }
+
+// TestObserveNamesRequestsAndBytes checks the operations a node reports
+// to Options.Observe: the requests of an upload and of a read, with their
+// data bytes, and a missing path as node.ErrNotExist.
+func TestObserveNamesRequestsAndBytes(t *testing.T) {
+	s := startOurs(t, "", "127.0.0.1:0")
+	var mu sync.Mutex
+	var ops []node.Operation
+	n := newNode(t, "root://"+s.addr, Options{Fsync: true, NoDirCheck: true, Observe: func(op node.Operation) {
+		mu.Lock()
+		defer mu.Unlock()
+		ops = append(ops, op)
+	}})
+	take := func() (names []string, read, written int64, errs []error) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, op := range ops {
+			if op.Name == "query_config" {
+				continue // asked once per connection
+			}
+			names = append(names, op.Name)
+			read += op.Read
+			written += op.Written
+			errs = append(errs, op.Err)
+		}
+		ops = nil
+		return
+	}
+	ctx := context.Background()
+	take() // the check of the prefix at New
+	data := bytes.Repeat([]byte("x"), 1000)
+	u, err := n.Create(ctx, "/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Write(ctx, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	names, read, written, _ := take()
+	if want := "open write sync close mv"; strings.Join(names, " ") != want || read != 0 || written != int64(len(data)) {
+		t.Errorf("upload observed as %q, %d bytes read, %d written; want %q, 0, %d", names, read, written, want, len(data))
+	}
+	f, err := n.Open(ctx, "/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	names, read, _, _ = take()
+	// The answer's few bytes of framing count as read too.
+	if strings.Join(names, " ") != "open_whole" || read < int64(len(data)) || read > int64(len(data))+64 {
+		t.Errorf("open of a small file observed as %q, %d bytes read; want open_whole, %d", names, read, len(data))
+	}
+	if _, err := n.Stat(ctx, "/missing"); !errors.Is(err, node.ErrNotExist) {
+		t.Fatalf("stat of a missing path: %v", err)
+	}
+	names, _, _, errs := take()
+	if strings.Join(names, " ") != "stat" || !errors.Is(errs[0], node.ErrNotExist) {
+		t.Errorf("stat of a missing path observed as %q, %v", names, errs)
+	}
+}
