@@ -259,3 +259,83 @@ func TestTransferMemoryCounted(t *testing.T) {
 	lone.Close()
 	check(0)
 }
+
+// TestRandomReadsFetchOnlyTheirChunks reads an object as an analysis
+// job reads a ROOT file: small reads at random offsets, which must fetch
+// only the chunks that hold them, not whole blocks nor blocks ahead (the
+// reader took reads within 160 MiB of the furthest point read for
+// sequential ones, which fetched every chunk of a block and read ahead
+// for most random reads of a file of a few hundred MiB). A sequential
+// read that then wants the whole block fetches only the chunks the
+// random one did not.
+func TestRandomReadsFetchOnlyTheirChunks(t *testing.T) {
+	g := layout.Geometry{K: 8, M: 2, ChunkSize: 64 << 10}
+	var reads, now, peak atomic.Int64
+	c := newCluster(t, 10, g)
+	for i, n := range c.nodes {
+		c.nodes[i] = countingNode{n, int(g.ChunkSize), &reads, &now, &peak}
+	}
+	opts := c.store.opts
+	opts.HedgeDelay = time.Minute // no parity reads under load
+	s, err := New(c.nodes, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(seed(t), 6))
+	const blocks = 20
+	bs := int64(g.BlockSize())
+	data := randBytes(r, blocks*bs)
+	put(t, s, "/analysis", data)
+
+	rd, err := s.Open(context.Background(), "/analysis")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	chunks := map[int64]bool{} // the chunks the reads touch, by index
+	p := make([]byte, 3000)
+	for range 60 {
+		off := r.Int64N(int64(len(data)) - int64(len(p)))
+		if off%bs == 0 {
+			off++ // a block's start counts as sequential
+		}
+		if n, err := rd.ReadAt(context.Background(), p, off); err != nil || !bytes.Equal(p[:n], data[off:off+int64(n)]) {
+			t.Fatalf("ReadAt(%d): %d bytes, %v, or wrong bytes", off, n, err)
+		}
+		chunks[off/g.ChunkSize] = true
+		chunks[(off+int64(len(p))-1)/g.ChunkSize] = true
+	}
+	if got := reads.Load(); got > int64(len(chunks)) {
+		t.Errorf("%d chunk reads from the nodes for random reads within %d chunks", got, len(chunks))
+	}
+
+	// Random, then sequential on the same block: the chunk read first
+	// is not read again.
+	reads.Store(0)
+	rd2, err := s.Open(context.Background(), "/analysis")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd2.Close()
+	b := int64(blocks - 1) // the last: nothing to read ahead after it
+	off := b*bs + 3*g.ChunkSize + 100 // in the block's 4th chunk
+	if _, err := rd2.ReadAt(context.Background(), p, off); err != nil {
+		t.Fatal(err)
+	}
+	// Then the rest of the block, in order from the end of that read,
+	// and its start: each byte is read once.
+	readRange := func(from, to int64) {
+		for at := from; at < to; at += int64(len(p)) {
+			q := p[:min(int64(len(p)), to-at)]
+			if n, err := rd2.ReadAt(context.Background(), q, at); err != nil || !bytes.Equal(q[:n], data[at:at+int64(n)]) {
+				t.Fatalf("ReadAt(%d): %d bytes, %v, or wrong bytes", at, n, err)
+			}
+		}
+	}
+	readRange(off+int64(len(p)), (b+1)*bs)
+	readRange(b*bs, off)
+	// The block's 8 chunks, once each.
+	if got := reads.Load(); got != int64(g.K) {
+		t.Errorf("%d chunk reads for a block read randomly then whole; want %d", got, g.K)
+	}
+}

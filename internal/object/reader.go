@@ -45,8 +45,12 @@ type Reader struct {
 	mu      sync.Mutex
 	cache   map[int64]*blockFetch
 	fifo    []int64 // cached blocks, oldest first
-	nextSeq int64   // furthest offset read so far, for sequential detection
-	active  int     // ReadAt calls in progress
+	nextSeq int64   // furthest offset read so far, where read-ahead starts
+	// ends holds where the latest reads ended (a ring, next is the slot
+	// to fill): a read that starts at one of them continues a read.
+	ends   [recentReads]int64
+	next   int
+	active int // ReadAt calls in progress
 
 	// fetching bounds the blocks being fetched at once (readAhead+1):
 	// what a pipelining client asks for beyond that waits its turn
@@ -79,6 +83,10 @@ type blockFetch struct {
 	err     error
 	refs    atomic.Int32
 	read    atomic.Int64 // bytes copied out by ReadAt calls
+	// base is the fetch of fewer of the block's chunks that this one
+	// completes: the chunks it fetched are shared, and base is
+	// referenced until this fetch's buffers go.
+	base *blockFetch
 }
 
 func (f *blockFetch) ref() { f.refs.Add(1) }
@@ -90,6 +98,9 @@ func (f *blockFetch) unref() {
 			bufpool.Put(b)
 		}
 		f.chunks, f.backing = nil, nil
+		if f.base != nil {
+			f.base.unref()
+		}
 	}
 }
 
@@ -243,13 +254,20 @@ func (r *Reader) read(ctx context.Context, off int64, length int, keep bool, emi
 		r.mu.Unlock()
 		return 0, nil, ErrClosed
 	}
-	// Sequential: starts within a few blocks of the furthest point read so
-	// far, either way, as concurrent in-order readers (xrdcp keeps several
-	// requests in flight, which arrive out of order) do. A sequential reader gets
-	// whole blocks, which the following reads find in the cache; a
-	// random one only the chunks it asks for.
-	window := int64(r.readAhead+pipelineDepth) * bs
-	sequential := off >= r.nextSeq-window && off <= r.nextSeq+window
+	// Sequential: continues one of the latest reads, or starts a block
+	// (past the first). Clients that read a file in order send requests
+	// that continue each other, several in flight (xrdcp keeps up to 16),
+	// which may arrive out of order: one that overtakes the request it
+	// continues starts a block (xrdcp's are block-aligned with the
+	// default geometry), or is served as a random read and completed by
+	// the next (fetchLocked reuses what it read). A sequential reader
+	// gets whole blocks, which the following reads find in the cache,
+	// and reads ahead; a random one (ROOT reading the baskets of a few
+	// branches, say) only the chunks it asks for: whole blocks would read
+	// k times the chunks, and read-ahead blocks it never asks for.
+	sequential := (off > 0 && off%bs == 0) || slices.Contains(r.ends[:], off)
+	r.ends[r.next] = end
+	r.next = (r.next + 1) % recentReads
 	r.nextSeq = max(r.nextSeq, end)
 	fetches := make([]*blockFetch, 0, last-first+1)
 	for b := first; b <= last; b++ {
@@ -352,6 +370,11 @@ func (f *blockFetch) failed() bool {
 	}
 }
 
+// recentReads is how many of the latest reads' ends a Reader keeps to
+// tell whether a read continues one: more than the requests a client
+// keeps in flight.
+const recentReads = 32
+
 // pipelineDepth is how many blocks, besides those read ahead, a reader
 // keeps cached: enough for clients with many requests in flight (xrdcp
 // keeps four by default, up to 16 with XRD_CPPARALLELCHUNKS) to find the
@@ -364,12 +387,24 @@ const pipelineDepth = 16
 // run under the reader's own context, since later reads may share them;
 // callers wait for them under theirs. r.mu must be held.
 func (r *Reader) fetchLocked(b int64, need []bool) *blockFetch {
-	if f, ok := r.cache[b]; ok && f.covers(need) && !f.failed() {
-		return f
+	old, cached := r.cache[b]
+	if cached && old.covers(need) && !old.failed() {
+		return old
 	}
 	f := &blockFetch{done: make(chan struct{}), need: need}
 	f.refs.Store(2) // the cache's and the fetching goroutine's
-	if old, ok := r.cache[b]; ok {
+	if cached {
+		if !old.failed() {
+			// A random read fetched some of the block's chunks, and a
+			// sequential one wants them all: the new fetch takes the
+			// chunks the old one has and reads the others.
+			f.base = old
+			old.ref()
+			f.need = slices.Clone(need)
+			for s, n := range old.need {
+				f.need[s] = f.need[s] || n
+			}
+		}
 		old.unref()
 	} else {
 		r.fifo = append(r.fifo, b)
@@ -378,15 +413,34 @@ func (r *Reader) fetchLocked(b int64, need []bool) *blockFetch {
 	for len(r.fifo) > r.readAhead+pipelineDepth {
 		r.evictLocked(r.fifo[0])
 	}
-	if chunks, ok := r.inMemory(b, need); ok {
+	if chunks, ok := r.inMemory(b, f.need); ok {
 		f.chunks, f.backing = chunks, make([][]byte, len(chunks))
 		f.refs.Store(1)
+		if f.base != nil {
+			f.base.unref()
+			f.base = nil
+		}
 		close(f.done)
 		return f
 	}
 	workers.Go(func() {
 		defer f.unref()
 		defer close(f.done)
+		missing := f.need
+		if base := f.base; base != nil {
+			// Waited for before taking a fetching slot, which base
+			// may be waiting for.
+			select {
+			case <-base.done:
+			case <-r.bg.Done():
+			}
+			if base.err == nil && r.bg.Err() == nil {
+				missing = slices.Clone(f.need)
+				for s, n := range base.need {
+					missing[s] = missing[s] && !n
+				}
+			}
+		}
 		select {
 		case r.fetching <- struct{}{}:
 		case <-r.bg.Done():
@@ -394,7 +448,14 @@ func (r *Reader) fetchLocked(b int64, need []bool) *blockFetch {
 			return
 		}
 		defer func() { <-r.fetching }()
-		f.chunks, f.backing, f.err = r.readBlock(r.bg, b, need)
+		f.chunks, f.backing, f.err = r.readBlock(r.bg, b, missing)
+		if f.err == nil && f.base != nil {
+			for s, n := range f.base.need {
+				if n && !missing[s] {
+					f.chunks[s] = f.base.chunks[s]
+				}
+			}
+		}
 	})
 	return f
 }
