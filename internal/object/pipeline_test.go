@@ -317,7 +317,7 @@ func TestRandomReadsFetchOnlyTheirChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rd2.Close()
-	b := int64(blocks - 1) // the last: nothing to read ahead after it
+	b := int64(blocks - 1)            // the last: nothing to read ahead after it
 	off := b*bs + 3*g.ChunkSize + 100 // in the block's 4th chunk
 	if _, err := rd2.ReadAt(context.Background(), p, off); err != nil {
 		t.Fatal(err)
