@@ -52,10 +52,12 @@ type Reader struct {
 	next   int
 	active int // ReadAt calls in progress
 
-	// fetching bounds the blocks being fetched at once (readAhead+1):
+	// fetching bounds the chunks being fetched at once to those of
+	// readAhead+1 blocks (a block's fetch takes K units of it, a random
+	// read's one per chunk):
 	// what a pipelining client asks for beyond that waits its turn
 	// instead of holding buffers while the nodes are busy anyway.
-	fetching chan struct{}
+	fetching *budget
 	closed   bool
 	warned   atomic.Bool // a degraded read was logged at Warn
 
@@ -145,7 +147,7 @@ func (s *Store) openReader(ctx context.Context, path string, everyNode bool) (*R
 	r := &Reader{s: s, path: path, loc: loc, l: l, blockBuf: blockBuf, codec: codec,
 		readAhead: readAhead, memory: memory,
 		bg: bg, cancel: cancel, cache: map[int64]*blockFetch{},
-		fetching:  make(chan struct{}, readAhead+1),
+		fetching:  newBudget((readAhead + 1) * loc.meta.K),
 		late:      make([]atomic.Pointer[archiveRef], len(loc.slots)),
 		reopening: make([]atomic.Bool, len(loc.slots))}
 	if len(loc.lazy) > 0 {
@@ -441,13 +443,12 @@ func (r *Reader) fetchLocked(b int64, need []bool) *blockFetch {
 				}
 			}
 		}
-		select {
-		case r.fetching <- struct{}{}:
-		case <-r.bg.Done():
+		units, err := r.fetching.acquire(r.bg, countTrue(missing))
+		if err != nil {
 			f.err = fmt.Errorf("object %s: block %d: %w", r.path, b, ErrClosed)
 			return
 		}
-		defer func() { <-r.fetching }()
+		defer r.fetching.release(units)
 		f.chunks, f.backing, f.err = r.readBlock(r.bg, b, missing)
 		if f.err == nil && f.base != nil {
 			for s, n := range f.base.need {

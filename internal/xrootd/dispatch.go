@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ecstore/ecstore/internal/bufpool"
@@ -725,28 +726,103 @@ func (s *session) doReadV(ctx context.Context, sid StreamID, r *ReadVRequest) er
 		}
 		files[seg.Handle] = of
 	}
+	// The segments that fit in one response frame are read at once,
+	// up to readVParallel of them (a vector read is ROOT's way of asking
+	// for many baskets together; read one after the other, each would
+	// wait for its own round trip to the storage), then sent.
 	chunk := s.limits.ResponseChunk
-	var buf []byte
+	var (
+		buf   []byte
+		batch []readVItem
+	)
+	flush := func(final bool) error {
+		var err error
+		buf, err = readVBatch(ctx, buf, batch, files)
+		batch = batch[:0]
+		if err != nil {
+			return err
+		}
+		if final {
+			return sent(s.sendOK(sid, buf))
+		}
+		if err := s.send(sid, StatusOKSoFar, buf); err != nil {
+			return sent(err)
+		}
+		buf = buf[:0]
+		return nil
+	}
 	for i, seg := range r.Segments {
 		need := readVItemLen + int(seg.Length)
 		if len(buf) > 0 && len(buf)+need > chunk {
-			if err := s.send(sid, StatusOKSoFar, buf); err != nil {
-				return sent(err)
+			if err := flush(false); err != nil {
+				return err
 			}
-			buf = buf[:0]
 		}
 		start := len(buf)
 		buf = appendSegment(buf, seg)
 		buf = slices.Grow(buf, int(seg.Length))[:start+need]
-		of := files[seg.Handle]
-		n, _, err := readFull(ctx, of.f, buf[start+readVItemLen:], seg.Offset)
-		if err != nil {
-			return fmt.Errorf("readv element %d of %s at %d: %w", i, of.name, seg.Offset, err)
-		}
-		buf = buf[:start+readVItemLen+n]
-		putU32(buf[start+4:], uint32(n))
+		batch = append(batch, readVItem{index: i, seg: seg, start: start})
 	}
-	return sent(s.sendOK(sid, buf))
+	return flush(true)
+}
+
+// readVParallel bounds the segments of one vector read read at once.
+const readVParallel = 8
+
+// readVItem is a segment of a vector read and where its header starts
+// in the response being assembled.
+type readVItem struct {
+	index int
+	seg   ReadSegment
+	start int
+}
+
+// readVBatch reads the segments of batch into their places in buf (each
+// after its header, buf holding room for all of them), up to
+// readVParallel at once, and returns buf with every segment cut to what
+// was read (at the end of the file) and its header's length set to
+// that. The error is that of the first segment that failed.
+func readVBatch(ctx context.Context, buf []byte, batch []readVItem, files map[FileHandle]*openFile) ([]byte, error) {
+	got := make([]int, len(batch))
+	errs := make([]error, len(batch))
+	read := func(j int) {
+		it := batch[j]
+		data := buf[it.start+readVItemLen : it.start+readVItemLen+int(it.seg.Length)]
+		got[j], _, errs[j] = readFull(ctx, files[it.seg.Handle].f, data, it.seg.Offset)
+	}
+	if len(batch) == 1 {
+		read(0)
+	} else {
+		var next atomic.Int32
+		var wg sync.WaitGroup
+		for range min(len(batch), readVParallel) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := int(next.Add(1) - 1); j < len(batch); j = int(next.Add(1) - 1) {
+					read(j)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	for j, err := range errs {
+		if err != nil {
+			it := batch[j]
+			return buf, fmt.Errorf("readv element %d of %s at %d: %w", it.index, files[it.seg.Handle].name, it.seg.Offset, err)
+		}
+	}
+	// Close the gaps short segments left, in order.
+	end := 0
+	for j, it := range batch {
+		n := got[j]
+		if end != it.start {
+			copy(buf[end:], buf[it.start:it.start+readVItemLen+n])
+		}
+		putU32(buf[end+4:], uint32(n))
+		end += readVItemLen + n
+	}
+	return buf[:end], nil
 }
 
 func (s *session) doWrite(sid StreamID, of *openFile, off int64, data []byte, pg bool) {

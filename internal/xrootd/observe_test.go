@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -89,7 +90,7 @@ func TestClientObservesRequests(t *testing.T) {
 		}
 	}
 	want := []string{"open", "write", "read", "close", "stat", "query_space"}
-	if !equalStrings(names, want) {
+	if !slices.Equal(names, want) {
 		t.Errorf("observed %q, want %q", names, want)
 	}
 	if sent != len(data) || received != int64(len(data)) {
@@ -115,16 +116,4 @@ func TestClientObservesRequests(t *testing.T) {
 	if len(got) != 2 || got[0].Name != "ping" || !errors.Is(got[0].Err, context.Canceled) || got[1].Err != nil {
 		t.Errorf("abandoned and answered pings observed as %+v", got)
 	}
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -1,0 +1,105 @@
+package xrootd
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestReadVManySegments reads many segments, some past the end of the
+// file (short) or empty, in several response frames: the segments read
+// at once must come back in order, each with its own length.
+func TestReadVManySegments(t *testing.T) {
+	mfs := newMemFS()
+	data := make([]byte, 300_000)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	mfs.put("/f", data)
+	addr, _ := startServer(t, mfs, Limits{ResponseChunk: 16 << 10})
+	c := dial(t, addr, nil)
+	ctx := testCtx(t)
+	f, err := c.Open(ctx, "/f", OpenRead, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close(ctx)
+	for round := range 20 {
+		segs := make([]ReadSegment, 1+rng.IntN(200))
+		for i := range segs {
+			segs[i] = ReadSegment{Offset: rng.Int64N(int64(len(data)) + 1000), Length: int32(rng.IntN(5000))}
+		}
+		got, err := f.ReadV(ctx, segs)
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if len(got) != len(segs) {
+			t.Fatalf("round %d: %d segments back for %d", round, len(got), len(segs))
+		}
+		for i, seg := range segs {
+			lo := min(seg.Offset, int64(len(data)))
+			hi := min(seg.Offset+int64(seg.Length), int64(len(data)))
+			if !bytes.Equal(got[i], data[lo:hi]) {
+				t.Fatalf("round %d: segment %d (%d+%d): %d bytes, want %d, or wrong bytes", round, i, seg.Offset, seg.Length, len(got[i]), hi-lo)
+			}
+		}
+	}
+}
+
+// slowReadFS is a memFS whose file reads take a while, counting how many
+// run at once.
+type slowReadFS struct {
+	*memFS
+	now, peak atomic.Int32
+}
+
+type slowReadFile struct {
+	File
+	fs *slowReadFS
+}
+
+func (s *slowReadFS) Open(ctx context.Context, name string, opts OpenOptions) (File, error) {
+	f, err := s.memFS.Open(ctx, name, opts)
+	if err != nil {
+		return nil, err
+	}
+	return slowReadFile{f, s}, nil
+}
+
+func (f slowReadFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	n := f.fs.now.Add(1)
+	defer f.fs.now.Add(-1)
+	for p := f.fs.peak.Load(); n > p && !f.fs.peak.CompareAndSwap(p, n); p = f.fs.peak.Load() {
+	}
+	time.Sleep(5 * time.Millisecond) // a storage round trip
+	return f.File.ReadAt(ctx, p, off)
+}
+
+// TestReadVReadsSegmentsAtOnce checks that the segments of a vector read
+// are read concurrently, not one storage round trip after the other.
+func TestReadVReadsSegmentsAtOnce(t *testing.T) {
+	sfs := &slowReadFS{memFS: newMemFS()}
+	sfs.put("/f", bytes.Repeat([]byte("ab"), 50_000))
+	addr, _ := startServer(t, sfs, Limits{})
+	c := dial(t, addr, nil)
+	ctx := testCtx(t)
+	f, err := c.Open(ctx, "/f", OpenRead, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close(ctx)
+	segs := make([]ReadSegment, 32)
+	for i := range segs {
+		segs[i] = ReadSegment{Offset: int64(i) * 3000, Length: 1000}
+	}
+	if _, err := f.ReadV(ctx, segs); err != nil {
+		t.Fatal(err)
+	}
+	if got := sfs.peak.Load(); got < 2 || got > readVParallel {
+		t.Errorf("%d segment reads at once; want 2 to %d", got, readVParallel)
+	}
+}
