@@ -120,6 +120,9 @@ type Metadata struct {
 	MTime     time.Time `json:"mtime"`
 	Adler32   string    `json:"adler32"` // whole object, 8 hex digits
 	CRC32C    string    `json:"crc32c"`  // whole object, 8 hex digits
+	// PageCRC32C is the page size of the archive's page checksums
+	// (PageSize), or 0 when it has none (see Index.Pages).
+	PageCRC32C int `json:"page_crc32c,omitempty"`
 	// User holds user metadata (content type, S3 x-amz-meta-*), if any.
 	User map[string]string `json:"user,omitempty"`
 }

@@ -65,6 +65,9 @@ type Index struct {
 	// (archives up to TailSize, as small objects' are); nil otherwise.
 	// Chunks are then read from memory: see Source.
 	Whole []byte
+	// pages[g] is the file offset of the page checksums of block group g
+	// (PageGroup blocks), -1 where there are none (see Pages).
+	pages []int64
 }
 
 // Source returns where to read x's chunks from: the archive bytes held in
@@ -230,6 +233,7 @@ func (p *parser) parse() (*Index, error) {
 	var (
 		meta   *Chunk
 		chunks = make([]Chunk, 0, min(entries, 1<<16))
+		pages  []Chunk
 	)
 	for i := int64(0); i < entries; i++ {
 		c, rest, err := parseCentral(dir)
@@ -246,6 +250,10 @@ func (p *parser) parse() (*Index, error) {
 				return nil, fmt.Errorf("%w: two metadata entries", ErrFormat)
 			}
 			meta = &c
+			continue
+		}
+		if _, ok := parsePageEntryName(c.Name); ok {
+			pages = append(pages, c)
 			continue
 		}
 		b, s, ok := parseChunkName(c.Name)
@@ -267,6 +275,9 @@ func (p *parser) parse() (*Index, error) {
 		idx.Whole = p.tail
 	}
 	if idx.Chunks, err = orderChunks(m, chunks); err != nil {
+		return nil, err
+	}
+	if err := idx.indexPages(pages); err != nil {
 		return nil, err
 	}
 	return idx, nil

@@ -84,6 +84,23 @@ func TestRoundTrip(t *testing.T) {
 }
 
 // checkArchive checks one written archive against the format.
+// checkPages checks that the page checksums of block b's chunk, as
+// Index.Pages finds them, are those of chunk's pages.
+func checkPages(t *testing.T, idx *Index, data []byte, b int64, chunk []byte) {
+	t.Helper()
+	ps, ok := idx.Pages(b)
+	if !ok {
+		t.Fatalf("block %d: no page checksums", b)
+	}
+	if !bytes.Equal(data[ps.Data:ps.Data+int64(len(chunk))], chunk) {
+		t.Fatalf("block %d: the chunk's data is not at %d", b, ps.Data)
+	}
+	want := AppendPageCRCs(nil, chunk)
+	if got := data[ps.CRCs : ps.CRCs+int64(len(want))]; !bytes.Equal(got, want) {
+		t.Fatalf("block %d: page checksums %x, want %x", b, got, want)
+	}
+}
+
 func checkArchive(t *testing.T, l layout.Layout, slot int, data []byte, meta *Metadata) {
 	t.Helper()
 	ctx := context.Background()
@@ -119,6 +136,19 @@ func checkArchive(t *testing.T, l layout.Layout, slot int, data []byte, meta *Me
 		}
 		off += c.Span()
 		want := chunkData(l, b, c.Stripe)
+		checkPages(t, idx, data, b, want)
+		if (b+1)%PageGroup == 0 || b == l.Blocks()-1 {
+			// The group's page checksums follow its last chunk.
+			name := pageEntryName(b / PageGroup * PageGroup)
+			if got := string(data[off+localHeaderLen : off+localHeaderLen+int64(len(name))]); got != name {
+				t.Fatalf("slot %d block %d: entry %q after the chunk, want %q", slot, b, got, name)
+			}
+			var n int64
+			for x := b / PageGroup * PageGroup; x <= b; x++ {
+				n += pagesOf(idx.Chunks[x].Size) * 4
+			}
+			off += localHeaderLen + int64(len(name)) + n
+		}
 		got, err := ReadChunk(ctx, memFile(data), &c, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -151,28 +181,41 @@ func checkArchive(t *testing.T, l layout.Layout, slot int, data []byte, meta *Me
 	if err != nil {
 		t.Fatalf("archive/zip rejects archive: %v", err)
 	}
-	if len(zr.File) != len(idx.Chunks)+1 || zr.File[len(zr.File)-1].Name != MetadataName {
-		t.Fatalf("archive/zip sees %d entries", len(zr.File))
+	// In order: each chunk, the page checksums after each group of
+	// PageGroup blocks (and after the last block), the metadata.
+	type entry struct {
+		name string
+		data []byte
+	}
+	var want []entry
+	var pages []byte
+	for b, c := range idx.Chunks {
+		d := chunkData(l, c.Block, c.Stripe)
+		want = append(want, entry{c.Name, d})
+		pages = AppendPageCRCs(pages, d)
+		if (b+1)%PageGroup == 0 || b == len(idx.Chunks)-1 {
+			want = append(want, entry{pageEntryName(int64(b / PageGroup * PageGroup)), pages})
+			pages = nil
+		}
+	}
+	want = append(want, entry{MetadataName, nil})
+	if len(zr.File) != len(want) {
+		t.Fatalf("archive/zip sees %d entries, want %d", len(zr.File), len(want))
 	}
 	for i, f := range zr.File {
-		wantName := MetadataName
-		if i < len(idx.Chunks) {
-			wantName = idx.Chunks[i].Name
-		}
 		wantDate, wantTime := dosTime(testTime)
-		if f.Name != wantName || f.Method != zip.Store || f.Flags != 0 || f.ReaderVersion != 20 ||
+		if f.Name != want[i].name || f.Method != zip.Store || f.Flags != 0 || f.ReaderVersion != 20 ||
 			f.CreatorVersion != 3<<8|20 || f.ModifiedDate != wantDate || f.ModifiedTime != wantTime ||
 			f.CompressedSize64 != f.UncompressedSize64 || len(f.Extra) != 0 || f.Mode() != 0o644 {
-			t.Fatalf("archive/zip entry %d: %+v", i, f.FileHeader)
+			t.Fatalf("archive/zip entry %d: %+v, want %s", i, f.FileHeader, want[i].name)
 		}
-		got := readZipEntry(t, f)
-		if i < len(idx.Chunks) {
-			c := idx.Chunks[i]
-			if f.CRC32 != c.CRC32 || !bytes.Equal(got, chunkData(l, c.Block, c.Stripe)) {
-				t.Fatalf("archive/zip: entry %s differs", f.Name)
+		got := readZipEntry(t, f) // verifies the entry's CRC-32
+		if f.Name == MetadataName {
+			if m, err := decodeMetadata(got); err != nil || !metaEqual(m, meta) {
+				t.Fatalf("archive/zip: metadata entry: %v", err)
 			}
-		} else if m, err := decodeMetadata(got); err != nil || !metaEqual(m, meta) {
-			t.Fatalf("archive/zip: metadata entry: %v", err)
+		} else if !bytes.Equal(got, want[i].data) {
+			t.Fatalf("archive/zip: entry %s differs", f.Name)
 		}
 	}
 }

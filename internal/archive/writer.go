@@ -31,6 +31,7 @@ type Writer struct {
 	dosDate uint16
 	dosTime uint16
 	closed  bool
+	pages   []byte // page checksums of the current group's chunks
 }
 
 // NewWriter returns a Writer that writes an archive to w. modTime is put in
@@ -59,7 +60,22 @@ func (w *Writer) WriteChunk(block int64, stripe int, data []byte, crc uint32) er
 	if err := w.entry(ChunkName(block, stripe), data, crc); err != nil {
 		return fmt.Errorf("archive: write chunk %d.%d: %w", block, stripe, err)
 	}
+	w.pages = AppendPageCRCs(w.pages, data)
 	w.next++
+	if w.next%PageGroup == 0 {
+		return w.flushPages()
+	}
+	return nil
+}
+
+// flushPages writes the page checksums of the group of blocks that ends
+// with the last chunk written.
+func (w *Writer) flushPages() error {
+	first := (w.next - 1) / PageGroup * PageGroup
+	if err := w.entry(pageEntryName(first), w.pages, erasure.ChunkChecksum(w.pages)); err != nil {
+		return fmt.Errorf("archive: write page checksums of blocks %d to %d: %w", first, w.next-1, err)
+	}
+	w.pages = w.pages[:0]
 	return nil
 }
 
@@ -74,11 +90,20 @@ func (w *Writer) Close(meta *Metadata) error {
 		return fmt.Errorf("archive: close twice")
 	}
 	meta.Format = FormatVersion
+	meta.PageCRC32C = 0
+	if w.next > 0 {
+		meta.PageCRC32C = PageSize
+	}
 	if err := meta.Validate(); err != nil {
 		return err
 	}
 	if n := meta.Layout().Blocks(); n != w.next {
 		return fmt.Errorf("archive: %d chunks written, object has %d blocks", w.next, n)
+	}
+	if w.next%PageGroup != 0 {
+		if err := w.flushPages(); err != nil {
+			return err
+		}
 	}
 	p, err := meta.encode()
 	if err != nil {

@@ -1,6 +1,7 @@
 package object
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -227,6 +228,25 @@ func (s *Store) Inspect(ctx context.Context, path string, deep bool) (*Inspectio
 	return in, nil
 }
 
+// checkPages checks the page checksums of chunk b of ref's archive, if
+// it has them, against the chunk's verified data: a reader would find a
+// page that does not match them bad (and read the chunk whole).
+func checkPages(ctx context.Context, ref *archiveRef, b int64, data []byte) error {
+	span, ok := ref.idx.Pages(b)
+	if !ok {
+		return nil
+	}
+	want := archive.AppendPageCRCs(nil, data)
+	got := make([]byte, len(want))
+	if err := readExactly(ctx, ref.idx.Source(ref.file), got, span.CRCs); err != nil {
+		return err
+	}
+	if !bytes.Equal(got, want) {
+		return fmt.Errorf("block %d: page checksums do not match the chunk: %w", b, archive.ErrChecksum)
+	}
+	return nil
+}
+
 // deepCheck reads every chunk of every archive and then the whole object.
 // It returns the fewest chunks any block can be read from, counting, for
 // a slot whose chunk fails its checksum, another copy of the slot's
@@ -244,7 +264,10 @@ func (s *Store) deepCheck(ctx context.Context, in *Inspection, loc *located) (in
 		if int64(cap(buf)) < c.Span() {
 			buf = make([]byte, c.Span())
 		}
-		_, err := archive.ReadChunk(ctx, ref.idx.Source(ref.file), c, buf)
+		data, err := archive.ReadChunk(ctx, ref.idx.Source(ref.file), c, buf)
+		if err == nil {
+			err = checkPages(ctx, ref, b, data)
+		}
 		if errors.Is(err, node.ErrLeftRunning) {
 			buf = nil // the read left running may still write into it
 		}

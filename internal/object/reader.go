@@ -271,6 +271,24 @@ func (r *Reader) read(ctx context.Context, off int64, length int, keep bool, emi
 	r.ends[r.next] = end
 	r.next = (r.next + 1) % recentReads
 	r.nextSeq = max(r.nextSeq, end)
+	if !sequential {
+		// A random read of a few KB reads those pages of its chunks
+		// and their checksums, not the whole chunks.
+		if pieces, ok := r.pieces(off, end); ok {
+			r.mu.Unlock()
+			if n, release, ok := r.readPages(ctx, pieces, keep, emit); ok {
+				if end < off+int64(length) {
+					return n, release, io.EOF
+				}
+				return n, release, nil
+			}
+			r.mu.Lock()
+			if r.closed {
+				r.mu.Unlock()
+				return 0, nil, ErrClosed
+			}
+		}
+	}
 	fetches := make([]*blockFetch, 0, last-first+1)
 	for b := first; b <= last; b++ {
 		lo, hi := b*bs, min(r.l.Size, (b+1)*bs)

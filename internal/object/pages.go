@@ -1,0 +1,153 @@
+package object
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/ecstore/ecstore/internal/archive"
+	"github.com/ecstore/ecstore/internal/bufpool"
+	"github.com/ecstore/ecstore/internal/node"
+)
+
+// pagePiece is the part of one data chunk that a random read needs, read
+// with its page checksums (archive.Index.Pages) instead of the whole
+// chunk.
+type pagePiece struct {
+	ref      *archiveRef
+	span     archive.PageSpan
+	b        int64
+	pos      int64 // object offset of the piece's first byte
+	lo, hi   int64 // the piece within its chunk
+	from, to int64 // the pages that hold it, within the chunk
+	buf      []byte
+	err      error
+}
+
+// maxPagePiece is the largest part of a chunk (as a fraction of it) that
+// a random read takes from its pages: a larger one reads the chunk whole,
+// in one request, and leaves it in the block cache.
+const maxPagePiece = 4
+
+// pieces splits [off, end) into the parts of data chunks that a read of
+// pages serves, or returns false when one of them cannot be: its archive
+// has no page checksums, is held in memory (read whole already) or not
+// open, its node is suspect, the part is large, or the block is in the
+// cache. r.mu must be held.
+func (r *Reader) pieces(off, end int64) ([]pagePiece, bool) {
+	var out []pagePiece
+	for pos := off; pos < end; {
+		b, s, co := r.l.Locate(pos)
+		cl := r.l.ChunkLen(b)
+		n := min(end-pos, r.l.DataLen(b, s)-co)
+		if n <= 0 || n > cl/maxPagePiece {
+			return nil, false
+		}
+		if _, cached := r.cache[b]; cached {
+			return nil, false
+		}
+		ref := r.slotRef(r.l.Slot(b, s))
+		if ref == nil || ref.idx.Whole != nil || r.s.isSuspect(ref.node.ID()) {
+			return nil, false
+		}
+		span, ok := ref.idx.Pages(b)
+		if !ok {
+			return nil, false
+		}
+		lo, hi := co, co+n
+		from := lo / archive.PageSize * archive.PageSize
+		to := min(cl, (hi+archive.PageSize-1)/archive.PageSize*archive.PageSize)
+		out = append(out, pagePiece{ref: ref, span: span, b: b, pos: pos, lo: lo, hi: hi, from: from, to: to})
+		pos += n
+	}
+	return out, len(out) > 0
+}
+
+// readPages reads the pieces of a random read, each with its page
+// checksums, all at once, verifies them and hands them to emit in order.
+// It returns false when a piece could not be read or verified within the
+// hedge delay: the caller then reads the chunks whole, which replaces a
+// slow, failed or corrupt one from parity. With keep, the pieces' buffers
+// stay allocated until the returned release is called.
+func (r *Reader) readPages(ctx context.Context, pieces []pagePiece, keep bool, emit func(pos int64, b []byte)) (int, func(), bool) {
+	pctx, cancel := context.WithTimeout(ctx, r.s.hedgeDelay())
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range pieces {
+		p := &pieces[i]
+		pages := (p.to - p.from + archive.PageSize - 1) / archive.PageSize
+		p.buf = bufpool.Get(int(p.to - p.from + pages*4))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.err = readPiece(pctx, p)
+		}()
+	}
+	wg.Wait()
+	release := func() {
+		for _, p := range pieces {
+			if !errors.Is(p.err, node.ErrLeftRunning) { // still being read into
+				bufpool.Put(p.buf)
+			}
+		}
+	}
+	for _, p := range pieces {
+		if p.err != nil {
+			if errors.Is(p.err, archive.ErrChecksum) {
+				r.s.opts.Logger.Warn("page checksum mismatch; reading the whole chunk",
+					"obj", r.path, "node", p.ref.node.ID(), "block", p.b, "err", p.err)
+			}
+			release()
+			return 0, nil, false
+		}
+	}
+	n := 0
+	for _, p := range pieces {
+		emit(p.pos, p.buf[p.lo-p.from:p.hi-p.from])
+		n += int(p.hi - p.lo)
+	}
+	if keep {
+		return n, release, true
+	}
+	release()
+	return n, func() {}, true
+}
+
+// readPiece reads the pages of p and their checksums into p.buf, and
+// verifies them.
+func readPiece(ctx context.Context, p *pagePiece) error {
+	n := p.to - p.from
+	data, crcs := p.buf[:n], p.buf[n:]
+	errs := make(chan error, 1)
+	go func() { errs <- readExactly(ctx, p.ref.file, crcs, p.span.CRCs+p.from/archive.PageSize*4) }()
+	err := readExactly(ctx, p.ref.file, data, p.span.Data+p.from)
+	if cerr := <-errs; err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("node %s: block %d: %w", p.ref.node.ID(), p.b, err)
+	}
+	for i := int64(0); i < n; i += archive.PageSize {
+		page := data[i:min(n, i+archive.PageSize)]
+		want := binary.BigEndian.Uint32(crcs[i/archive.PageSize*4:])
+		if got := archive.PageCRC(page); got != want {
+			return fmt.Errorf("node %s: block %d: page at %d: CRC-32C %08x, want %08x: %w",
+				p.ref.node.ID(), p.b, p.from+i, got, want, archive.ErrChecksum)
+		}
+	}
+	return nil
+}
+
+// readExactly fills p from f at off.
+func readExactly(ctx context.Context, f archive.ReaderAt, p []byte, off int64) error {
+	got, err := f.ReadAt(ctx, p, off)
+	if got == len(p) {
+		return nil
+	}
+	if err == nil {
+		err = fmt.Errorf("%w: short read of %d bytes at %d, want %d", archive.ErrFormat, got, off, len(p))
+	}
+	return err
+}
