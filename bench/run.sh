@@ -10,7 +10,7 @@
 #   3. ecstore 8+2 / 1 MiB on 10 `ecstore node` processes and on 10 local
 #      directories: xrdcp put/get, get with 2 nodes gone, get with 1 node
 #      SIGSTOPped, small objects at concurrency 1/8/64, 8 parallel streams,
-#      the gateway's peak RSS;
+#      the gateway's peak RSS, random 30 KB reads (as ROOT's);
 # and writes one table (bench/report), with the machine's description and
 # the limit arithmetic, to bench/RESULTS.md.
 #
@@ -447,6 +447,33 @@ small() {
   say "$prefix: $(awk '$1 == "small" { printf "c%s %s %s/s  ", $2, $3, $5 }' "$log")"
 }
 
+# random PREFIX URL: random reads of 30 KB in one object of the single
+# transfers' size (ecstore bench --mode random, which writes it first):
+# in vectors of 64 (kXR_readv, as ROOT's TTreeCache sends them) by one
+# client, and single kXR_reads by 4 clients; records reads/s as
+# PREFIX.readv and PREFIX.read
+random() {
+  local prefix="$1" url="$2" log key args v
+  for key in readv read; do
+    args=(--vector 64 --concurrency 1)
+    [ "$key" = read ] && args=(--concurrency 4)
+    log="$work/bench-$(echo "$prefix" | tr . -)-$key.txt"
+    if ! waited timeout "$tool_timeout" "$ecstore" bench --mode random --size "$size" --objects 1 --read-size 30000 \
+      --duration "$small_phase" "${args[@]}" "$url" >"$log" 2>&1; then
+      say "ecstore bench $prefix.$key failed:"
+      tail -5 "$log" >&2
+    fi
+    # reads/s: the MB/s column over the 30 KB of a read
+    v="$(awk '$1 == "random" && $3 == "read" && $10 == 0 { printf "%.0f", $6 * 1e6 / 30000 }' "$log")"
+    if [ -n "$v" ]; then
+      record "$prefix.$key" "$v"
+    else
+      fail "$prefix.$key" "no result or errors (see $(basename "$log")): $(tail -1 "$log")"
+    fi
+  done
+  say "$prefix: readv $(awk '$1 == "random" { print $6 " MB/s" }' "$work/bench-$(echo "$prefix" | tr . -)-readv.txt"), read $(awk '$1 == "random" { print $6 " MB/s" }' "$work/bench-$(echo "$prefix" | tr . -)-read.txt")"
+}
+
 # streams KEY URLBASE DIR EVICT...: reps rounds of 8 parallel xrdcp puts
 # of the stream file to URLBASE//DIR/sI, then (cold: EVICT... dropped from
 # the page cache) 8 parallel gets to /dev/null; records the median
@@ -597,6 +624,8 @@ median_xrd xrootd.get "$size" evict_now -f "$xurl//put-sync" /dev/null || true
 rm -f "$xdir/data/put-sync"
 small xrootd.small.nofsync "$xurl//bench" 8
 small xrootd.small.fsync "$xurl//bench" 1,8,64 --fsync
+record info.note "Random reads (X16, X17 and the rows that follow them for ecstore): ecstore bench --mode random writes one object of $size_h and reads 30 KB at random offsets of it right away, so plain xrootd serves its file from the page cache, while ecstore's archives, written with O_DIRECT, are read from the disk; ecstore reads only the 4 KiB pages that hold each read, with their CRC-32Cs (docs/FORMAT.md, page checksums)."
+random xrootd.random "$xurl//bench"
 stop_proc "$xrootd_pid"
 rm -rf "$xdir"
 
@@ -621,6 +650,7 @@ common() {
   h2="$(hwm "$gw_pid")"
   streams "$p.streams" "$gw_url" streams "$@"
   rss "$p.rss" "$gw_pid"
+  random "$p.random" "$gw_url//bench"
   record info.note "gateway VmHWM ($p): ${h1} MiB after the $size_h put and get, ${h2} MiB after the small-object runs, then the figure of the RSS row after the streams."
 }
 

@@ -232,6 +232,19 @@ func build(r *results) *report {
 			n++
 		}
 	}
+	// Random reads of 30 KB (ecstore bench --mode random): no target.
+	randomWhat := map[string]string{
+		"readv": "random 30 KB reads in vectors of 64 (kXR_readv), 1 client",
+		"read":  "random 30 KB reads (kXR_read), 4 clients",
+	}
+	xrandom := map[string]string{}
+	for _, k := range []string{"readv", "read"} {
+		id := fmt.Sprintf("X%d", n)
+		xrandom[k] = id
+		rows = append(rows, row{id: id, what: "xrootd: " + randomWhat[k] + " of a " + size + " file just written", durability: "- (read, page cache warm)",
+			unit: "reads/s", key: "xrootd.random." + k})
+		n++
+	}
 	smallTarget := map[string]float64{"put": 200, "get": 1500, "rm": 500}
 	budget := float64(baseMiB + blocksPerStream*dataChunks*chunkMiB*streams)
 	for _, cl := range []struct{ p, id, name string }{{"nodes", "N", "10 ecstore nodes"}, {"local", "D", "10 local dirs"}} {
@@ -292,6 +305,16 @@ func build(r *results) *report {
 				key: cl.p + ".streams.get", limit: cl.p + " 8-stream get", checks: []check{{"limit", 0.8}}, target: "≥ 0.80 limit"},
 			row{id: next(), what: gw + "gateway peak RSS (VmHWM) after the streams", unit: "MiB", key: cl.p + ".rss",
 				checks: []check{{"max", budget}}, target: fmt.Sprintf("≤ %.0f MiB (%d + %d×%d blocks of %d MiB)", budget, baseMiB, streams, blocksPerStream, dataChunks*chunkMiB)})
+		randomRows := func() {
+			for _, k := range []string{"readv", "read"} {
+				rows = append(rows, row{id: next(), what: gw + randomWhat[k] + " of a " + size + " object just written",
+					durability: "- (read, archives written with O_DIRECT)", unit: "reads/s",
+					key: cl.p + ".random." + k, baseKey: "xrootd.random." + k, baseID: xrandom[k]})
+			}
+		}
+		if cl.p == "nodes" {
+			randomRows()
+		}
 		if cl.p == "local" {
 			rows = append(rows,
 				row{id: next(), what: gw + "xrdcp put " + size + ", gateway with --page-checksums (as xrootd)", durability: durable, unit: "MB/s",
@@ -311,6 +334,7 @@ func build(r *results) *report {
 					checks: []check{{"base", 0.5}}, target: "≥ 0.50 × " + frozenBase},
 				row{id: next(), what: fuse + "stall of that get (time beyond " + frozenBase + "'s rate)", unit: "s", key: "local.frozen_stall",
 					checks: []check{{"max", 5}}, target: "< 5 s (no timeout-length stall)"})
+			randomRows() // last, keeping the ids of the rows above
 		}
 	}
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ecstore/ecstore/internal/bench"
 	"github.com/ecstore/ecstore/internal/layout"
+	"github.com/ecstore/ecstore/internal/xrootd"
 )
 
 const benchHelp = `
@@ -34,6 +35,11 @@ Modes:
          them, get them, rm them; each phase is reported on its own row.
          --duration D gives D/4 to each of put, stat and get (rm takes as
          long as it takes); --ops N gives N/4 operations to each phase
+  random --objects objects are written first (not timed); each worker
+         opens one and every operation is one read request at random
+         offsets, as an analysis job reads a ROOT file: a kXR_read of
+         --read-size bytes, or with --vector N a kXR_readv of N such
+         reads (ROOT's TTreeCache sends vector reads)
 
 Rates are wall-clock: a phase's successful operations over the time from
 its start to the end of its last operation. Latency percentiles come from
@@ -52,6 +58,7 @@ Examples:
   ecstore bench --mode small --concurrency 1,8,64 root://gw.example.org//scratch
   ecstore bench --mode get --size 64MiB --parallel-reads 4 root://127.0.0.1:1094//bench
   ecstore bench --mode put --ops 100 --json root://127.0.0.1:1094//bench
+  ecstore bench --mode random --size 1GiB --objects 1 --vector 64 root://127.0.0.1:1094//bench
 `
 
 // sizeFlag is a byte count flag whose zero value means "the default".
@@ -79,10 +86,10 @@ func (f *sizeFlag) Set(s string) error {
 // cmdBench is "ecstore bench [flags] root://host[:port]//prefix".
 func cmdBench(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "bench", "bench [flags] root://host[:port]//prefix", benchHelp)
-	mode := fs.String("mode", "put", "`MODE`: put, get, mixed or small (default put)")
+	mode := fs.String("mode", "put", "`MODE`: put, get, mixed, small or random (default put)")
 	var size sizeFlag
 	fs.Var(&size, "size", "object `SIZE` (default 1MiB; 27KB in small mode)")
-	objects := fs.Int("objects", 0, "`N` distinct objects that get and mixed read (default\nmax(2×concurrency, min(64, 256MiB/size)))")
+	objects := fs.Int("objects", 0, "`N` distinct objects that get, mixed and random read (default\nmax(2×concurrency, min(64, 256MiB/size)))")
 	concurrency := fs.String("concurrency", "1", "`LIST` of worker counts, one run per comma-separated value (default 1)")
 	duration := fs.Duration("duration", bench.DefaultDuration, "run for `D` (default 10s unless --ops is given)")
 	ops := fs.Int64("ops", 0, "stop after `N` operations (with --duration too: whichever comes first)")
@@ -92,6 +99,9 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 	verify := fs.Bool("verify", false, "compare the content of every get with what was written")
 	parallel := fs.Int("parallel-reads", 1, "`P` reads of 8 MiB outstanding per get (default 1)")
 	readFrac := fs.Float64("read-fraction", bench.DefaultReadFraction, "share `F` of gets in mixed mode (default 0.75)")
+	var readSize sizeFlag
+	fs.Var(&readSize, "read-size", "`SIZE` of each read in random mode (default 32KiB)")
+	vector := fs.Int("vector", 1, "`N` reads per request in random mode: 1 sends kXR_read, more\na kXR_readv (default 1)")
 	fsync := fs.Bool("fsync", false, "send kXR_sync before closing each object written (durable puts\non servers that do not sync on close, such as xrootd)")
 	pos, err := fs.parse(args, 1, 1)
 	if err != nil {
@@ -111,9 +121,15 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 		Duration: *duration, Ops: *ops, KeepObjects: !*cleanup, Seed: *seed, Verify: *verify,
 		ParallelReads: *parallel, Fsync: *fsync, DialOptions: dialOptions(u),
 	}
+	if cfg.Mode == bench.ModeRandom {
+		if readSize.n > int64(xrootd.MaxReadVItemLen) {
+			return usageErrorf("bench: --read-size %s: at most %d bytes", layout.FormatSize(readSize.n), xrootd.MaxReadVItemLen)
+		}
+		cfg.ReadSize, cfg.Vector = int(readSize.n), *vector
+	}
 	cfg.DialOptions.AppName = "ecstore-bench"
 	if !slices.Contains(bench.Modes, cfg.Mode) {
-		return usageErrorf("bench: --mode %q: want put, get, mixed or small", *mode)
+		return usageErrorf("bench: --mode %q: want put, get, mixed, small or random", *mode)
 	}
 	if cfg.Mode == bench.ModeMixed {
 		cfg.ReadFraction = *readFrac
@@ -218,6 +234,12 @@ func printBench(e *env, results []*bench.Result, asJSON bool) error {
 	}
 	if first.ParallelReads > 1 {
 		fmt.Fprintf(e.stdout, ", %d parallel reads", first.ParallelReads)
+	}
+	if first.ReadSize > 0 {
+		fmt.Fprintf(e.stdout, ", reads of %s", layout.HumanSize(int64(first.ReadSize)))
+		if first.Vector > 1 {
+			fmt.Fprintf(e.stdout, " in vectors of %d", first.Vector)
+		}
 	}
 	fmt.Fprintln(e.stdout)
 	return bench.WriteTable(e.stdout, results...)

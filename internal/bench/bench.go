@@ -24,10 +24,13 @@ const (
 	ModeGet   Mode = "get"
 	ModeMixed Mode = "mixed"
 	ModeSmall Mode = "small"
+	// ModeRandom reads prepared objects at random offsets, as an
+	// analysis job reads a ROOT file.
+	ModeRandom Mode = "random"
 )
 
 // Modes lists the modes in the order help texts show them.
-var Modes = []Mode{ModePut, ModeGet, ModeMixed, ModeSmall}
+var Modes = []Mode{ModePut, ModeGet, ModeMixed, ModeSmall, ModeRandom}
 
 // Op is an operation type reported in a Result.
 type Op string
@@ -38,14 +41,17 @@ const (
 	OpStat Op = "stat"
 	OpGet  Op = "get"
 	OpRm   Op = "rm"
+	// OpRead is one read request of random mode: a kXR_read, or a
+	// kXR_readv of Config.Vector segments.
+	OpRead Op = "read"
 )
 
 // numOps is the number of operation types.
-const numOps = 4
+const numOps = 5
 
 // allOps lists the operation types in report order; an Op's index in it
 // is its statistics slot.
-var allOps = [numOps]Op{OpPut, OpStat, OpGet, OpRm}
+var allOps = [numOps]Op{OpPut, OpStat, OpGet, OpRm, OpRead}
 
 func opIndex(op Op) int {
 	for i, o := range allOps {
@@ -62,6 +68,7 @@ const (
 	DefaultSmallSize    = 27_000
 	DefaultDuration     = 10 * time.Second
 	DefaultReadFraction = 0.75
+	DefaultReadSize     = 32 << 10
 	// PieceSize is the most data one kXR_write or kXR_read of a put or
 	// get carries.
 	PieceSize = 8 << 20
@@ -121,6 +128,13 @@ type Config struct {
 	// ParallelReads is how many reads of one object a get keeps
 	// outstanding. Default 1 (one PieceSize read after another).
 	ParallelReads int
+	// ReadSize is the length of each random read (ModeRandom). Default
+	// DefaultReadSize.
+	ReadSize int
+	// Vector is how many random reads one request makes (ModeRandom): 0
+	// or 1 sends kXR_read, more a kXR_readv of that many segments, as
+	// ROOT's TTreeCache does. At most xrootd.MaxReadVItems.
+	Vector int
 	// Fsync sends kXR_sync before closing each object written, so that a
 	// server that does not sync on close (xrootd) makes it durable too.
 	Fsync bool
@@ -170,6 +184,8 @@ type Result struct {
 	ParallelReads int     `json:"parallel_reads"`
 	Fsync         bool    `json:"fsync"`
 	ReadFraction  float64 `json:"read_fraction,omitempty"`
+	ReadSize      int     `json:"read_size,omitempty"`
+	Vector        int     `json:"vector,omitempty"`
 	// Duration and OpsLimit are the limits the run had (0: none).
 	Duration time.Duration `json:"duration_ns"`
 	OpsLimit int64         `json:"ops_limit"`
@@ -219,7 +235,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	switch cfg.Mode {
 	case "":
 		cfg.Mode = ModePut
-	case ModePut, ModeGet, ModeMixed, ModeSmall:
+	case ModePut, ModeGet, ModeMixed, ModeSmall, ModeRandom:
 	default:
 		return cfg, fmt.Errorf("%w: unknown mode %q", ErrConfig, cfg.Mode)
 	}
@@ -243,7 +259,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Duration == 0 && cfg.Ops == 0 {
 		cfg.Duration = DefaultDuration
 	}
-	if cfg.Mode == ModeGet || cfg.Mode == ModeMixed {
+	if cfg.Mode == ModeGet || cfg.Mode == ModeMixed || cfg.Mode == ModeRandom {
 		switch {
 		case cfg.Objects < 0:
 			return cfg, fmt.Errorf("%w: negative object count %d", ErrConfig, cfg.Objects)
@@ -263,6 +279,25 @@ func (cfg Config) withDefaults() (Config, error) {
 		}
 	} else {
 		cfg.ReadFraction = 0
+	}
+	if cfg.Mode == ModeRandom {
+		switch {
+		case cfg.ReadSize < 0 || cfg.ReadSize > xrootd.MaxReadVItemLen:
+			return cfg, fmt.Errorf("%w: read size %d is outside [1, %d]", ErrConfig, cfg.ReadSize, xrootd.MaxReadVItemLen)
+		case cfg.ReadSize == 0:
+			cfg.ReadSize = DefaultReadSize
+		}
+		if int64(cfg.ReadSize) > cfg.Size {
+			return cfg, fmt.Errorf("%w: read size %d exceeds the object size %d", ErrConfig, cfg.ReadSize, cfg.Size)
+		}
+		switch {
+		case cfg.Vector < 0 || cfg.Vector > xrootd.MaxReadVItems:
+			return cfg, fmt.Errorf("%w: vector of %d reads is outside [1, %d]", ErrConfig, cfg.Vector, xrootd.MaxReadVItems)
+		case cfg.Vector == 0:
+			cfg.Vector = 1
+		}
+	} else {
+		cfg.ReadSize, cfg.Vector = 0, 0
 	}
 	switch {
 	case cfg.ParallelReads < 0:
@@ -309,9 +344,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res := &Result{
 		Mode: cfg.Mode, Addr: cfg.Addr, Dir: r.dir, Size: cfg.Size, Objects: cfg.Objects,
 		Concurrency: cfg.Concurrency, Seed: cfg.Seed, Verify: cfg.Verify, ParallelReads: cfg.ParallelReads,
-		Fsync: cfg.Fsync, ReadFraction: cfg.ReadFraction, Duration: cfg.Duration, OpsLimit: cfg.Ops,
+		Fsync: cfg.Fsync, ReadFraction: cfg.ReadFraction, ReadSize: cfg.ReadSize, Vector: cfg.Vector,
+		Duration: cfg.Duration, OpsLimit: cfg.Ops,
 	}
-	if cfg.Mode == ModeGet || cfg.Mode == ModeMixed {
+	if cfg.Mode == ModeGet || cfg.Mode == ModeMixed || cfg.Mode == ModeRandom {
 		start := time.Now()
 		err := r.prepare(ctx)
 		res.Prepare = time.Since(start)
@@ -335,6 +371,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		elapsed[opIndex(OpPut)], elapsed[opIndex(OpGet)] = d, d
 	case ModeSmall:
 		elapsed = r.small(ctx)
+	case ModeRandom:
+		d := r.phase(ctx, cfg.Duration, cfg.Ops, (*worker).randomRead)
+		elapsed[opIndex(OpRead)] = d
+		for _, w := range r.workers {
+			w.closeRandom(ctx)
+		}
 	}
 	for _, d := range elapsed {
 		res.Elapsed += d
@@ -363,10 +405,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 // modeOps lists the operation types each mode reports.
 var modeOps = map[Mode][]Op{
-	ModePut:   {OpPut},
-	ModeGet:   {OpGet},
-	ModeMixed: {OpPut, OpGet},
-	ModeSmall: {OpPut, OpStat, OpGet, OpRm},
+	ModePut:    {OpPut},
+	ModeGet:    {OpGet},
+	ModeMixed:  {OpPut, OpGet},
+	ModeSmall:  {OpPut, OpStat, OpGet, OpRm},
+	ModeRandom: {OpRead},
 }
 
 // runName returns a directory name unique to this run.

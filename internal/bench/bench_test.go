@@ -93,6 +93,10 @@ func TestRun(t *testing.T) {
 			map[bench.Op]int64{bench.OpPut: 10, bench.OpStat: 10, bench.OpGet: 10, bench.OpRm: 10}},
 		{"small-duration", bench.Config{Mode: bench.ModeSmall, Size: 2000, Concurrency: 2, Duration: 400 * time.Millisecond},
 			nil},
+		{"random", bench.Config{Mode: bench.ModeRandom, Size: bench.PieceSize + 100_000, Concurrency: 2, Objects: 1,
+			ReadSize: 30_000, Ops: 50, Verify: true}, map[bench.Op]int64{bench.OpRead: 50}},
+		{"random-vector", bench.Config{Mode: bench.ModeRandom, Size: 3 << 20, Concurrency: 3, Objects: 2,
+			ReadSize: 5000, Vector: 40, Ops: 12, Verify: true}, map[bench.Op]int64{bench.OpRead: 12}},
 	}
 	for _, srv := range servers {
 		t.Run(srv.name, func(t *testing.T) {

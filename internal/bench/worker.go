@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -57,6 +58,10 @@ type worker struct {
 	written []objRef
 	backoff time.Duration
 	stats   [numOps]opStats
+	// random mode: the prepared object open for reading (nil until the
+	// first read, and after the connection was dropped) and its number
+	rf    *xrootd.ClientFile
+	rfObj int
 }
 
 func newWorker(r *runner, id int) *worker {
@@ -82,6 +87,7 @@ func (w *worker) drop() {
 		w.c.Close()
 		w.c = nil
 	}
+	w.rf = nil
 }
 
 // ensureConn dials again after the connection was dropped, waiting first
@@ -165,6 +171,100 @@ func (w *worker) mixed(ctx context.Context, n int64) {
 		w.getPrepared(ctx, n)
 	} else {
 		w.putNew(ctx, n)
+	}
+}
+
+// randomRead makes one read request of random mode on the prepared
+// object the worker keeps open (opened at its first read, not timed): a
+// kXR_read of ReadSize bytes at a random offset, or a kXR_readv of
+// Vector such reads, sorted by offset as ROOT sends them.
+func (w *worker) randomRead(ctx context.Context, _ int64) {
+	if w.rf == nil {
+		if err := w.ensureConn(ctx); err != nil {
+			if ctx.Err() == nil {
+				w.stats[opIndex(OpRead)].fail(err)
+			}
+			return
+		}
+		w.rfObj = w.id % w.r.cfg.Objects
+		f, err := w.c.Open(ctx, w.r.preparedName(w.rfObj), xrootd.OpenRead, 0)
+		if err != nil {
+			w.afterError(err)
+			if ctx.Err() == nil {
+				w.stats[opIndex(OpRead)].fail(err)
+			}
+			return
+		}
+		w.rf = f
+	}
+	size, n := w.r.cfg.Size, w.r.cfg.ReadSize
+	offs := make([]int64, w.r.cfg.Vector)
+	for i := range offs {
+		offs[i] = w.rng.Int64N(size - int64(n) + 1)
+	}
+	slices.Sort(offs)
+	w.do(ctx, OpRead, func() (int64, error) {
+		if len(offs) == 1 {
+			if len(w.buf) < n {
+				w.buf = make([]byte, n)
+			}
+			got, err := w.rf.ReadAt(ctx, w.buf[:n], offs[0])
+			if err != nil && !errors.Is(err, io.EOF) {
+				return 0, err
+			}
+			if got != n {
+				return 0, fmt.Errorf("%w: %s: %d bytes at %d, want %d", ErrSize, w.rf.Name(), got, offs[0], n)
+			}
+			return int64(n), w.checkRange(offs[0], w.buf[:n])
+		}
+		segs := make([]xrootd.ReadSegment, len(offs))
+		for i, off := range offs {
+			segs[i] = xrootd.ReadSegment{Offset: off, Length: int32(n)}
+		}
+		got, err := w.rf.ReadV(ctx, segs)
+		if err != nil {
+			return 0, err
+		}
+		var total int64
+		for i, b := range got {
+			if len(b) != n {
+				return 0, fmt.Errorf("%w: %s: %d bytes at %d, want %d", ErrSize, w.rf.Name(), len(b), offs[i], n)
+			}
+			if err := w.checkRange(offs[i], b); err != nil {
+				return 0, err
+			}
+			total += int64(n)
+		}
+		return total, nil
+	})
+}
+
+// checkRange compares b, read at off of the random mode's object, with
+// what was written, when Verify is set.
+func (w *worker) checkRange(off int64, b []byte) error {
+	if !w.r.cfg.Verify {
+		return nil
+	}
+	key := preparedKey(w.rfObj)
+	for len(b) > 0 {
+		i, in := off/PieceSize, off%PieceSize
+		n := min(int64(len(b)), PieceSize-in)
+		piece := w.r.gen.piece(key, i, int(min(w.r.cfg.Size-i*PieceSize, PieceSize)))
+		if !bytes.Equal(b[:n], piece[in:in+n]) {
+			return fmt.Errorf("%w: %s, %d bytes at %d", ErrContent, w.rf.Name(), n, off)
+		}
+		b, off = b[n:], off+n
+	}
+	return nil
+}
+
+// closeRandom closes the random mode's object.
+func (w *worker) closeRandom(ctx context.Context) {
+	if w.rf != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dialTimeout)
+		defer cancel()
+		_ = w.rf.Close(cctx)
+		w.rf = nil
 	}
 }
 

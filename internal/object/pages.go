@@ -78,7 +78,9 @@ func (r *Reader) readPages(ctx context.Context, pieces []pagePiece, keep bool, e
 	for i := range pieces {
 		p := &pieces[i]
 		pages := (p.to - p.from + archive.PageSize - 1) / archive.PageSize
-		p.buf = bufpool.Get(int(p.to - p.from + pages*4))
+		// A pooled buffer even for a few KB: a new one would be zeroed.
+		n := int(p.to - p.from + pages*4)
+		p.buf = bufpool.Get(max(n, bufpool.Granule))[:n]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
