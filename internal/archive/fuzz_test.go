@@ -50,6 +50,12 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("ReadChunk returned %d bytes that fail CRC %08x", len(p), c.CRC32)
 			}
 			chunks[i] = p
+			// Page checksums, where found, lie inside the archive.
+			if ps, ok := idx.Pages(c.Block); ok {
+				if ps.Data != c.Offset+c.Span()-c.Size || ps.CRCs < 0 || ps.CRCs+pagesOf(c.Size)*4 > idx.Size {
+					t.Fatalf("chunk %d: page checksums at %d for %d pages outside a %d-byte archive", i, ps.CRCs, pagesOf(c.Size), idx.Size)
+				}
+			}
 		}
 		if !complete {
 			return
@@ -76,6 +82,12 @@ func FuzzParse(f *testing.F) {
 			p, err := ReadChunk(ctx, memFile(buf.Bytes()), &c, nil)
 			if err != nil || !bytes.Equal(p, chunks[i]) {
 				t.Fatalf("rewritten chunk %s: %v", c.Name, err)
+			}
+			// The writer's page checksums are those of the chunk.
+			ps, ok := idx2.Pages(c.Block)
+			want := AppendPageCRCs(nil, p)
+			if !ok || !bytes.Equal(buf.Bytes()[ps.CRCs:ps.CRCs+int64(len(want))], want) {
+				t.Fatalf("rewritten chunk %s: page checksums missing or wrong", c.Name)
 			}
 		}
 	})
