@@ -3,6 +3,8 @@
 package fault
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ecstore/ecstore/internal/archive"
+	"github.com/ecstore/ecstore/internal/xrootd"
 )
 
 // Corruption rounds of TestCorruption: 10 × 100 = 1000 flipped bytes.
@@ -41,7 +44,9 @@ type flip struct {
 //     the suite locates with internal/archive.Parse on the archive file;
 //   - every object must read back bit-exact through the gateway (xrdcp)
 //     and the CLI (ecstore get), or fail with a clear error, never with
-//     wrong bytes;
+//     wrong bytes; and so must 20 reads of 3000 bytes at random offsets
+//     of each (the reads that take pages and their checksums, not whole
+//     chunks);
 //   - repair --deep must succeed, and a second fsck --deep be clean, with
 //     every archive on disk verifying again.
 func TestCorruption(t *testing.T) {
@@ -144,6 +149,10 @@ func TestCorruption(t *testing.T) {
 				os.Remove(local)
 			}
 		}
+		// Random reads of a few KB, as ROOT's, which read pages and their
+		// checksums (a flipped page, or a flipped checksum, must send
+		// the read to the whole chunk): right bytes or a clear error.
+		readErrs += randomReads(t, c, rng, paths, objs, round)
 		out := mustRepair(t, c, "--deep")
 		b, secs := repairStats(out)
 		repairBytes += b
@@ -174,6 +183,55 @@ func TestCorruption(t *testing.T) {
 	t.Logf("%d bytes flipped in %d rounds in %v: %d distinct corrupt chunks (by data bytes), %d named by fsck --deep; %d reads failed with an error; repair --deep rebuilt %.1f MB in %.1fs (%.1f MB/s)",
 		total, corruptRounds, time.Since(start).Round(time.Millisecond), inData, named, readErrs,
 		repairBytes/1e6, repairSecs, repairBytes/1e6/max(repairSecs, 1e-9))
+}
+
+// randomReads reads 20 ranges of 3000 bytes at random offsets of each
+// object through the gateway, on one connection, and compares them with
+// the objects' content. It fails the test for wrong bytes and returns
+// how many reads failed with an error.
+func randomReads(t *testing.T, c *cluster, rng *rand.Rand, paths []string, objs map[string]*content, round int) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, err := xrootd.Dial(ctx, c.addr, nil)
+	if err != nil {
+		t.Fatalf("round %d: dial the gateway: %v", round, err)
+	}
+	defer cl.Close()
+	errs := 0
+	for _, p := range paths {
+		o := objs[p]
+		if o.size < 2*3000 {
+			continue
+		}
+		want, err := os.Open(o.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := cl.Open(ctx, p, xrootd.OpenRead, 0)
+		if err != nil {
+			want.Close()
+			errs++
+			t.Logf("round %d: open %s for random reads: %v", round, p, err)
+			continue
+		}
+		got, exp := make([]byte, 3000), make([]byte, 3000)
+		for range 20 {
+			off := 1 + rng.Int64N(o.size-int64(len(got))-1)
+			if _, err := want.ReadAt(exp, off); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := f.ReadAt(ctx, got, off); err != nil || n != len(got) {
+				errs++
+				t.Logf("round %d: read of %d bytes at %d of %s: %d bytes, %v", round, len(got), off, p, n, err)
+			} else if !bytes.Equal(got, exp) {
+				t.Errorf("round %d: read of %d bytes at %d of %s returned wrong bytes", round, len(got), off, p)
+			}
+		}
+		f.Close(ctx)
+		want.Close()
+	}
+	return errs
 }
 
 // corruptRound flips n bytes across the archives of paths so that no
