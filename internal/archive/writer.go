@@ -51,6 +51,16 @@ func ChunkName(block int64, stripe int) string {
 // the caller, typically while the chunk was hot in cache). Blocks must come
 // in order 0, 1, 2, ... with one chunk each.
 func (w *Writer) WriteChunk(block int64, stripe int, data []byte, crc uint32) error {
+	return w.WriteChunkPages(block, stripe, data, crc, AppendPageCRCs(nil, data))
+}
+
+// WriteChunkPages is WriteChunk with the chunk's page checksums
+// (AppendPageCRCs) computed by the caller, as its CRC-32 is: both then
+// describe the bytes as they were when the caller took them.
+func (w *Writer) WriteChunkPages(block int64, stripe int, data []byte, crc uint32, pages []byte) error {
+	if int64(len(pages)) != pagesOf(int64(len(data)))*4 {
+		return fmt.Errorf("archive: write chunk %d.%d: %d bytes of page checksums for %d bytes", block, stripe, len(pages), len(data))
+	}
 	if w.closed {
 		return fmt.Errorf("archive: write chunk after close")
 	}
@@ -60,7 +70,7 @@ func (w *Writer) WriteChunk(block int64, stripe int, data []byte, crc uint32) er
 	if err := w.entry(ChunkName(block, stripe), data, crc); err != nil {
 		return fmt.Errorf("archive: write chunk %d.%d: %w", block, stripe, err)
 	}
-	w.pages = AppendPageCRCs(w.pages, data)
+	w.pages = append(w.pages, pages...)
 	w.next++
 	if w.next%PageGroup == 0 {
 		return w.flushPages()

@@ -39,7 +39,7 @@ type GuardOptions struct {
 	// Observe, if set, is told of every call once it has returned, or
 	// once its caller stopped waiting for it (Operation.Err then wraps
 	// ErrLeftRunning), or failed at once because too many calls are
-	// stuck (ErrStuck).
+	// stuck, or an earlier call of the same upload is (ErrStuck).
 	Observe func(Operation)
 }
 
@@ -195,6 +195,16 @@ func guardCallLeft[T any](g *guarded, ctx context.Context, op, path string, writ
 		return zero, g.wrap(op, path, err)
 	}
 	return v, err
+}
+
+// refused returns the error of call op refused at once, without running
+// it, and tells GuardOptions.Observe of it.
+func (g *guarded) refused(op, path string, err error) error {
+	err = g.wrap(op, path, err)
+	if g.opts.Observe != nil {
+		g.opts.Observe(Operation{Name: op, Err: err})
+	}
+	return err
 }
 
 // bytesRead is how many data bytes a guarded call that returned v read:
@@ -433,7 +443,7 @@ func (u *guardedUpload) doWriting(ctx context.Context, op string, n int64, fn fu
 	stuck := u.stuck
 	u.mu.Unlock()
 	if stuck {
-		return u.g.wrap(op, u.path, fmt.Errorf("an earlier call of this upload is stuck: %w", ErrStuck))
+		return u.g.refused(op, u.path, fmt.Errorf("an earlier call of this upload is stuck: %w", ErrStuck))
 	}
 	_, err := guardCallLeft(u.g, ctx, op, u.path, n, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, fn(ctx)
@@ -472,7 +482,7 @@ func (u *guardedUpload) Abort(ctx context.Context) error {
 	if u.stuck {
 		u.abortWanted = true
 		u.mu.Unlock()
-		return u.g.wrap("abort", u.path, fmt.Errorf("a call of this upload is stuck; it is aborted once that returns: %w", ErrStuck))
+		return u.g.refused("abort", u.path, fmt.Errorf("a call of this upload is stuck; it is aborted once that returns: %w", ErrStuck))
 	}
 	u.mu.Unlock()
 	if ctx.Err() != nil {

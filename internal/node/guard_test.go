@@ -474,4 +474,25 @@ func TestGuardObservesCalls(t *testing.T) {
 	if got := take(); len(got) != 1 || got[0].Name != "remove" || !errors.Is(got[0].Err, node.ErrLeftRunning) || got[0].Duration < 10*time.Millisecond {
 		t.Errorf("a call left running observed as %+v", got)
 	}
+
+	// An upload call refused because an earlier one is stuck is
+	// observed too (found by review).
+	f.thaw()
+	u, err := fg.Create(ctx, "/u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.freeze()
+	short2, cancel2 := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel2()
+	if err := u.Write(short2, []byte("x")); !errors.Is(err, node.ErrLeftRunning) {
+		t.Fatalf("write on a frozen node: %v", err)
+	}
+	take()
+	if err := u.Finish(ctx); !errors.Is(err, node.ErrStuck) {
+		t.Fatalf("finish after a stuck write: %v", err)
+	}
+	if got := take(); len(got) != 1 || got[0].Name != "finish" || !errors.Is(got[0].Err, node.ErrStuck) {
+		t.Errorf("a call refused for a stuck upload observed as %+v", got)
+	}
 }

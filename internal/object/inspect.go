@@ -259,29 +259,33 @@ func (s *Store) deepCheck(ctx context.Context, in *Inspection, loc *located) (in
 	good := make([]int, blocks)
 	readable := make([]int, blocks)
 	var buf []byte
-	verifies := func(ref *archiveRef, b int64) (bool, error) {
+	// verifies reads chunk b of ref's archive: ok when it and its page
+	// checksums verify; readable when the chunk does (a reader reads a
+	// chunk whose page checksums are wrong whole, and gets it right).
+	verifies := func(ref *archiveRef, b int64) (ok, readable bool, err error) {
 		c := &ref.idx.Chunks[b]
 		if int64(cap(buf)) < c.Span() {
 			buf = make([]byte, c.Span())
 		}
 		data, err := archive.ReadChunk(ctx, ref.idx.Source(ref.file), c, buf)
 		if err == nil {
+			readable = true
 			err = checkPages(ctx, ref, b, data)
 		}
 		if errors.Is(err, node.ErrLeftRunning) {
 			buf = nil // the read left running may still write into it
 		}
 		if err != nil && ctx.Err() != nil {
-			return false, ctx.Err()
+			return false, false, ctx.Err()
 		}
-		return err == nil, nil
+		return err == nil, readable, nil
 	}
 	for slot, ref := range loc.slots {
 		if ref == nil {
 			continue
 		}
 		for b := int64(0); b < blocks; b++ {
-			ok, err := verifies(ref, b)
+			ok, chunkOK, err := verifies(ref, b)
 			if err != nil {
 				return 0, err
 			}
@@ -291,8 +295,12 @@ func (s *Store) deepCheck(ctx context.Context, in *Inspection, loc *located) (in
 				continue
 			}
 			in.Slots[slot].Bad = append(in.Slots[slot].Bad, b)
+			if chunkOK {
+				readable[b]++ // only its page checksums are wrong
+				continue
+			}
 			for _, alt := range loc.alts[slot] {
-				if ok, err := verifies(alt, b); err != nil {
+				if _, ok, err := verifies(alt, b); err != nil {
 					return 0, err
 				} else if ok {
 					readable[b]++

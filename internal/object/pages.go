@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/ecstore/ecstore/internal/archive"
 	"github.com/ecstore/ecstore/internal/bufpool"
@@ -67,33 +68,58 @@ func (r *Reader) pieces(off, end int64) ([]pagePiece, bool) {
 
 // readPages reads the pieces of a random read, each with its page
 // checksums, all at once, verifies them and hands them to emit in order.
-// It returns false when a piece could not be read or verified within the
-// hedge delay: the caller then reads the chunks whole, which replaces a
-// slow, failed or corrupt one from parity. With keep, the pieces' buffers
-// stay allocated until the returned release is called.
+// It returns false when a piece could not be read or verified, or was
+// not back within the hedge delay: the caller then reads the chunks
+// whole, which replaces a slow, failed or corrupt one from parity. With
+// keep, the pieces' buffers stay allocated until the returned release is
+// called.
+//
+// The reads themselves run under the reader's context with the chunk
+// timeout, as readBlock's do, not under the hedge delay: a read the
+// caller stops waiting for goes on in the background and gives its
+// buffer back when it ends. A node call cut short at the hedge delay
+// would count as stuck on a guarded local node (node.Guard's MaxStuck)
+// however healthy, if slow, its disk.
 func (r *Reader) readPages(ctx context.Context, pieces []pagePiece, keep bool, emit func(pos int64, b []byte)) (int, func(), bool) {
-	pctx, cancel := context.WithTimeout(ctx, r.s.hedgeDelay())
-	defer cancel()
-	var wg sync.WaitGroup
+	done := make(chan struct{})
 	for i := range pieces {
 		p := &pieces[i]
 		pages := (p.to - p.from + archive.PageSize - 1) / archive.PageSize
 		// A pooled buffer even for a few KB: a new one would be zeroed.
 		n := int(p.to - p.from + pages*4)
 		p.buf = bufpool.Get(max(n, bufpool.Granule))[:n]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p.err = readPiece(pctx, p)
-		}()
 	}
-	wg.Wait()
+	go func() {
+		defer close(done)
+		rctx, cancel := context.WithTimeout(r.bg, r.s.opts.ChunkTimeout)
+		defer cancel()
+		var wg sync.WaitGroup
+		for i := range pieces {
+			p := &pieces[i]
+			wg.Go(func() { p.err = readPiece(rctx, p) })
+		}
+		wg.Wait()
+	}()
+	// release gives the buffers back once no read writes into them: a
+	// read that node.Guard left running (its file system not answering)
+	// may still, and its buffer is dropped instead.
 	release := func() {
 		for _, p := range pieces {
-			if !errors.Is(p.err, node.ErrLeftRunning) { // still being read into
+			if !errors.Is(p.err, node.ErrLeftRunning) {
 				bufpool.Put(p.buf)
 			}
 		}
+	}
+	hedge := time.NewTimer(r.s.hedgeDelay())
+	defer hedge.Stop()
+	select {
+	case <-done:
+	case <-hedge.C:
+		go func() { <-done; release() }()
+		return 0, nil, false
+	case <-ctx.Done():
+		go func() { <-done; release() }()
+		return 0, nil, false
 	}
 	for _, p := range pieces {
 		if p.err != nil {
@@ -118,16 +144,14 @@ func (r *Reader) readPages(ctx context.Context, pieces []pagePiece, keep bool, e
 }
 
 // readPiece reads the pages of p and their checksums into p.buf, and
-// verifies them.
+// verifies them. Its error joins those of both reads, so that one left
+// running is seen (errors.Is ErrLeftRunning) whatever the other did.
 func readPiece(ctx context.Context, p *pagePiece) error {
 	n := p.to - p.from
 	data, crcs := p.buf[:n], p.buf[n:]
 	errs := make(chan error, 1)
 	go func() { errs <- readExactly(ctx, p.ref.file, crcs, p.span.CRCs+p.from/archive.PageSize*4) }()
-	err := readExactly(ctx, p.ref.file, data, p.span.Data+p.from)
-	if cerr := <-errs; err == nil {
-		err = cerr
-	}
+	err := errors.Join(readExactly(ctx, p.ref.file, data, p.span.Data+p.from), <-errs)
 	if err != nil {
 		return fmt.Errorf("node %s: block %d: %w", p.ref.node.ID(), p.b, err)
 	}

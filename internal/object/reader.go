@@ -349,6 +349,10 @@ func (r *Reader) read(ctx context.Context, off int64, length int, keep bool, emi
 		}
 		if err != nil {
 			release()
+			if r.bg.Err() != nil && ctx.Err() == nil {
+				// The fetch was stopped by Close.
+				err = fmt.Errorf("object %s: %w", r.path, ErrClosed)
+			}
 			return n, nil, err
 		}
 		lo, hi := max(off, b*bs), min(end, (b+1)*bs)
@@ -450,11 +454,13 @@ func (r *Reader) fetchLocked(b int64, need []bool) *blockFetch {
 		if base := f.base; base != nil {
 			// Waited for before taking a fetching slot, which base
 			// may be waiting for.
+			useBase := false
 			select {
 			case <-base.done:
+				useBase = base.err == nil // set before done was closed
 			case <-r.bg.Done():
 			}
-			if base.err == nil && r.bg.Err() == nil {
+			if useBase && r.bg.Err() == nil {
 				missing = slices.Clone(f.need)
 				for s, n := range base.need {
 					missing[s] = missing[s] && !n

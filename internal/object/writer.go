@@ -63,6 +63,7 @@ type blockJob struct {
 	n       int    // object bytes in data
 	chunks  [][]byte
 	crcs    []uint32
+	pages   [][]byte // each chunk's page checksums (archive.AppendPageCRCs)
 	encoded chan struct{}
 	refs    atomic.Int32 // slot writers still using the job
 }
@@ -535,10 +536,15 @@ func (w *Writer) encode(job *blockJob) {
 		w.fail(fmt.Errorf("encode block %d: %w", job.block, err))
 		return
 	}
-	job.crcs = make([]uint32, width)
+	// Both checksums of a chunk are taken here, of the same bytes:
+	// damage to a buffer between now and its write then fails the page
+	// checksums as it fails the chunk's CRC-32.
+	crcs, pages := make([]uint32, width), make([][]byte, width)
 	for s, c := range job.chunks {
-		job.crcs[s] = erasure.ChunkChecksum(c)
+		crcs[s] = erasure.ChunkChecksum(c)
+		pages[s] = archive.AppendPageCRCs(nil, c)
 	}
+	job.crcs, job.pages = crcs, pages
 }
 
 // dispatch feeds blocks, in order, to every slot writer and computes the
@@ -668,7 +674,7 @@ func (w *Writer) writeSlot(sw *slotWriter) {
 	for job := range sw.ch {
 		if !sw.dropped.Load() && w.ctx.Err() == nil {
 			s := w.geo.Stripe(job.block, sw.slot)
-			if err := sw.aw.WriteChunk(job.block, s, job.chunks[s], job.crcs[s]); err != nil {
+			if err := sw.aw.WriteChunkPages(job.block, s, job.chunks[s], job.crcs[s], job.pages[s]); err != nil {
 				w.slotFailed(sw, err)
 			}
 		}

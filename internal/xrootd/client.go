@@ -75,8 +75,8 @@ type DialOptions struct {
 	// whoever runs it).
 	NoTokenSearch bool
 	// Observe, if set, is told of every request sent after the login
-	// once its answer is in, or once the request failed or its caller
-	// gave up on it (metrics of the server's load and latency). It runs
+	// once its answer is in, or once the request failed (its sending
+	// too) or its caller gave up on it (metrics of the server's load and latency). It runs
 	// on the caller's goroutine and must be quick.
 	Observe func(Observation)
 }
@@ -646,7 +646,11 @@ func (c *Client) start(ctx context.Context, req Request, sink []byte) (*pending,
 	if err != nil {
 		// A partly written frame leaves the stream unusable.
 		c.fail(fmt.Errorf("send %v request: %w", req.RequestID(), err))
-		return nil, ctxErr(ctx, c.connErr())
+		err = ctxErr(ctx, c.connErr())
+		if c.opts.Observe != nil {
+			c.opts.Observe(Observation{Request: req.RequestID(), Name: requestName(req), Err: err})
+		}
+		return nil, err
 	}
 	pd := &pending{c: c, sid: sid, cl: cl}
 	if c.opts.Observe != nil {

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -793,18 +794,32 @@ func readVBatch(ctx context.Context, buf []byte, batch []readVItem, files map[Fi
 	if len(batch) == 1 {
 		read(0)
 	} else {
-		var next atomic.Int32
-		var wg sync.WaitGroup
+		var (
+			next     atomic.Int32
+			wg       sync.WaitGroup
+			panicked atomic.Pointer[string]
+		)
 		for range min(len(batch), readVParallel) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				// A File that panics fails the request (session.guard,
+				// where the panic is raised again), not the process.
+				defer func() {
+					if v := recover(); v != nil {
+						msg := fmt.Sprintf("%v (in a readv segment's read)\n%s", v, debug.Stack())
+						panicked.CompareAndSwap(nil, &msg)
+					}
+				}()
 				for j := int(next.Add(1) - 1); j < len(batch); j = int(next.Add(1) - 1) {
 					read(j)
 				}
 			}()
 		}
 		wg.Wait()
+		if msg := panicked.Load(); msg != nil {
+			panic(*msg)
+		}
 	}
 	for j, err := range errs {
 		if err != nil {

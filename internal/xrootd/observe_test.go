@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -115,5 +117,39 @@ func TestClientObservesRequests(t *testing.T) {
 	got := obs.take()
 	if len(got) != 2 || got[0].Name != "ping" || !errors.Is(got[0].Err, context.Canceled) || got[1].Err != nil {
 		t.Errorf("abandoned and answered pings observed as %+v", got)
+	}
+}
+
+// writeFailingConn fails every write once fail is set.
+type writeFailingConn struct {
+	net.Conn
+	fail *atomic.Bool
+}
+
+func (c writeFailingConn) Write(p []byte) (int, error) {
+	if c.fail.Load() {
+		return 0, errors.New("injected write failure")
+	}
+	return c.Conn.Write(p)
+}
+
+// TestClientObservesASendFailure checks that a request whose frame could
+// not be written is observed, with its error (found by review).
+func TestClientObservesASendFailure(t *testing.T) {
+	addr, _ := startServer(t, newMemFS(), Limits{})
+	var obs observations
+	var fail atomic.Bool
+	c := dial(t, addr, &DialOptions{Observe: obs.add, Dial: func(ctx context.Context, network, a string) (net.Conn, error) {
+		cn, err := (&net.Dialer{}).DialContext(ctx, network, a)
+		if err != nil {
+			return nil, err
+		}
+		return writeFailingConn{cn, &fail}, nil
+	}})
+	obs.take()
+	fail.Store(true)
+	err := c.Ping(testCtx(t))
+	if got := obs.take(); err == nil || len(got) != 1 || got[0].Name != "ping" || got[0].Err == nil {
+		t.Errorf("ping over a connection that cannot be written: %v; observed %+v", err, got)
 	}
 }

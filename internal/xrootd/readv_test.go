@@ -103,3 +103,45 @@ func TestReadVReadsSegmentsAtOnce(t *testing.T) {
 		t.Errorf("%d segment reads at once; want 2 to %d", got, readVParallel)
 	}
 }
+
+// panicFS is a memFS whose file reads at offset 4242 panic: a bug in a
+// FileSystem.
+type panicFS struct{ *memFS }
+
+type panicFile struct{ File }
+
+func (s panicFS) Open(ctx context.Context, name string, opts OpenOptions) (File, error) {
+	f, err := s.memFS.Open(ctx, name, opts)
+	if err != nil {
+		return nil, err
+	}
+	return panicFile{f}, nil
+}
+
+func (f panicFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	if off == 4242 {
+		panic("bug in a File implementation")
+	}
+	return f.File.ReadAt(ctx, p, off)
+}
+
+// TestReadVSegmentPanicFailsTheRequest checks that a File that panics in
+// a segment of a vector read fails that request with kXR_ServerError, as
+// in any other request, and not the process: segments are read in
+// goroutines of their own (found by review: the panic killed the server).
+func TestReadVSegmentPanicFailsTheRequest(t *testing.T) {
+	fs := panicFS{newMemFS()}
+	fs.put("/f", make([]byte, 10000))
+	addr, _ := startServer(t, fs, Limits{})
+	c := dial(t, addr, nil)
+	ctx := testCtx(t)
+	f, err := c.Open(ctx, "/f", OpenRead, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.ReadV(ctx, []ReadSegment{{Offset: 0, Length: 10}, {Offset: 4242, Length: 10}, {Offset: 100, Length: 10}})
+	wantCode(t, err, ErrServerError)
+	if _, err := f.ReadV(ctx, []ReadSegment{{Offset: 0, Length: 10}, {Offset: 100, Length: 10}}); err != nil {
+		t.Fatalf("a vector read after the panic: %v", err)
+	}
+}
