@@ -139,7 +139,7 @@ func Parse(ctx context.Context, r ReaderAt, size int64) (*Index, error) {
 	}
 	for {
 		tail := make([]byte, n)
-		if err := readFull(ctx, r, tail, size-n); err != nil {
+		if err := ReadFull(ctx, r, tail, size-n); err != nil {
 			return nil, err
 		}
 		idx, err := ParseTail(ctx, r, size, tail)
@@ -185,7 +185,7 @@ func (p *parser) read(off, n int64) ([]byte, error) {
 		return nil, fmt.Errorf("%w: range %d+%d not in tail", ErrFormat, off, n)
 	}
 	b := make([]byte, n)
-	if err := readFull(p.ctx, p.r, b, off); err != nil {
+	if err := ReadFull(p.ctx, p.r, b, off); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -456,7 +456,7 @@ func ReadChunk(ctx context.Context, r ReaderAt, c *Chunk, buf []byte) ([]byte, e
 		buf = span
 	} else {
 		buf = buf[:n]
-		if err := readFull(ctx, r, buf, c.Offset); err != nil {
+		if err := ReadFull(ctx, r, buf, c.Offset); err != nil {
 			return nil, err
 		}
 	}
@@ -508,7 +508,9 @@ type SpanReaderAt interface {
 	ReadSpan(ctx context.Context, buf []byte, off int64, n int) ([]byte, error)
 }
 
-func readFull(ctx context.Context, r ReaderAt, p []byte, off int64) error {
+// ReadFull fills p from r at off, reading again after a short read; a
+// file that ends first is ErrFormat (the archive is truncated).
+func ReadFull(ctx context.Context, r ReaderAt, p []byte, off int64) error {
 	for done := 0; done < len(p); {
 		n, err := r.ReadAt(ctx, p[done:], off+int64(done))
 		done += n

@@ -238,7 +238,7 @@ func checkPages(ctx context.Context, ref *archiveRef, b int64, data []byte) erro
 	}
 	want := archive.AppendPageCRCs(nil, data)
 	got := make([]byte, len(want))
-	if err := readExactly(ctx, ref.idx.Source(ref.file), got, span.CRCs); err != nil {
+	if err := archive.ReadFull(ctx, ref.idx.Source(ref.file), got, span.CRCs); err != nil {
 		return err
 	}
 	if !bytes.Equal(got, want) {

@@ -150,8 +150,8 @@ func readPiece(ctx context.Context, p *pagePiece) error {
 	n := p.to - p.from
 	data, crcs := p.buf[:n], p.buf[n:]
 	errs := make(chan error, 1)
-	go func() { errs <- readExactly(ctx, p.ref.file, crcs, p.span.CRCs+p.from/archive.PageSize*4) }()
-	err := errors.Join(readExactly(ctx, p.ref.file, data, p.span.Data+p.from), <-errs)
+	go func() { errs <- archive.ReadFull(ctx, p.ref.file, crcs, p.span.CRCs+p.from/archive.PageSize*4) }()
+	err := errors.Join(archive.ReadFull(ctx, p.ref.file, data, p.span.Data+p.from), <-errs)
 	if err != nil {
 		return fmt.Errorf("node %s: block %d: %w", p.ref.node.ID(), p.b, err)
 	}
@@ -164,16 +164,4 @@ func readPiece(ctx context.Context, p *pagePiece) error {
 		}
 	}
 	return nil
-}
-
-// readExactly fills p from f at off.
-func readExactly(ctx context.Context, f archive.ReaderAt, p []byte, off int64) error {
-	got, err := f.ReadAt(ctx, p, off)
-	if got == len(p) {
-		return nil
-	}
-	if err == nil {
-		err = fmt.Errorf("%w: short read of %d bytes at %d, want %d", archive.ErrFormat, got, off, len(p))
-	}
-	return err
 }

@@ -53,10 +53,9 @@ type Reader struct {
 	active int // ReadAt calls in progress
 
 	// fetching bounds the chunks being fetched at once to those of
-	// readAhead+1 blocks (a block's fetch takes K units of it, a random
-	// read's one per chunk):
-	// what a pipelining client asks for beyond that waits its turn
-	// instead of holding buffers while the nodes are busy anyway.
+	// readAhead+1 blocks: a block's fetch takes K units, a random read's
+	// one per chunk. What a pipelining client asks for beyond that waits
+	// its turn instead of holding buffers while the nodes are busy anyway.
 	fetching *budget
 	closed   bool
 	warned   atomic.Bool // a degraded read was logged at Warn

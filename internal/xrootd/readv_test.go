@@ -50,39 +50,42 @@ func TestReadVManySegments(t *testing.T) {
 	}
 }
 
-// slowReadFS is a memFS whose file reads take a while, counting how many
-// run at once.
-type slowReadFS struct {
+// readHookFS is a memFS whose files' reads go through read, which
+// gets the inner file's ReadAt.
+type readHookFS struct {
 	*memFS
-	now, peak atomic.Int32
+	read func(inner func([]byte, int64) (int, error), p []byte, off int64) (int, error)
 }
 
-type slowReadFile struct {
+type readHookFile struct {
 	File
-	fs *slowReadFS
+	fs *readHookFS
 }
 
-func (s *slowReadFS) Open(ctx context.Context, name string, opts OpenOptions) (File, error) {
+func (s *readHookFS) Open(ctx context.Context, name string, opts OpenOptions) (File, error) {
 	f, err := s.memFS.Open(ctx, name, opts)
 	if err != nil {
 		return nil, err
 	}
-	return slowReadFile{f, s}, nil
+	return readHookFile{f, s}, nil
 }
 
-func (f slowReadFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
-	n := f.fs.now.Add(1)
-	defer f.fs.now.Add(-1)
-	for p := f.fs.peak.Load(); n > p && !f.fs.peak.CompareAndSwap(p, n); p = f.fs.peak.Load() {
-	}
-	time.Sleep(5 * time.Millisecond) // a storage round trip
-	return f.File.ReadAt(ctx, p, off)
+func (f readHookFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	return f.fs.read(func(p []byte, off int64) (int, error) { return f.File.ReadAt(ctx, p, off) }, p, off)
 }
 
 // TestReadVReadsSegmentsAtOnce checks that the segments of a vector read
 // are read concurrently, not one storage round trip after the other.
 func TestReadVReadsSegmentsAtOnce(t *testing.T) {
-	sfs := &slowReadFS{memFS: newMemFS()}
+	var now, peak atomic.Int32 // reads at once
+	sfs := &readHookFS{memFS: newMemFS(), read: func(inner func([]byte, int64) (int, error), p []byte, off int64) (int, error) {
+		n := now.Add(1)
+		defer now.Add(-1)
+		for m := peak.Load(); n > m && !peak.CompareAndSwap(m, n); m = peak.Load() {
+		}
+		time.Sleep(5 * time.Millisecond) // a storage round trip
+		return inner(p, off)
+	}}
 	sfs.put("/f", bytes.Repeat([]byte("ab"), 50_000))
 	addr, _ := startServer(t, sfs, Limits{})
 	c := dial(t, addr, nil)
@@ -99,30 +102,9 @@ func TestReadVReadsSegmentsAtOnce(t *testing.T) {
 	if _, err := f.ReadV(ctx, segs); err != nil {
 		t.Fatal(err)
 	}
-	if got := sfs.peak.Load(); got < 2 || got > readVParallel {
+	if got := peak.Load(); got < 2 || got > readVParallel {
 		t.Errorf("%d segment reads at once; want 2 to %d", got, readVParallel)
 	}
-}
-
-// panicFS is a memFS whose file reads at offset 4242 panic: a bug in a
-// FileSystem.
-type panicFS struct{ *memFS }
-
-type panicFile struct{ File }
-
-func (s panicFS) Open(ctx context.Context, name string, opts OpenOptions) (File, error) {
-	f, err := s.memFS.Open(ctx, name, opts)
-	if err != nil {
-		return nil, err
-	}
-	return panicFile{f}, nil
-}
-
-func (f panicFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
-	if off == 4242 {
-		panic("bug in a File implementation")
-	}
-	return f.File.ReadAt(ctx, p, off)
 }
 
 // TestReadVSegmentPanicFailsTheRequest checks that a File that panics in
@@ -130,7 +112,12 @@ func (f panicFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error)
 // in any other request, and not the process: segments are read in
 // goroutines of their own (found by review: the panic killed the server).
 func TestReadVSegmentPanicFailsTheRequest(t *testing.T) {
-	fs := panicFS{newMemFS()}
+	fs := &readHookFS{memFS: newMemFS(), read: func(inner func([]byte, int64) (int, error), p []byte, off int64) (int, error) {
+		if off == 4242 {
+			panic("bug in a File implementation")
+		}
+		return inner(p, off)
+	}}
 	fs.put("/f", make([]byte, 10000))
 	addr, _ := startServer(t, fs, Limits{})
 	c := dial(t, addr, nil)
