@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/object"
@@ -36,10 +37,17 @@ func TestWriteFailureRepeatsItsCause(t *testing.T) {
 	faulty[1].SetDown(true)
 	var off int64 = int64(len(block))
 	var first error
-	for i := 0; i < 50 && first == nil; i++ {
+	// The nodes' failures reach the writer in the background: under load
+	// (a busy CI machine) more than 50 writes were once taken before
+	// they did (about 1 run in 300 with two CPU hogs), so later writes
+	// leave the background time to catch up.
+	for i := 0; i < 1000 && first == nil; i++ {
 		n, err := f.WriteAt(ctx, block, off)
 		off += int64(n)
 		first = err
+		if i >= 50 {
+			time.Sleep(time.Millisecond)
+		}
 	}
 	if first == nil {
 		t.Fatal("writes kept succeeding with 2 of 6 nodes down and quorum 5")
