@@ -121,6 +121,7 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 	heal := fs.Bool("heal", true, "rebuild, in the background, objects that reads and writes find degraded")
 	healRate := fs.String("heal-rate", "20MB", "limit background rebuilding to `SIZE` per second (0: unlimited)")
 	healInterval := fs.Duration("heal-interval", 0, "also run a full repair of the cluster every `DURATION` (0: never)")
+	pageSumsCache := fs.String("page-checksum-cache", "8MiB", "keep up to `SIZE` of the archives' page checksums for random reads (1 KiB\nper MiB of object: 8 MiB covers 8 GiB), so that reading a few KB costs\na node one request, not two (0: off)")
 	memLimit := fs.String("memory-limit", "auto", "soft limit of the gateway's memory: auto (40 MiB plus 4 blocks per open\ntransfer, or 4 times the object's size when it is smaller, at least 64 MiB:\nthe resident size stays within 64 MiB plus 4 blocks per open transfer,\nabout 80 MiB with none; unless GOMEMLIMIT is set), a `SIZE`, or off")
 	if _, err := fs.parse(args, 0, 0); err != nil {
 		return err
@@ -139,6 +140,14 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 	rate, err := layout.ParseSize(*healRate)
 	if err != nil {
 		return usageErrorf("--heal-rate: %v", err)
+	}
+	sumsCache, err := layout.ParseSize(*pageSumsCache)
+	if err != nil || sumsCache < 0 {
+		return usageErrorf("--page-checksum-cache: want a size such as 8MiB (0: off), not %q", *pageSumsCache)
+	}
+	cf.pageChecksumCache = sumsCache
+	if sumsCache == 0 {
+		cf.pageChecksumCache = -1
 	}
 	// The Go runtime honours GOMEMLIMIT by itself; auto leaves it be.
 	autoLimit := *memLimit == "auto" && os.Getenv("GOMEMLIMIT") == ""

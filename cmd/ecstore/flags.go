@@ -125,6 +125,9 @@ type clusterFlags struct {
 	// adopt lists local nodes whose empty, unmarked directory is to be
 	// marked and used (cluster.Options.Adopt; repair --adopt).
 	adopt []string
+	// pageChecksumCache is cluster.Options.PageChecksumCache (serve's
+	// --page-checksum-cache).
+	pageChecksumCache int64
 }
 
 // clusterFlagNames are the cluster flags in the order the help lists them.
@@ -179,7 +182,7 @@ func (cf *clusterFlags) open(e *env, create bool) (*cluster.Cluster, error) {
 // openWith is open with engine event hooks (for the gateway's metrics).
 func (cf *clusterFlags) openWith(e *env, create bool, events object.Events) (*cluster.Cluster, error) {
 	opts := cluster.Options{DataDir: cf.data, ConfigFile: cf.config, Flags: cf.settings, Create: create,
-		Logger: cf.logger(e), Events: events, Adopt: cf.adopt}
+		Logger: cf.logger(e), Events: events, Adopt: cf.adopt, PageChecksumCache: cf.pageChecksumCache}
 	if cf.nodes != "" {
 		nodes, err := cluster.SplitNodes(cf.nodes)
 		if err != nil {

@@ -6,6 +6,8 @@ import (
 	"hash/crc32"
 	"strconv"
 	"strings"
+
+	"github.com/ecstore/ecstore/internal/erasure"
 )
 
 // Page checksums. Besides the CRC-32 of each chunk (its ZIP entry's),
@@ -69,9 +71,31 @@ func AppendPageCRCs(dst, chunk []byte) []byte {
 func PageCRC(page []byte) uint32 { return crc32.Checksum(page, castagnoli) }
 
 // PageSpan is where a read of part of chunk b finds what it needs: the
-// file offset of the chunk's data, and of its page checksums.
+// file offset of the chunk's data, and of its page checksums, which lie
+// in Entry.
 type PageSpan struct {
 	Data, CRCs int64
+	Entry      PageEntry
+}
+
+// PageEntry is a stored entry of page checksums: those of the chunks of
+// the PageGroup blocks from First, Size bytes at file offset Offset,
+// whose CRC-32 (its ZIP entry's) is CRC32. A reader that reads it whole
+// can check it (Check) and keep it for the reads of the whole group.
+type PageEntry struct {
+	First, Offset, Size int64
+	CRC32               uint32
+}
+
+// Check verifies b, the entry's bytes, against the entry's CRC-32.
+func (e PageEntry) Check(b []byte) error {
+	if int64(len(b)) != e.Size {
+		return fmt.Errorf("%w: page checksums of block %d: %d bytes, want %d", ErrChecksum, e.First, len(b), e.Size)
+	}
+	if got := erasure.ChunkChecksum(b); got != e.CRC32 {
+		return fmt.Errorf("%w: page checksums of block %d: CRC-32 %08x, want %08x", ErrChecksum, e.First, got, e.CRC32)
+	}
+	return nil
 }
 
 // Pages returns where the data and the page checksums of block b's chunk
@@ -83,20 +107,21 @@ func (x *Index) Pages(b int64) (PageSpan, bool) {
 		return PageSpan{}, false
 	}
 	g := b / PageGroup
-	if g >= int64(len(x.pages)) || x.pages[g] < 0 {
+	if g >= int64(len(x.pages)) || x.pages[g].Offset < 0 {
 		return PageSpan{}, false
 	}
+	e := x.pages[g]
 	per := pagesOf(x.Meta.ChunkSize) // every chunk before the last block's is full
 	c := &x.Chunks[b]
-	return PageSpan{Data: c.DataOffset(), CRCs: x.pages[g] + (b%PageGroup)*per*4}, true
+	return PageSpan{Data: c.DataOffset(), CRCs: e.Offset + (b%PageGroup)*per*4, Entry: e}, true
 }
 
 // DataOffset is the file offset of the chunk's data.
 func (c *Chunk) DataOffset() int64 { return c.Offset + localHeaderLen + int64(len(c.Name)) }
 
 // indexPages records the page checksum entries of an archive with the
-// chunks of m: x.pages[g] is the file offset of group g's checksums, or
-// -1 when the group has none or its entry is not as long as its chunks'
+// chunks of m: x.pages[g] is the entry of group g's checksums, with
+// Offset -1 when the group has none or its entry is not as long as its chunks'
 // pages need (ignored then, not an error: the chunks are read whole).
 func (x *Index) indexPages(entries []Chunk) error {
 	m := x.Meta
@@ -108,9 +133,9 @@ func (x *Index) indexPages(entries []Chunk) error {
 	}
 	n := int64(len(x.Chunks))
 	groups := (n + PageGroup - 1) / PageGroup
-	x.pages = make([]int64, groups)
+	x.pages = make([]PageEntry, groups)
 	for g := range x.pages {
-		x.pages[g] = -1
+		x.pages[g].Offset = -1
 	}
 	for _, e := range entries {
 		first, _ := parsePageEntryName(e.Name)
@@ -125,10 +150,10 @@ func (x *Index) indexPages(entries []Chunk) error {
 		if e.Size != want {
 			continue
 		}
-		if x.pages[g] >= 0 {
+		if x.pages[g].Offset >= 0 {
 			return fmt.Errorf("%w: two page checksum entries for block %d", ErrFormat, first)
 		}
-		x.pages[g] = e.DataOffset()
+		x.pages[g] = PageEntry{First: first, Offset: e.DataOffset(), Size: e.Size, CRC32: e.CRC32}
 	}
 	return nil
 }

@@ -65,9 +65,10 @@ type Index struct {
 	// (archives up to TailSize, as small objects' are); nil otherwise.
 	// Chunks are then read from memory: see Source.
 	Whole []byte
-	// pages[g] is the file offset of the page checksums of block group g
-	// (PageGroup blocks), -1 where there are none (see Pages).
-	pages []int64
+	// pages[g] is the entry holding the page checksums of block group g
+	// (PageGroup blocks), with a negative Offset where there is none (see
+	// Pages).
+	pages []PageEntry
 }
 
 // Source returns where to read x's chunks from: the archive bytes held in

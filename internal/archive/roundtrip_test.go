@@ -99,6 +99,23 @@ func checkPages(t *testing.T, idx *Index, data []byte, b int64, chunk []byte) {
 	if got := data[ps.CRCs : ps.CRCs+int64(len(want))]; !bytes.Equal(got, want) {
 		t.Fatalf("block %d: page checksums %x, want %x", b, got, want)
 	}
+	// The block's checksums lie in its group's entry, which checks whole
+	// and not with a byte changed.
+	e := ps.Entry
+	if e.First != b/PageGroup*PageGroup || ps.CRCs < e.Offset || ps.CRCs+int64(len(want)) > e.Offset+e.Size {
+		t.Fatalf("block %d: checksums at %d outside their entry %+v", b, ps.CRCs, e)
+	}
+	entry := bytes.Clone(data[e.Offset : e.Offset+e.Size])
+	if err := e.Check(entry); err != nil {
+		t.Fatalf("block %d: %v", b, err)
+	}
+	entry[len(entry)/2] ^= 1
+	if err := e.Check(entry); !errors.Is(err, ErrChecksum) {
+		t.Fatalf("block %d: a damaged entry checked: %v", b, err)
+	}
+	if err := e.Check(entry[1:]); !errors.Is(err, ErrChecksum) {
+		t.Fatalf("block %d: a short entry checked: %v", b, err)
+	}
 }
 
 func checkArchive(t *testing.T, l layout.Layout, slot int, data []byte, meta *Metadata) {

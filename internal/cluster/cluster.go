@@ -105,6 +105,9 @@ type Options struct {
 	// and used, where otherwise a cluster in use leaves it down (as the
 	// empty mount point of a disk that is not mounted).
 	Adopt []string
+	// PageChecksumCache is the engine's Options.PageChecksumCache: 0 for
+	// its default, negative for none.
+	PageChecksumCache int64
 }
 
 // NodeInfo describes one node of a cluster.
@@ -387,13 +390,14 @@ func build(cfg *Config, file, base string, opts Options) (*Cluster, error) {
 		return nil, fmt.Errorf("cluster: none of the %d nodes can be opened: %w", len(paths), c.nodes[0].Err)
 	}
 	store, err := object.New(nodes, object.Options{
-		Geometry:        g,
-		Spares:          sparesOption(cfg.Spares()),
-		WriteQuorum:     cfg.WriteQuorum(),
-		Retired:         cfg.Retired(),
-		SmallObjectSize: cfg.SmallObjectSize(),
-		Logger:          opts.Logger,
-		Events:          opts.Events,
+		Geometry:          g,
+		Spares:            sparesOption(cfg.Spares()),
+		WriteQuorum:       cfg.WriteQuorum(),
+		Retired:           cfg.Retired(),
+		SmallObjectSize:   cfg.SmallObjectSize(),
+		PageChecksumCache: opts.PageChecksumCache,
+		Logger:            opts.Logger,
+		Events:            opts.Events,
 	})
 	if err != nil {
 		c.Close()

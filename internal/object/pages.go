@@ -96,7 +96,7 @@ func (r *Reader) readPages(ctx context.Context, pieces []pagePiece, keep bool, e
 		var wg sync.WaitGroup
 		for i := range pieces {
 			p := &pieces[i]
-			wg.Go(func() { p.err = readPiece(rctx, p) })
+			wg.Go(func() { p.err = r.readPiece(rctx, p) })
 		}
 		wg.Wait()
 	}()
@@ -144,14 +144,52 @@ func (r *Reader) readPages(ctx context.Context, pieces []pagePiece, keep bool, e
 }
 
 // readPiece reads the pages of p and their checksums into p.buf, and
-// verifies them. Its error joins those of both reads, so that one left
-// running is seen (errors.Is ErrLeftRunning) whatever the other did.
-func readPiece(ctx context.Context, p *pagePiece) error {
+// verifies them. The checksums come from the group's entry when the
+// store's cache holds it, and are read with the entry when it can hold
+// it (the first read of a group then reads the whole entry, checked
+// against its CRC-32): else they are read into p.buf after the pages.
+// Its error joins those of both reads, so that one left running is seen
+// (errors.Is ErrLeftRunning) whatever the other did.
+func (r *Reader) readPiece(ctx context.Context, p *pagePiece) error {
 	n := p.to - p.from
-	data, crcs := p.buf[:n], p.buf[n:]
-	errs := make(chan error, 1)
-	go func() { errs <- archive.ReadFull(ctx, p.ref.file, crcs, p.span.CRCs+p.from/archive.PageSize*4) }()
-	err := errors.Join(archive.ReadFull(ctx, p.ref.file, data, p.span.Data+p.from), <-errs)
+	data := p.buf[:n]
+	pages := (n + archive.PageSize - 1) / archive.PageSize
+	at := p.span.CRCs + p.from/archive.PageSize*4 // file offset of the first page's checksum
+	var crcs []byte
+	var errs chan error
+	e, sums := p.span.Entry, r.s.pageSums
+	if sums.holds(e.Size) {
+		key := pageSumsKey{version: p.ref.idx.Meta.Version, slot: p.ref.idx.Meta.Slot, first: e.First}
+		off := at - e.Offset
+		if entry, ok := sums.lookup(key); ok {
+			r.s.opts.Events.pageChecksums(true)
+			crcs = entry[off : off+pages*4]
+		} else {
+			r.s.opts.Events.pageChecksums(false)
+			errs = make(chan error, 1)
+			go func() {
+				entry, _, err := sums.get(ctx, key, func(ctx context.Context) ([]byte, error) {
+					b := make([]byte, e.Size)
+					if err := archive.ReadFull(ctx, p.ref.file, b, e.Offset); err != nil {
+						return nil, err
+					}
+					return b, e.Check(b)
+				})
+				if err == nil {
+					crcs = entry[off : off+pages*4]
+				}
+				errs <- err
+			}()
+		}
+	} else {
+		crcs = p.buf[n:]
+		errs = make(chan error, 1)
+		go func() { errs <- archive.ReadFull(ctx, p.ref.file, crcs, at) }()
+	}
+	err := archive.ReadFull(ctx, p.ref.file, data, p.span.Data+p.from)
+	if errs != nil {
+		err = errors.Join(err, <-errs)
+	}
 	if err != nil {
 		return fmt.Errorf("node %s: block %d: %w", p.ref.node.ID(), p.b, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/ecstore/ecstore/internal/archive"
 	"github.com/ecstore/ecstore/internal/bufpool"
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/node"
@@ -46,7 +48,7 @@ type stuckChecksumsFile struct {
 func (f stuckChecksumsFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 	if f.n.armed.Load() {
 		switch {
-		case len(p) <= 64:
+		case len(p) < archive.PageSize: // a block's checksums, or a group's
 			f.n.mu.Lock()
 			*f.n.stuck = append(*f.n.stuck, p)
 			f.n.mu.Unlock()
@@ -67,8 +69,16 @@ func (f stuckChecksumsFile) ReadAt(ctx context.Context, p []byte, off int64) (in
 // while the data read failed otherwise does not give its buffer back to
 // the pool: the blocked read writes into it when the kernel answers,
 // which would corrupt another read's verified bytes (found by review:
-// only the data read's error was kept).
+// only the data read's error was kept). The checksums are read into the
+// pooled buffer without the checksum cache, into one of their own with
+// it.
 func TestPageReadLeftRunningKeepsItsBuffer(t *testing.T) {
+	for _, cache := range []int64{-1, DefaultPageChecksumCache} {
+		t.Run(fmt.Sprintf("cache=%d", cache), func(t *testing.T) { testPageReadLeftRunning(t, cache) })
+	}
+}
+
+func testPageReadLeftRunning(t *testing.T, cache int64) {
 	g := layout.Geometry{K: 4, M: 2, ChunkSize: 64 << 10}
 	var armed atomic.Bool
 	release := make(chan struct{})
@@ -84,6 +94,7 @@ func TestPageReadLeftRunningKeepsItsBuffer(t *testing.T) {
 	c := newCluster(t, 6, g, func(o *Options) {
 		o.HedgeDelay = 50 * time.Millisecond
 		o.ChunkTimeout = 100 * time.Millisecond
+		o.PageChecksumCache = cache
 	})
 	for i, n := range c.nodes {
 		c.nodes[i] = node.Guard(stuckChecksumsNode{n, &armed, release, &mu, &stuck}, node.GuardOptions{})

@@ -14,10 +14,12 @@ import (
 	"github.com/ecstore/ecstore/internal/node"
 )
 
-// byteCountingNode counts the bytes its files' reads ask for.
+// byteCountingNode counts the bytes its files' reads ask for, and the
+// reads when calls is set.
 type byteCountingNode struct {
 	node.Node
 	bytes *atomic.Int64
+	calls *atomic.Int64
 }
 
 func (n byteCountingNode) Open(ctx context.Context, path string) (node.File, error) {
@@ -25,16 +27,19 @@ func (n byteCountingNode) Open(ctx context.Context, path string) (node.File, err
 	if err != nil {
 		return nil, err
 	}
-	return byteCountingFile{f, n.bytes}, nil
+	return byteCountingFile{f, n}, nil
 }
 
 type byteCountingFile struct {
 	node.File
-	bytes *atomic.Int64
+	n byteCountingNode
 }
 
 func (f byteCountingFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
-	f.bytes.Add(int64(len(p)))
+	f.n.bytes.Add(int64(len(p)))
+	if f.n.calls != nil {
+		f.n.calls.Add(1)
+	}
 	return f.File.ReadAt(ctx, p, off)
 }
 
@@ -76,7 +81,7 @@ func TestRandomReadsReadPages(t *testing.T) {
 	var read atomic.Int64
 	c := newCluster(t, 6, g)
 	for i, n := range c.nodes {
-		c.nodes[i] = byteCountingNode{n, &read}
+		c.nodes[i] = byteCountingNode{n, &read, nil}
 	}
 	s, err := New(c.nodes, c.store.opts)
 	if err != nil {
@@ -104,8 +109,10 @@ func TestRandomReadsReadPages(t *testing.T) {
 		}
 	}
 	// At most two pages and their checksums a read (a read across two
-	// chunks takes a page of each); a chunk each would be 64 KiB.
-	if got, most := read.Load(), int64(reads*2*(archive.PageSize+4)); got > most {
+	// chunks takes a page of each), and the page checksums of the whole
+	// object once (the store's cache holds them); a chunk each would be
+	// 64 KiB.
+	if got, most := read.Load(), int64(reads*2*(archive.PageSize+4)+(4+2)*11*16*4); got > most {
 		t.Errorf("%d bytes read from the nodes for %d random reads of %d bytes; want at most %d", got, reads, len(p), most)
 	}
 
@@ -120,19 +127,30 @@ func TestRandomReadsReadPages(t *testing.T) {
 	span = pagesOf(t, archiveOf(2), b)
 	corrupt(t, archiveOf(2), span.CRCs+4*3) // the checksum of page 3 of chunk 2
 
-	rd2, err := s.Open(context.Background(), "/run.root")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd2.Close()
-	for _, off := range []int64{
-		b*bs + g.ChunkSize + 4900,     // the damaged page of chunk 1
-		b*bs + 2*g.ChunkSize + 3*4096, // the page of chunk 2 whose checksum is damaged
-	} {
-		n, err := rd2.ReadAt(context.Background(), p, off)
-		if err != nil || !bytes.Equal(p[:n], data[off:off+int64(n)]) {
-			t.Fatalf("ReadAt(%d) of a damaged page: %d bytes, %v, or wrong bytes", off, n, err)
+	// Stores of their own, whose caches have not kept the checksums read
+	// before the damage: with its cache, the damaged checksum fails its
+	// entry's CRC-32; without, its page.
+	for _, cache := range []int64{DefaultPageChecksumCache, -1} {
+		opts := c.store.opts
+		opts.PageChecksumCache = cache
+		s2, err := New(c.nodes, opts)
+		if err != nil {
+			t.Fatal(err)
 		}
+		rd2, err := s2.Open(context.Background(), "/run.root")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, off := range []int64{
+			b*bs + g.ChunkSize + 4900,     // the damaged page of chunk 1
+			b*bs + 2*g.ChunkSize + 3*4096, // the page of chunk 2 whose checksum is damaged
+		} {
+			n, err := rd2.ReadAt(context.Background(), p, off)
+			if err != nil || !bytes.Equal(p[:n], data[off:off+int64(n)]) {
+				t.Fatalf("cache %d: ReadAt(%d) of a damaged page: %d bytes, %v, or wrong bytes", cache, off, n, err)
+			}
+		}
+		rd2.Close()
 	}
 }
 

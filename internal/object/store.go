@@ -144,6 +144,12 @@ type Options struct {
 	// far fewer files to create, sync and remove. Default 128 KiB;
 	// negative disables it.
 	SmallObjectSize int64
+	// PageChecksumCache is how many bytes of archives' page checksums
+	// (archive.PageEntry) the store keeps for random reads, so that a
+	// read of a few pages costs its node one request, not two: 1 KiB per
+	// MiB of chunk, so the default, 8 MiB, holds those of 8 GiB of
+	// objects read at random. Negative keeps none.
+	PageChecksumCache int64
 	// Retired lists node ids that receive no new archives (neither new
 	// objects nor rebuilt slots) but are still read: nodes being drained
 	// before they leave the cluster.
@@ -201,6 +207,10 @@ type Events struct {
 	// remote node and every call into a local node directory once it has
 	// ended (see node.Operation).
 	NodeOperation func(nodeID string, op node.Operation)
+	// PageChecksums is called for each random read of a chunk's pages
+	// whose checksums may be cached (see Options.PageChecksumCache): hit
+	// says whether they were.
+	PageChecksums func(hit bool)
 }
 
 func (e *Events) nodeError(id, op string, err error) {
@@ -208,6 +218,15 @@ func (e *Events) nodeError(id, op string, err error) {
 		e.NodeError(id, op, err)
 	}
 }
+
+func (e *Events) pageChecksums(hit bool) {
+	if e.PageChecksums != nil {
+		e.PageChecksums(hit)
+	}
+}
+
+// DefaultPageChecksumCache is Options.PageChecksumCache's default.
+const DefaultPageChecksumCache = 8 << 20
 
 // DefaultGeometry is the geometry of new objects unless configured.
 var DefaultGeometry = layout.Geometry{K: 8, M: 2, ChunkSize: 1 << 20}
@@ -273,6 +292,9 @@ func (o *Options) withDefaults() error {
 	if o.SpaceTTL == 0 {
 		o.SpaceTTL = 100 * time.Millisecond
 	}
+	if o.PageChecksumCache == 0 {
+		o.PageChecksumCache = DefaultPageChecksumCache
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -300,9 +322,10 @@ type Store struct {
 	chunkLatency latencyEstimate
 	// probeLatency follows lookup probe times, for windowPatience.
 	probeLatency latencyEstimate
+	// pageSums holds page checksums for random reads; nil for none.
+	pageSums *pageSums
 }
 
-// transfer counts a reader or writer opening (+1) or closing (-1).
 // transfer counts a reader or writer opening (delta 1) or closing (-1),
 // holding blocks of blockBuf bytes.
 func (s *Store) transfer(delta, blockBuf int64) {
@@ -482,7 +505,7 @@ func New(nodes []node.Node, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("object: %d nodes cannot hold %s objects", len(nodes), opts.Geometry)
 	}
 	s := &Store{opts: opts, nodes: nodes, byID: make(map[string]node.Node, len(nodes)),
-		workers: make(chan struct{}, opts.Workers)}
+		workers: make(chan struct{}, opts.Workers), pageSums: newPageSums(opts.PageChecksumCache)}
 	for _, n := range nodes {
 		if _, dup := s.byID[n.ID()]; dup {
 			return nil, fmt.Errorf("object: duplicate node id %q", n.ID())

@@ -38,6 +38,7 @@ type Metrics struct {
 	nodeOps        *prometheus.CounterVec
 	nodeLatency    *prometheus.HistogramVec
 	nodeBytes      *prometheus.CounterVec
+	pageSums       *prometheus.CounterVec
 }
 
 // New registers every metric in a fresh registry (with the Go runtime and
@@ -98,9 +99,12 @@ func New() *Metrics {
 		nodeBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ec_node_bytes_total", Help: "Archive bytes read from and written to storage nodes, by node and direction.",
 		}, []string{"node", "direction"}),
+		pageSums: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ec_object_page_checksum_lookups_total", Help: "Random reads of a chunk's pages, by whether their page checksums were cached (hit) or read from the node (miss).",
+		}, []string{"result"}),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.bytes, m.degradedReads, m.degradedWrites, m.nodeErrors, m.hedgedReads, m.slowNodes, m.healed, m.healedBytes, m.openTransfers, m.pendingTemps, m.stuckCalls, m.authFailures,
-		m.nodeOps, m.nodeLatency, m.nodeBytes,
+		m.nodeOps, m.nodeLatency, m.nodeBytes, m.pageSums,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -119,6 +123,16 @@ func (m *Metrics) Events() object.Events {
 		PendingTempRemovals: func(n int) { m.pendingTemps.Set(float64(n)) },
 		NodeStuckCalls:      func(id string, n int) { m.stuckCalls.WithLabelValues(id).Set(float64(n)) },
 		NodeOperation:       m.nodeOperation,
+		PageChecksums:       m.pageChecksums,
+	}
+}
+
+// pageChecksums counts a lookup of page checksums.
+func (m *Metrics) pageChecksums(hit bool) {
+	if hit {
+		m.pageSums.WithLabelValues("hit").Inc()
+	} else {
+		m.pageSums.WithLabelValues("miss").Inc()
 	}
 }
 

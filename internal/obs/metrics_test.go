@@ -199,6 +199,9 @@ func TestNodeOperationMetrics(t *testing.T) {
 		Err: fmt.Errorf("open /a: %w", node.ErrNotExist)})
 	ev.NodeOperation("04", node.Operation{Name: "write", Duration: time.Millisecond, Err: errors.New("connection reset")})
 	ev.NodeOperation("04", node.Operation{Name: "write", Duration: time.Millisecond, Written: 4096})
+	ev.PageChecksums(false)
+	ev.PageChecksums(true)
+	ev.PageChecksums(true)
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body := rec.Body.String()
@@ -211,6 +214,8 @@ func TestNodeOperationMetrics(t *testing.T) {
 		`ec_node_request_duration_seconds_bucket{node="03",op="read",le="0.0016"} 1`,
 		`ec_node_bytes_total{direction="read",node="03"} 2.097152e+06`,
 		`ec_node_bytes_total{direction="write",node="04"} 4096`,
+		`ec_object_page_checksum_lookups_total{result="hit"} 2`,
+		`ec_object_page_checksum_lookups_total{result="miss"} 1`,
 	} {
 		if !strings.Contains(body, want+"\n") {
 			t.Errorf("metrics lack %s", want)
