@@ -121,6 +121,7 @@ func TestMoveCopy(t *testing.T) {
 		{"missing parent", "/moved/a", dest("/no/parent/a"), http.StatusConflict},
 		{"other server", "/moved/a", map[string]string{"Destination": "http://elsewhere.example:81/x"}, http.StatusBadGateway},
 		{"other scheme", "/moved/a", map[string]string{"Destination": "ftp://h/x"}, http.StatusBadRequest},
+		{"no host", "/moved/a", map[string]string{"Destination": "http:"}, http.StatusBadRequest}, // found by FuzzHandler: was 502 "on another server"
 		{"relative", "/moved/a", map[string]string{"Destination": "x/y"}, http.StatusBadRequest},
 		{"dot-dot escape", "/moved/a", dest("/moved/../../etc"), http.StatusBadRequest},
 		{"reserved", "/moved/a", dest("/.ecstore-uploads/x"), http.StatusForbidden},

@@ -69,6 +69,8 @@ func parseDestination(value, host, fwdHost string) (string, error) {
 	}
 	switch {
 	case u.Scheme == "" && u.Host == "" && strings.HasPrefix(value, "/"):
+	case (u.Scheme == "http" || u.Scheme == "https") && u.Host == "":
+		return "", errorf(http.StatusBadRequest, "bad Destination %q: no host", value)
 	case u.Scheme == "http" || u.Scheme == "https":
 		if !strings.EqualFold(u.Host, host) && (fwdHost == "" || !strings.EqualFold(u.Host, fwdHost)) {
 			return "", errorf(http.StatusBadGateway, "Destination %q is on another server", value)
