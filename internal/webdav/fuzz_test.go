@@ -18,24 +18,30 @@ import (
 func FuzzParseRange(f *testing.F) {
 	f.Add("bytes=0-9", int64(100))
 	f.Add("bytes=-5", int64(3))
+	f.Add("bytes=0-1, 5-6,,-3", int64(10))
 	f.Fuzz(func(t *testing.T, h string, size int64) {
 		if size < 0 {
 			size = -(size + 1)
 		}
-		start, length, partial, err := parseRange(h, size)
-		switch {
-		case err != nil:
-			if err != errUnsatisfiable || partial {
-				t.Fatalf("parseRange(%q, %d): %v partial %v", h, size, err, partial)
+		ranges, err := parseRanges(h, size)
+		if err != nil {
+			if err != errUnsatisfiable || ranges != nil {
+				t.Fatalf("parseRanges(%q, %d): %v with %v", h, size, err, ranges)
 			}
-		case partial:
-			if start < 0 || length <= 0 || start > size-length {
-				t.Fatalf("parseRange(%q, %d) = [%d, +%d) outside the object", h, size, start, length)
+			return
+		}
+		if len(ranges) > maxRanges {
+			t.Fatalf("parseRanges(%q, %d): %d ranges", h, size, len(ranges))
+		}
+		var total int64
+		for _, r := range ranges {
+			if r.start < 0 || r.length <= 0 || r.start > size-r.length {
+				t.Fatalf("parseRanges(%q, %d) = [%d, +%d) outside the object", h, size, r.start, r.length)
 			}
-		default:
-			if start != 0 || length != size {
-				t.Fatalf("parseRange(%q, %d) = whole object as [%d, +%d)", h, size, start, length)
-			}
+			total += r.length
+		}
+		if total > size {
+			t.Fatalf("parseRanges(%q, %d): %d bytes in all, more than the object", h, size, total)
 		}
 	})
 }

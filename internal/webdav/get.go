@@ -59,16 +59,23 @@ func (h *handler) get(req *request, head bool) error {
 		return errorf(http.StatusPreconditionFailed, "a precondition (If-Match or If-Unmodified-Since) failed")
 	}
 	size := info.Size
-	start, length, partial := int64(0), size, false
+	var ranges []byteRange
 	if v := req.r.Header.Get("Range"); v != "" && rangeStillValid(req.r, etag, info.MTime) {
-		if start, length, partial, err = parseRange(v, size); err != nil {
+		if ranges, err = parseRanges(v, size); err != nil {
 			hdr.Set("Content-Range", "bytes */"+strconv.FormatInt(size, 10))
 			return err
 		}
 	}
+	if len(ranges) > 1 {
+		return sendRanges(req, rd, ranges, ctype, head)
+	}
+	start, length := int64(0), size
+	if len(ranges) == 1 {
+		start, length = ranges[0].start, ranges[0].length
+		hdr.Set("Content-Range", contentRange(ranges[0], size))
+	}
 	hdr.Set("Content-Length", strconv.FormatInt(length, 10))
-	if partial {
-		hdr.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, start+length-1, size))
+	if ranges != nil {
 		req.w.WriteHeader(http.StatusPartialContent)
 	} else {
 		req.w.WriteHeader(http.StatusOK)
@@ -80,6 +87,11 @@ func (h *handler) get(req *request, head bool) error {
 		return fmt.Errorf("send %s [%d, %d): %w", info.Path, start, start+length, err)
 	}
 	return nil
+}
+
+// contentRange is the Content-Range of r in an object of size bytes.
+func contentRange(r byteRange, size int64) string {
+	return fmt.Sprintf("bytes %d-%d/%d", r.start, r.start+r.length-1, size)
 }
 
 // index sends a minimal HTML listing of a collection (for browsers; file

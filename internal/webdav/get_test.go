@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,7 +87,12 @@ func TestGetRange(t *testing.T) {
 		{"zero suffix", "/r", "bytes=-0", 416, 0, 0},
 		{"huge start", "/r", "bytes=999999999999999999999999-", 416, 0, 0},
 		{"empty object", "/empty", "bytes=0-0", 416, 0, 0},
-		{"several ranges: whole object", "/r", "bytes=0-1,5-6", 200, 0, size},
+		{"one satisfiable of several", "/r", "bytes=30000-30010, 0-9", 206, 0, 10},
+		{"empty list elements", "/r", "bytes=, 0-9,", 206, 0, 10},
+		{"none satisfiable of several", "/r", "bytes=30000-30010,-0", 416, 0, 0},
+		{"overlapping past the size: ignored", "/r", "bytes=0-15000,5000-19999", 200, 0, size},
+		{"too many ranges: ignored", "/r", "bytes=" + strings.Repeat("0-0,", maxRanges) + "1-1", 200, 0, size},
+		{"one bad of several: ignored", "/r", "bytes=0-1,5-4", 200, 0, size},
 		{"other unit: ignored", "/r", "items=0-1", 200, 0, size},
 		{"garbage: ignored", "/r", "bytes=a-b", 200, 0, size},
 		{"reversed: ignored", "/r", "bytes=10-5", 200, 0, size},

@@ -12,26 +12,74 @@ import (
 	"github.com/ecstore/ecstore/internal/object"
 )
 
-// errUnsatisfiable is parseRange's answer to a range that starts past the
-// end of the object.
+// errUnsatisfiable is parseRanges' answer to ranges that all start past
+// the end of the object.
 var errUnsatisfiable = errorf(http.StatusRequestedRangeNotSatisfiable, "the requested range is not satisfiable")
 
-// parseRange interprets a Range header for an object of size bytes
-// (RFC 9110 section 14.1.2): "bytes=first-last", "bytes=first-" and
-// "bytes=-suffix". A header that does not parse, or that asks for more
-// than one range, is ignored (partial is false: send the whole object),
-// as section 14.2 allows. A range that starts at or past the end, a
-// zero-length suffix, or any range of an empty object is
-// errUnsatisfiable (416). A last position past the end is clamped.
-func parseRange(h string, size int64) (start, length int64, partial bool, err error) {
+// byteRange is a part of an object: length bytes from start.
+type byteRange struct{ start, length int64 }
+
+// maxRanges is the most ranges one request may ask for; a Range header
+// with more is ignored (the whole object is sent), as Apache and nginx do
+// past their limits. ROOT's and uproot's vector reads send tens to a few
+// hundred.
+const maxRanges = 4096
+
+// parseRanges interprets a Range header for an object of size bytes
+// (RFC 9110 section 14.1.2): a comma-separated list of "first-last",
+// "first-" and "-suffix" ranges after "bytes=". It returns nil (send the
+// whole object, as section 14.2 allows) for a header that does not parse,
+// asks for more than maxRanges ranges, or for more bytes in all than the
+// object has (ranges that overlap, a way to make a small request cost a
+// large answer). Ranges that start at or past the end, and zero-length
+// suffixes, are left out; when none is left the answer is
+// errUnsatisfiable (416). A last position past the end is clamped. The
+// ranges keep the order of the header.
+func parseRanges(h string, size int64) ([]byteRange, error) {
 	h = strings.TrimSpace(h)
-	if len(h) < 6 || !strings.EqualFold(h[:6], "bytes=") || strings.Contains(h, ",") {
-		return 0, size, false, nil
+	if len(h) < 6 || !strings.EqualFold(h[:6], "bytes=") {
+		return nil, nil
 	}
-	first, last, ok := strings.Cut(h[6:], "-")
+	var out []byteRange
+	specs, unsatisfiable, total := 0, false, int64(0)
+	for spec := range strings.SplitSeq(h[6:], ",") {
+		spec = strings.TrimSpace(spec)
+		if spec == "" {
+			continue // empty list elements are allowed (RFC 9110 section 5.6.1)
+		}
+		if specs++; specs > maxRanges {
+			return nil, nil
+		}
+		r, ok, err := parseRangeSpec(spec, size)
+		switch {
+		case err != nil:
+			unsatisfiable = true
+		case !ok:
+			return nil, nil
+		default:
+			if total += r.length; total > size {
+				return nil, nil
+			}
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		if unsatisfiable {
+			return nil, errUnsatisfiable
+		}
+		return nil, nil
+	}
+	return out, nil
+}
+
+// parseRangeSpec interprets one range of a Range header: ok is false
+// when it does not parse, and err errUnsatisfiable when it lies past the
+// end of the object.
+func parseRangeSpec(spec string, size int64) (byteRange, bool, error) {
+	first, last, ok := strings.Cut(spec, "-")
 	first, last = strings.TrimSpace(first), strings.TrimSpace(last)
 	if !ok || !allDigits(first) || !allDigits(last) || first == "" && last == "" {
-		return 0, size, false, nil
+		return byteRange{}, false, nil
 	}
 	if first == "" {
 		n, err := strconv.ParseInt(last, 10, 64)
@@ -39,14 +87,14 @@ func parseRange(h string, size int64) (start, length int64, partial bool, err er
 			n = size // more digits than int64 holds: the whole object
 		}
 		if n == 0 || size == 0 {
-			return 0, 0, false, errUnsatisfiable
+			return byteRange{}, true, errUnsatisfiable
 		}
 		n = min(n, size)
-		return size - n, n, true, nil
+		return byteRange{size - n, n}, true, nil
 	}
 	s, err := strconv.ParseInt(first, 10, 64)
 	if err != nil {
-		return 0, 0, false, errUnsatisfiable // beyond int64: past any end
+		return byteRange{}, true, errUnsatisfiable // beyond int64: past any end
 	}
 	e := size - 1
 	if last != "" {
@@ -54,14 +102,14 @@ func parseRange(h string, size int64) (start, length int64, partial bool, err er
 			e = size - 1
 		}
 		if e < s {
-			return 0, size, false, nil // invalid: ignored
+			return byteRange{}, false, nil // invalid: the header is ignored
 		}
 	}
 	if s >= size {
-		return 0, 0, false, errUnsatisfiable
+		return byteRange{}, true, errUnsatisfiable
 	}
 	e = min(e, size-1)
-	return s, e - s + 1, true, nil
+	return byteRange{s, e - s + 1}, true, nil
 }
 
 func allDigits(s string) bool {
