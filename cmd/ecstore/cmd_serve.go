@@ -215,7 +215,10 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 		// small objects (no transfer open) the gateway holds about 40 MiB,
 		// and a limit there made the collector run back to back (100
 		// collections a second, 60 % of the gateway's CPU).
-		gov.Store(memlimit.New(40<<20, 4, 64<<20))
+		// The base holds the default page checksum cache; a larger one
+		// raises it (and the floor) by the difference.
+		extra := max(sumsCache-object.DefaultPageChecksumCache, 0)
+		gov.Store(memlimit.New(40<<20+extra, 4, 64<<20+extra))
 	}
 	// Under a memory limit (auto, a size or GOMEMLIMIT, which may say
 	// off) the collector need not run at every doubling of a small live

@@ -143,53 +143,20 @@ func (r *Reader) readPages(ctx context.Context, pieces []pagePiece, keep bool, e
 	return n, func() {}, true
 }
 
-// readPiece reads the pages of p and their checksums into p.buf, and
-// verifies them. The checksums come from the group's entry when the
-// store's cache holds it, and are read with the entry when it can hold
-// it (the first read of a group then reads the whole entry, checked
-// against its CRC-32): else they are read into p.buf after the pages.
-// Its error joins those of both reads, so that one left running is seen
-// (errors.Is ErrLeftRunning) whatever the other did.
+// readPiece reads the pages of p and their checksums (pageCRCs) at once,
+// and verifies them. Its error joins those of both reads, so that one
+// left running is seen (errors.Is ErrLeftRunning) whatever the other did.
 func (r *Reader) readPiece(ctx context.Context, p *pagePiece) error {
 	n := p.to - p.from
 	data := p.buf[:n]
-	pages := (n + archive.PageSize - 1) / archive.PageSize
-	at := p.span.CRCs + p.from/archive.PageSize*4 // file offset of the first page's checksum
 	var crcs []byte
-	var errs chan error
-	e, sums := p.span.Entry, r.s.pageSums
-	if sums.holds(e.Size) {
-		key := pageSumsKey{version: p.ref.idx.Meta.Version, slot: p.ref.idx.Meta.Slot, first: e.First}
-		off := at - e.Offset
-		if entry, ok := sums.lookup(key); ok {
-			r.s.opts.Events.pageChecksums(true)
-			crcs = entry[off : off+pages*4]
-		} else {
-			r.s.opts.Events.pageChecksums(false)
-			errs = make(chan error, 1)
-			go func() {
-				entry, _, err := sums.get(ctx, key, func(ctx context.Context) ([]byte, error) {
-					b := make([]byte, e.Size)
-					if err := archive.ReadFull(ctx, p.ref.file, b, e.Offset); err != nil {
-						return nil, err
-					}
-					return b, e.Check(b)
-				})
-				if err == nil {
-					crcs = entry[off : off+pages*4]
-				}
-				errs <- err
-			}()
-		}
-	} else {
-		crcs = p.buf[n:]
-		errs = make(chan error, 1)
-		go func() { errs <- archive.ReadFull(ctx, p.ref.file, crcs, at) }()
-	}
-	err := archive.ReadFull(ctx, p.ref.file, data, p.span.Data+p.from)
-	if errs != nil {
-		err = errors.Join(err, <-errs)
-	}
+	errs := make(chan error, 1)
+	go func() {
+		var err error
+		crcs, err = r.pageCRCs(ctx, p)
+		errs <- err
+	}()
+	err := errors.Join(archive.ReadFull(ctx, p.ref.file, data, p.span.Data+p.from), <-errs)
 	if err != nil {
 		return fmt.Errorf("node %s: block %d: %w", p.ref.node.ID(), p.b, err)
 	}
@@ -202,4 +169,51 @@ func (r *Reader) readPiece(ctx context.Context, p *pagePiece) error {
 		}
 	}
 	return nil
+}
+
+// pageCRCs returns the checksums of p's pages: from the group's entry
+// when the store's cache holds it (or reads it whole now, at the group's
+// second miss: see pageSums), else read from the node into p.buf after
+// the pages, as they are when the entry is damaged.
+func (r *Reader) pageCRCs(ctx context.Context, p *pagePiece) ([]byte, error) {
+	pages := (p.to - p.from + archive.PageSize - 1) / archive.PageSize
+	at := p.span.CRCs + p.from/archive.PageSize*4 // file offset of the first page's checksum
+	e, sums := p.span.Entry, r.s.pageSums
+	if sums.holds(e.Size) {
+		key := pageSumsKey{version: p.ref.idx.Meta.Version, slot: p.ref.idx.Meta.Slot, first: e.First, size: e.Size}
+		off := at - e.Offset
+		within := func(b []byte) ([]byte, bool) {
+			if int64(len(b)) != e.Size || off < 0 || off+pages*4 > e.Size {
+				return nil, false
+			}
+			return b[off : off+pages*4], true
+		}
+		b, state := sums.lookup(key)
+		if state == entryHeld {
+			if crcs, ok := within(b); ok {
+				r.s.opts.Events.pageChecksums(true)
+				return crcs, nil
+			}
+		} else if state == entryAbsent && sums.admit(key) {
+			b, loaded, err := sums.get(ctx, key, func(ctx context.Context) ([]byte, error) {
+				b := make([]byte, e.Size) // not pooled: a read left running may write into it
+				if err := archive.ReadFull(ctx, p.ref.file, b, e.Offset); err != nil {
+					return nil, err
+				}
+				return b, e.Check(b)
+			})
+			if err == nil {
+				if crcs, ok := within(b); ok {
+					r.s.opts.Events.pageChecksums(!loaded)
+					return crcs, nil
+				}
+			} else if !errors.Is(err, archive.ErrChecksum) {
+				r.s.opts.Events.pageChecksums(false)
+				return nil, err
+			}
+		}
+		r.s.opts.Events.pageChecksums(false)
+	}
+	crcs := p.buf[p.to-p.from:]
+	return crcs, archive.ReadFull(ctx, p.ref.file, crcs, at)
 }
