@@ -126,6 +126,7 @@ func (r *Reader) readPages(ctx context.Context, pieces []pagePiece, keep bool, e
 			if errors.Is(p.err, archive.ErrChecksum) {
 				r.s.opts.Logger.Warn("page checksum mismatch; reading the whole chunk",
 					"obj", r.path, "node", p.ref.node.ID(), "block", p.b, "err", p.err)
+				r.s.opts.Events.damagedArchive(r.path, p.ref.idx.Meta.Version, p.ref.idx.Meta.Slot, p.b)
 			}
 			release()
 			return 0, nil, false
@@ -210,6 +211,10 @@ func (r *Reader) pageCRCs(ctx context.Context, p *pagePiece) ([]byte, error) {
 			} else if !errors.Is(err, archive.ErrChecksum) {
 				r.s.opts.Events.pageChecksums(false)
 				return nil, err
+			} else if loaded {
+				r.s.opts.Logger.Warn("page checksum entry damaged; reading each block's own checksums",
+					"obj", r.path, "node", p.ref.node.ID(), "block", p.b, "err", err)
+				r.s.opts.Events.damagedArchive(r.path, p.ref.idx.Meta.Version, p.ref.idx.Meta.Slot, p.b)
 			}
 		}
 		r.s.opts.Events.pageChecksums(false)

@@ -28,6 +28,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ecstore/ecstore/internal/archive"
 	"github.com/ecstore/ecstore/internal/erasure"
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/node"
@@ -207,6 +208,13 @@ type Events struct {
 	// remote node and every call into a local node directory once it has
 	// ended (see node.Operation).
 	NodeOperation func(nodeID string, op node.Operation)
+	// DamagedArchive is called when a read found bytes of an archive that
+	// fail their checksum: a chunk's CRC-32 (block b's chunk in slot's
+	// archive of the object's version), or a page's CRC-32C or a page
+	// checksum entry's CRC-32 (the chunk itself may be sound). The read
+	// itself goes on from other chunks; the archive needs a rebuild, which
+	// a shallow inspection, seeing it present, would not ask for.
+	DamagedArchive func(path string, version archive.Version, slot int, block int64)
 	// PageChecksums is called for each random read of a chunk's pages
 	// whose checksums may be cached (see Options.PageChecksumCache): hit
 	// says whether they were.
@@ -216,6 +224,12 @@ type Events struct {
 func (e *Events) nodeError(id, op string, err error) {
 	if e.NodeError != nil {
 		e.NodeError(id, op, err)
+	}
+}
+
+func (e *Events) damagedArchive(path string, version archive.Version, slot int, block int64) {
+	if e.DamagedArchive != nil {
+		e.DamagedArchive(path, version, slot, block)
 	}
 }
 

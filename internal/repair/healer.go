@@ -3,9 +3,11 @@ package repair
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/ecstore/ecstore/internal/archive"
 	"github.com/ecstore/ecstore/internal/object"
 )
 
@@ -31,8 +33,9 @@ type HealerOptions struct {
 }
 
 // Healer restores redundancy in the background: the engine reports
-// degraded reads and writes (Enqueue, wired to object.Events), the healer
-// inspects those objects and rebuilds what is missing, at a bounded rate;
+// degraded reads and writes (Enqueue, wired to object.Events), and
+// archives whose bytes failed a checksum; the healer inspects those
+// objects and rebuilds what is missing or damaged, at a bounded rate;
 // optionally it also runs a full Repair every Interval.
 type Healer struct {
 	store   *object.Store
@@ -40,7 +43,17 @@ type Healer struct {
 	limiter *rateLimiter
 	mu      sync.Mutex
 	pending map[string]time.Time // path -> when reported
+	// damaged holds, per reported path, the version and the slots whose
+	// archives reads found damaged.
+	damaged map[string]damagedSlots
 	wake    chan struct{}
+}
+
+// damagedSlots are the slots of one version of an object whose archives
+// reads found damaged.
+type damagedSlots struct {
+	version archive.Version
+	slots   []int
 }
 
 // SetStore sets the store to heal, for a healer created (to obtain its
@@ -59,7 +72,7 @@ func NewHealer(store *object.Store, opts HealerOptions) *Healer {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Healer{store: store, opts: opts, limiter: newRateLimiter(opts.Rate),
-		pending: map[string]time.Time{}, wake: make(chan struct{}, 1)}
+		pending: map[string]time.Time{}, damaged: map[string]damagedSlots{}, wake: make(chan struct{}, 1)}
 }
 
 // Enqueue asks for path to be healed. It never blocks, so it may be called
@@ -92,7 +105,34 @@ func (h *Healer) Events(next object.Events) object.Events {
 			next.DegradedWrite(path, slots)
 		}
 	}
+	out.DamagedArchive = func(path string, version archive.Version, slot int, block int64) {
+		h.enqueueDamaged(path, version, slot)
+		if next.DamagedArchive != nil {
+			next.DamagedArchive(path, version, slot, block)
+		}
+	}
 	return out
+}
+
+// enqueueDamaged asks for path to be healed, with slot's archive of
+// version among those to rebuild.
+func (h *Healer) enqueueDamaged(path string, version archive.Version, slot int) {
+	h.mu.Lock()
+	d, ok := h.damaged[path]
+	switch {
+	case !ok && len(h.damaged) >= h.opts.Queue:
+		h.mu.Unlock()
+		h.Enqueue(path)
+		return
+	case !ok || d.version != version:
+		d = damagedSlots{version: version}
+	}
+	if !slices.Contains(d.slots, slot) {
+		d.slots = append(d.slots, slot)
+	}
+	h.damaged[path] = d
+	h.mu.Unlock()
+	h.Enqueue(path)
 }
 
 // Pending is the number of objects waiting to be healed.
@@ -142,7 +182,11 @@ func (h *Healer) due() []string {
 }
 
 func (h *Healer) heal(ctx context.Context, path string) {
-	slots, res, err := Heal(ctx, h.store, path, h.limiter.wait)
+	h.mu.Lock()
+	d := h.damaged[path]
+	delete(h.damaged, path)
+	h.mu.Unlock()
+	slots, res, err := heal(ctx, h.store, path, d, h.limiter.wait)
 	if err == nil && len(slots) == 0 {
 		return // gone, healthy again, or beyond repair (fsck reports it)
 	}
@@ -166,11 +210,28 @@ func (h *Healer) heal(ctx context.Context, path string) {
 // be inspected, and what the rebuild did (nil if none ran). throttle, if
 // not nil, paces the rebuild (object.RebuildOptions.Throttle).
 func Heal(ctx context.Context, s *object.Store, path string, throttle func(context.Context, int) error) ([]int, *object.RebuildResult, error) {
+	return heal(ctx, s, path, damagedSlots{}, throttle)
+}
+
+// heal is Heal, also rebuilding the slots of d when the object's version
+// is still d's: archives a shallow inspection finds present, whose bytes
+// reads found damaged.
+func heal(ctx context.Context, s *object.Store, path string, d damagedSlots, throttle func(context.Context, int) error) ([]int, *object.RebuildResult, error) {
 	in, err := s.Inspect(ctx, path, false)
-	if err != nil || in.Health != object.Degraded {
+	if err != nil || in.Health != object.Degraded && in.Health != object.Healthy {
 		return nil, nil, nil
 	}
-	slots := brokenSlots(in)
+	var slots []int
+	if in.Health == object.Degraded {
+		slots = brokenSlots(in)
+	}
+	if d.version != "" && d.version == in.Info.Version {
+		for _, sl := range d.slots {
+			if sl >= 0 && sl < len(in.Slots) && !slices.Contains(slots, sl) {
+				slots = append(slots, sl)
+			}
+		}
+	}
 	if len(slots) == 0 {
 		return nil, nil, nil
 	}

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/ecstore/ecstore/internal/archive"
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/node"
 	"github.com/ecstore/ecstore/internal/object"
@@ -95,4 +97,102 @@ func TestHealRebuildsWhatAWriteDropped(t *testing.T) {
 	if got, err := get(s, "/w"); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("read after heal: %v", err)
 	}
+}
+
+// TestHealerRepairsCorruptionReadsFind: a chunk whose bytes rotted, and
+// an archive whose page checksums did (its chunks sound), are found by
+// reads (a whole get; a random read of a few bytes) and rebuilt by the
+// healer, which a shallow inspection alone would take for healthy.
+func TestHealerRepairsCorruptionReadsFind(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g := layout.Geometry{K: 3, M: 2, ChunkSize: 8192}
+	c := testcluster.New(t, 6, g)
+	type outcome struct {
+		path string
+		ok   bool
+	}
+	healed := make(chan outcome, 8)
+	h := NewHealer(nil, HealerOptions{Settle: 10 * time.Millisecond, Healed: func(p string, _ int64, ok bool) { healed <- outcome{p, ok} }})
+	s, err := object.New(c.Nodes, object.Options{Geometry: g, MinFree: -1, Events: h.Events(object.Events{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.SetStore(s)
+	go h.Run(ctx)
+	data := bytes.Repeat([]byte("rotting bytes "), 60000) // archives larger than archive.TailSize, not read whole
+	// damage flips a byte of slot's archive at the offset where returns.
+	damage := func(path string, slot int, where func(idx *archive.Index) int64) {
+		t.Helper()
+		info, err := s.Stat(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		af := c.Archive(c.NodeIndex(info.Placement[slot]), path)
+		f, err := os.Open(af)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := f.Stat()
+		idx, err := archive.Parse(ctx, fileAt{f}, st.Size())
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		flipByte(t, af, int(where(idx)))
+	}
+	wait := func(path string) {
+		t.Helper()
+		for {
+			select {
+			case o := <-healed:
+				if o.path != path {
+					continue // an earlier object's second report
+				}
+				if !o.ok {
+					t.Fatalf("%s: heal failed", path)
+				}
+				return
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s: not healed; %d pending", path, h.Pending())
+			}
+		}
+	}
+	healthy := func(path string) {
+		t.Helper()
+		if in, err := s.Inspect(ctx, path, true); err != nil || in.Health != object.Healthy {
+			t.Fatalf("%s after healing: %v %v\n%s", path, in.Health, err, strings.Join(in.Problems(), "\n"))
+		}
+	}
+
+	put(t, s, "/rot", data)
+	damage("/rot", 1, func(idx *archive.Index) int64 { c := idx.Chunks[0]; return c.DataOffset() + 10 }) // block 0, stripe 1: data
+	if got, err := get(s, "/rot"); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read of a rotten chunk: %v", err)
+	}
+	wait("/rot")
+	healthy("/rot")
+
+	put(t, s, "/pages", data)
+	const b = 5
+	var slot int
+	for slot = range g.Width() { // the archive that holds a data chunk of block b
+		if st := (slot - b%g.Width() + g.Width()) % g.Width(); st < g.K {
+			break
+		}
+	}
+	stripe := (slot - b%g.Width() + g.Width()) % g.Width()
+	damage("/pages", slot, func(idx *archive.Index) int64 { ps, _ := idx.Pages(b); return ps.CRCs })
+	rd, err := s.Open(ctx, "/pages")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := make([]byte, 100)
+	off := int64(b)*g.BlockSize() + int64(stripe)*g.ChunkSize + 7 // the first page of that chunk
+	if n, err := rd.ReadAt(ctx, p, off); err != nil || !bytes.Equal(p[:n], data[off:off+int64(n)]) {
+		t.Fatalf("random read of a page whose checksum rotted: %d, %v", n, err)
+	}
+	rd.Close()
+	wait("/pages")
+	healthy("/pages")
 }
