@@ -79,10 +79,26 @@ func NewHealer(store *object.Store, opts HealerOptions) *Healer {
 // from engine event callbacks; duplicates are merged.
 func (h *Healer) Enqueue(path string) {
 	h.mu.Lock()
-	if _, ok := h.pending[path]; !ok && len(h.pending) < h.opts.Queue {
-		h.pending[path] = time.Now()
-	}
+	h.enqueueLocked(path)
 	h.mu.Unlock()
+	h.kick()
+}
+
+// enqueueLocked adds path to the pending objects unless the queue is
+// full, and reports whether it is pending. h.mu must be held.
+func (h *Healer) enqueueLocked(path string) bool {
+	if _, ok := h.pending[path]; ok {
+		return true
+	}
+	if len(h.pending) >= h.opts.Queue {
+		return false
+	}
+	h.pending[path] = time.Now()
+	return true
+}
+
+// kick wakes Run.
+func (h *Healer) kick() {
 	select {
 	case h.wake <- struct{}{}:
 	default:
@@ -115,24 +131,27 @@ func (h *Healer) Events(next object.Events) object.Events {
 }
 
 // enqueueDamaged asks for path to be healed, with slot's archive of
-// version among those to rebuild.
+// version among those to rebuild. A report of an older version than one
+// already pending is dropped (versions order as their commit times);
+// reports of a path the full queue leaves out are dropped with it.
 func (h *Healer) enqueueDamaged(path string, version archive.Version, slot int) {
 	h.mu.Lock()
+	defer h.kick()
+	defer h.mu.Unlock()
+	if !h.enqueueLocked(path) {
+		return
+	}
 	d, ok := h.damaged[path]
 	switch {
-	case !ok && len(h.damaged) >= h.opts.Queue:
-		h.mu.Unlock()
-		h.Enqueue(path)
+	case ok && version < d.version:
 		return
-	case !ok || d.version != version:
+	case !ok || version != d.version:
 		d = damagedSlots{version: version}
 	}
 	if !slices.Contains(d.slots, slot) {
 		d.slots = append(d.slots, slot)
 	}
 	h.damaged[path] = d
-	h.mu.Unlock()
-	h.Enqueue(path)
 }
 
 // Pending is the number of objects waiting to be healed.
@@ -189,6 +208,20 @@ func (h *Healer) heal(ctx context.Context, path string) {
 	slots, res, err := heal(ctx, h.store, path, d, h.limiter.wait)
 	if err == nil && len(slots) == 0 {
 		return // gone, healthy again, or beyond repair (fsck reports it)
+	}
+	if err == nil && res != nil {
+		// The rebuild read the damaged archives too, and reported them
+		// again: those reports are what was just rebuilt.
+		h.mu.Lock()
+		if again, ok := h.damaged[path]; ok && again.version == res.Version {
+			again.slots = slices.DeleteFunc(again.slots, func(sl int) bool { _, done := res.Rebuilt[sl]; return done })
+			if len(again.slots) == 0 {
+				delete(h.damaged, path)
+			} else {
+				h.damaged[path] = again
+			}
+		}
+		h.mu.Unlock()
 	}
 	var n int64
 	if res != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -147,7 +148,8 @@ func TestHealerRepairsCorruptionReadsFind(t *testing.T) {
 			select {
 			case o := <-healed:
 				if o.path != path {
-					continue // an earlier object's second report
+					t.Errorf("%s healed again after its rebuild", o.path)
+					continue
 				}
 				if !o.ok {
 					t.Fatalf("%s: heal failed", path)
@@ -195,4 +197,35 @@ func TestHealerRepairsCorruptionReadsFind(t *testing.T) {
 	rd.Close()
 	wait("/pages")
 	healthy("/pages")
+	// The rebuilds read the damaged archives too, and reported them
+	// again: that must not rebuild them a second time (found by review).
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case o := <-healed:
+		t.Errorf("%s healed again after its rebuild", o.path)
+	default:
+	}
+}
+
+// TestHealerDamageReportsFollowTheQueue: a damage report for a path the
+// full queue leaves out is dropped with it (before, it stayed in its own
+// map for good), and one of an older version than the pending one is
+// dropped (found by review).
+func TestHealerDamageReportsFollowTheQueue(t *testing.T) {
+	h := NewHealer(nil, HealerOptions{Queue: 1})
+	older := archive.NewVersion(time.Unix(100, 0))
+	newer := archive.NewVersion(time.Unix(200, 0))
+	h.enqueueDamaged("/a", newer, 1)
+	h.enqueueDamaged("/b", newer, 0) // the queue is full
+	h.enqueueDamaged("/a", older, 3)
+	h.enqueueDamaged("/a", newer, 2)
+	h.enqueueDamaged("/a", newer, 1)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.damaged["/b"]; ok || len(h.pending) != 1 {
+		t.Errorf("a report beyond the queue was kept: %v, pending %v", h.damaged, h.pending)
+	}
+	if d := h.damaged["/a"]; d.version != newer || !slices.Equal(d.slots, []int{1, 2}) {
+		t.Errorf("reports of /a: %+v, want slots [1 2] of %s", d, newer)
+	}
 }

@@ -67,7 +67,17 @@ func (h *handler) get(req *request, head bool) error {
 		}
 	}
 	if len(ranges) > 1 {
-		return sendRanges(req, rd, ranges, ctype, head)
+		m, err := newMultipartBody(ranges, ctype, size)
+		if err != nil {
+			return err
+		}
+		// Parts whose framing would make the answer longer than the
+		// object (many ranges of a few bytes): the object is sent whole,
+		// as for ranges that overlap.
+		if m.length <= size+multipartAllowance {
+			return sendRanges(req, rd, ranges, m, head)
+		}
+		ranges = nil
 	}
 	start, length := int64(0), size
 	if len(ranges) == 1 {
@@ -88,6 +98,11 @@ func (h *handler) get(req *request, head bool) error {
 	}
 	return nil
 }
+
+// multipartAllowance is how much longer than the object a multipart
+// answer may be, for the framing of its parts (about 100 bytes each):
+// room for 1000 parts however small the object.
+const multipartAllowance = 100 << 10
 
 // contentRange is the Content-Range of r in an object of size bytes.
 func contentRange(r byteRange, size int64) string {

@@ -23,37 +23,55 @@ const (
 	rangeBuffered = 1 << 20
 )
 
-// sendRanges answers a request for several ranges of an object with a
-// multipart/byteranges body (RFC 9110 section 14.6): one part per range,
-// in the order asked, each with its Content-Type and then its
-// Content-Range. Davix (ROOT's TDavixFile, XRootD's HTTP client plug-in)
-// sends vector reads this way, and takes a part's header block to end
-// with its Content-Range: the headers are written in that order, as
-// XrdHttp and nginx write them (mime/multipart would sort them the other
-// way). The body's length is known beforehand, and sent as
-// Content-Length, so that a client sees a body cut short by a failed read
-// as incomplete.
-func sendRanges(req *request, rd *object.Reader, ranges []byteRange, ctype string, head bool) error {
-	info := rd.Info()
+// multipartBody is the framing of a multipart/byteranges answer: each
+// part's delimiter and headers, and the closing delimiter.
+type multipartBody struct {
+	boundary string
+	parts    []string
+	closing  string
+	length   int64 // of the whole body, data included
+}
+
+// maxPartType is the longest Content-Type repeated in every part; an
+// object stored with a longer one gets application/octet-stream there.
+const maxPartType = 256
+
+// newMultipartBody frames ranges of an object of size bytes whose media
+// type is ctype. Each part has its Content-Type and then its
+// Content-Range: davix (ROOT's TDavixFile, XRootD's HTTP client plug-in)
+// takes a part's header block to end with its Content-Range, as XrdHttp
+// and nginx write them (mime/multipart would sort them the other way).
+func newMultipartBody(ranges []byteRange, ctype string, size int64) (*multipartBody, error) {
 	boundary, err := newBoundary()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	part := func(i int, r byteRange) string {
-		delim := "\r\n--"
-		if i == 0 {
-			delim = "--"
-		}
-		return delim + boundary + "\r\nContent-Type: " + ctype + "\r\nContent-Range: " + contentRange(r, info.Size) + "\r\n\r\n"
+	if len(ctype) > maxPartType {
+		ctype = "application/octet-stream"
 	}
-	closing := "\r\n--" + boundary + "--\r\n"
-	length := int64(len(closing))
+	m := &multipartBody{boundary: boundary, parts: make([]string, len(ranges)), closing: "\r\n--" + boundary + "--\r\n"}
+	head := "--" + boundary + "\r\nContent-Type: " + ctype + "\r\nContent-Range: "
+	m.length = int64(len(m.closing))
 	for i, r := range ranges {
-		length += int64(len(part(i, r))) + r.length
+		m.parts[i] = head + contentRange(r, size) + "\r\n\r\n"
+		if i > 0 {
+			m.parts[i] = "\r\n" + m.parts[i]
+		}
+		m.length += int64(len(m.parts[i])) + r.length
 	}
+	return m, nil
+}
+
+// sendRanges answers a request for several ranges of an object with the
+// multipart/byteranges body m (RFC 9110 section 14.6): one part per
+// range, in the order asked. The body's length is known beforehand, and
+// sent as Content-Length, so that a client sees a body cut short by a
+// failed read as incomplete.
+func sendRanges(req *request, rd *object.Reader, ranges []byteRange, m *multipartBody, head bool) error {
+	info := rd.Info()
 	hdr := req.w.Header()
-	hdr.Set("Content-Type", "multipart/byteranges; boundary="+boundary)
-	hdr.Set("Content-Length", strconv.FormatInt(length, 10))
+	hdr.Set("Content-Type", "multipart/byteranges; boundary="+m.boundary)
+	hdr.Set("Content-Length", strconv.FormatInt(m.length, 10))
 	req.w.WriteHeader(http.StatusPartialContent)
 	if head {
 		return nil
@@ -65,7 +83,7 @@ func sendRanges(req *request, rd *object.Reader, ranges []byteRange, ctype strin
 			if err != nil {
 				break
 			}
-			if _, err = io.WriteString(req.w, part(done+i, r)); err != nil {
+			if _, err = io.WriteString(req.w, m.parts[done+i]); err != nil {
 				break
 			}
 			if bufs[i] != nil {
@@ -84,7 +102,7 @@ func sendRanges(req *request, rd *object.Reader, ranges []byteRange, ctype strin
 		}
 		done += n
 	}
-	_, err = io.WriteString(req.w, closing)
+	_, err := io.WriteString(req.w, m.closing)
 	return err
 }
 
