@@ -700,7 +700,9 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 				causes = append(causes, res.err)
 				if ctx.Err() == nil && !errors.Is(res.err, errMissing) && !errors.Is(res.err, errUnanswered) {
 					r.s.opts.Events.nodeError(r.nodeOf(b, res.stripe), "read", res.err)
-					if errors.Is(res.err, archive.ErrChecksum) {
+					if errors.Is(res.err, archive.ErrChecksum) || errors.Is(res.err, archive.ErrFormat) {
+						// The archive's bytes are damaged (a chunk or its
+						// local header), not the node failing.
 						r.s.opts.Events.damagedArchive(r.path, r.loc.meta.Version, r.l.Slot(b, res.stripe), b)
 					} else {
 						r.s.markSuspect(r.nodeOf(b, res.stripe), errors.Is(res.err, context.DeadlineExceeded))

@@ -209,9 +209,10 @@ type Events struct {
 	// ended (see node.Operation).
 	NodeOperation func(nodeID string, op node.Operation)
 	// DamagedArchive is called when a read found bytes of an archive that
-	// fail their checksum: a chunk's CRC-32 (block b's chunk in slot's
-	// archive of the object's version), or a page's CRC-32C or a page
-	// checksum entry's CRC-32 (the chunk itself may be sound). The read
+	// fail their checksum: a chunk's CRC-32 or its local header (block b's
+	// chunk in slot's archive of the object's version), or a page's
+	// CRC-32C or a page checksum entry's CRC-32 (the chunk itself may be
+	// sound). The read
 	// itself goes on from other chunks; the archive needs a rebuild, which
 	// a shallow inspection, seeing it present, would not ask for.
 	DamagedArchive func(path string, version archive.Version, slot int, block int64)

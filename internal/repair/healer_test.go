@@ -175,6 +175,16 @@ func TestHealerRepairsCorruptionReadsFind(t *testing.T) {
 	wait("/rot")
 	healthy("/rot")
 
+	// A chunk's local header, whose CRC-32 differs from the central
+	// directory's (archive.ErrFormat, not a checksum mismatch).
+	put(t, s, "/header", data)
+	damage("/header", 1, func(idx *archive.Index) int64 { return idx.Chunks[0].Offset + 14 })
+	if got, err := get(s, "/header"); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read of a chunk with a damaged header: %v", err)
+	}
+	wait("/header")
+	healthy("/header")
+
 	put(t, s, "/pages", data)
 	const b = 5
 	var slot int
