@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/ecstore/ecstore/internal/archive"
 	"github.com/ecstore/ecstore/internal/gateway"
 	"github.com/ecstore/ecstore/internal/node"
 	"github.com/ecstore/ecstore/internal/object"
@@ -39,6 +40,7 @@ type Metrics struct {
 	nodeLatency    *prometheus.HistogramVec
 	nodeBytes      *prometheus.CounterVec
 	pageSums       *prometheus.CounterVec
+	damaged        prometheus.Counter
 }
 
 // New registers every metric in a fresh registry (with the Go runtime and
@@ -99,12 +101,15 @@ func New() *Metrics {
 		nodeBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ec_node_bytes_total", Help: "Archive bytes read from and written to storage nodes, by node and direction.",
 		}, []string{"node", "direction"}),
+		damaged: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ec_object_damaged_archives_total", Help: "Archive bytes that reads found failing their checksums (a chunk's CRC-32 or local header, a page's CRC-32C, a page checksum entry's CRC-32); the healer rebuilds those archives.",
+		}),
 		pageSums: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ec_object_page_checksum_lookups_total", Help: "Random reads of a chunk's pages, by whether their page checksums were cached (hit) or read from the node (miss).",
 		}, []string{"result"}),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.bytes, m.degradedReads, m.degradedWrites, m.nodeErrors, m.hedgedReads, m.slowNodes, m.healed, m.healedBytes, m.openTransfers, m.pendingTemps, m.stuckCalls, m.authFailures,
-		m.nodeOps, m.nodeLatency, m.nodeBytes, m.pageSums,
+		m.nodeOps, m.nodeLatency, m.nodeBytes, m.pageSums, m.damaged,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -124,6 +129,7 @@ func (m *Metrics) Events() object.Events {
 		NodeStuckCalls:      func(id string, n int) { m.stuckCalls.WithLabelValues(id).Set(float64(n)) },
 		NodeOperation:       m.nodeOperation,
 		PageChecksums:       m.pageChecksums,
+		DamagedArchive:      func(string, archive.Version, int, int64) { m.damaged.Inc() },
 	}
 }
 

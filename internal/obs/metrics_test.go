@@ -202,6 +202,7 @@ func TestNodeOperationMetrics(t *testing.T) {
 	ev.PageChecksums(false)
 	ev.PageChecksums(true)
 	ev.PageChecksums(true)
+	ev.DamagedArchive("/a", "v", 3, 7)
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body := rec.Body.String()
@@ -216,6 +217,7 @@ func TestNodeOperationMetrics(t *testing.T) {
 		`ec_node_bytes_total{direction="write",node="04"} 4096`,
 		`ec_object_page_checksum_lookups_total{result="hit"} 2`,
 		`ec_object_page_checksum_lookups_total{result="miss"} 1`,
+		`ec_object_damaged_archives_total 1`,
 	} {
 		if !strings.Contains(body, want+"\n") {
 			t.Errorf("metrics lack %s", want)
