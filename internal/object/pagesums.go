@@ -103,6 +103,11 @@ func (c *pageSums) holds(size int64) bool {
 func (c *pageSums) lookup(key pageSumsKey) ([]byte, entryState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.lookupLocked(key)
+}
+
+// lookupLocked is lookup with c.mu held.
+func (c *pageSums) lookupLocked(key pageSumsKey) ([]byte, entryState) {
 	el, ok := c.byKey[key]
 	if !ok {
 		return nil, entryAbsent
@@ -143,12 +148,12 @@ func (c *pageSums) admit(key pageSumsKey) bool {
 func (c *pageSums) get(ctx context.Context, key pageSumsKey, load func(context.Context) ([]byte, error)) (b []byte, loaded bool, err error) {
 	for {
 		c.mu.Lock()
-		if el, ok := c.byKey[key]; ok {
-			c.recent.MoveToFront(el)
+		switch b, st := c.lookupLocked(key); st {
+		case entryHeld:
 			c.mu.Unlock()
-			if b := el.Value.(*pageSumsEntry).b; b != nil {
-				return b, false, nil
-			}
+			return b, false, nil
+		case entryDamaged:
+			c.mu.Unlock()
 			return nil, false, errDamagedEntry
 		}
 		l, waiting := c.loading[key]
