@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ecstore/ecstore/internal/bufpool"
 	"github.com/ecstore/ecstore/internal/watchdog"
 )
 
@@ -177,6 +178,8 @@ type Client struct {
 	err   error         // sticky; set once the connection failed
 	done  chan struct{} // closed when the connection failed or closed
 	slots chan struct{}
+	// batchMu is held by startAll while it takes its slots.
+	batchMu sync.Mutex
 }
 
 // call is one outstanding request.
@@ -602,61 +605,166 @@ func (p *pending) observe(f *ResponseFrame, err error) {
 // of the answer in place (see call.sink); the caller must then detach
 // the pending request before it reuses sink.
 func (c *Client) start(ctx context.Context, req Request, sink []byte) (*pending, error) {
-	if err := ctx.Err(); err != nil {
+	var one [1]*pending
+	if err := c.send(ctx, []Request{req}, sink, one[:]); err != nil {
 		return nil, err
 	}
-	select {
-	case c.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-c.done:
-		return nil, c.connErr()
+	return one[0], nil
+}
+
+// startAll sends reqs in order, each on a free stream id, in one write:
+// a server reading the connection finds them together (a file's last
+// write, its sync and its close wake it once, not three times, and cost
+// the sender one system call). Either every request is sent or none is.
+func (c *Client) startAll(ctx context.Context, reqs []Request) ([]*pending, error) {
+	pds := make([]*pending, len(reqs))
+	if err := c.send(ctx, reqs, nil, pds); err != nil {
+		return nil, err
 	}
+	return pds, nil
+}
+
+// send sends reqs with one write and fills pds with their pending calls;
+// sink is for a lone request (see start).
+func (c *Client) send(ctx context.Context, reqs []Request, sink []byte, pds []*pending) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(reqs) > 1 {
+		// One batch at a time takes its slots: two that each held some
+		// while waiting for more could otherwise wait for each other.
+		if len(reqs) > cap(c.slots) {
+			return fmt.Errorf("xrootd: %d requests in one batch, more than the %d in flight allowed", len(reqs), cap(c.slots))
+		}
+		c.batchMu.Lock()
+		defer c.batchMu.Unlock()
+	}
+	for taken := range reqs {
+		select {
+		case c.slots <- struct{}{}:
+			continue
+		case <-ctx.Done():
+			err := ctx.Err()
+			c.releaseSlots(taken)
+			return err
+		case <-c.done:
+			c.releaseSlots(taken)
+			return c.connErr()
+		}
+	}
+	calls := make([]*call, len(reqs))
+	sids := make([]StreamID, len(reqs))
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()
-		<-c.slots
-		return nil, c.connErr()
+		c.releaseSlots(len(reqs))
+		return c.connErr()
 	}
-	var sid StreamID
-	for {
-		putU16(sid[:], c.next)
-		c.next++
-		if c.next == 0 {
-			c.next = 1
+	for i := range reqs {
+		for {
+			putU16(sids[i][:], c.next)
+			c.next++
+			if c.next == 0 {
+				c.next = 1
+			}
+			if _, used := c.calls[sids[i]]; !used {
+				break
+			}
 		}
-		if _, used := c.calls[sid]; !used {
-			break
-		}
+		calls[i] = &call{frames: make(chan *ResponseFrame, 4), gone: make(chan struct{}), sink: sink}
+		c.calls[sids[i]] = calls[i]
 	}
-	cl := &call{frames: make(chan *ResponseFrame, 4), gone: make(chan struct{}), sink: sink}
-	c.calls[sid] = cl
 	c.mu.Unlock()
 
-	frame := EncodeRequest(sid, req)
-	bufs := net.Buffers{frame.Header().AppendTo(make([]byte, 0, RequestHeaderLen))}
-	if len(frame.Payload) > 0 {
-		bufs = append(bufs, frame.Payload)
+	bufs := make(net.Buffers, 0, 2*len(reqs))
+	sent := make([]int, len(reqs))
+	for i, req := range reqs {
+		frame := EncodeRequest(sids[i], req)
+		bufs = append(bufs, frame.Header().AppendTo(make([]byte, 0, RequestHeaderLen)))
+		if len(frame.Payload) > 0 {
+			bufs = append(bufs, frame.Payload)
+		}
+		sent[i] = len(frame.Payload)
 	}
 	c.wmu.Lock()
 	release := deadlineOnDone(ctx, c.conn.SetWriteDeadline)
-	_, err := bufs.WriteTo(c.conn)
+	err := c.writeFrames(bufs)
 	release()
 	c.wmu.Unlock()
 	if err != nil {
 		// A partly written frame leaves the stream unusable.
-		c.fail(fmt.Errorf("send %v request: %w", req.RequestID(), err))
+		c.fail(fmt.Errorf("send %v request: %w", reqs[0].RequestID(), err))
 		err = ctxErr(ctx, c.connErr())
 		if c.opts.Observe != nil {
-			c.opts.Observe(Observation{Request: req.RequestID(), Name: requestName(req), Err: err})
+			for _, req := range reqs {
+				c.opts.Observe(Observation{Request: req.RequestID(), Name: requestName(req), Err: err})
+			}
 		}
-		return nil, err
+		return err
 	}
-	pd := &pending{c: c, sid: sid, cl: cl}
+	at := time.Time{}
 	if c.opts.Observe != nil {
-		pd.req, pd.at, pd.sent = req, time.Now(), len(frame.Payload)
+		at = time.Now()
 	}
-	return pd, nil
+	for i, req := range reqs {
+		pds[i] = &pending{c: c, sid: sids[i], cl: calls[i]}
+		if c.opts.Observe != nil {
+			pds[i].req, pds[i].at, pds[i].sent = req, at, sent[i]
+		}
+	}
+	return nil
+}
+
+// BuffersWriter is a connection that writes several buffers with one
+// system call (writev), as net.TCPConn does through net.Buffers. A
+// wrapper of the connection (DialOptions.Dial) loses that unless it
+// implements BuffersWriter too: request frames would then go out as one
+// write per header and one per payload.
+type BuffersWriter interface {
+	WriteBuffers(bufs *net.Buffers) (int64, error)
+}
+
+// joinMax bounds the frames that writeFrames copies into one buffer for
+// a connection that cannot write several at once.
+const joinMax = 64 << 10
+
+// writeFrames writes bufs, the frames of one or more requests, with one
+// system call where it can: by writev, or, for a connection without it
+// (TLS), by joining frames of up to joinMax bytes into one write. c.wmu
+// is held.
+func (c *Client) writeFrames(bufs net.Buffers) error {
+	switch conn := c.conn.(type) {
+	case BuffersWriter:
+		_, err := conn.WriteBuffers(&bufs)
+		return err
+	case *net.TCPConn, *net.UnixConn:
+		_, err := bufs.WriteTo(conn)
+		return err
+	}
+	if len(bufs) > 1 {
+		n := 0
+		for _, b := range bufs {
+			n += len(b)
+		}
+		if n <= joinMax {
+			joined := bufpool.Get(n)[:0]
+			for _, b := range bufs {
+				joined = append(joined, b...)
+			}
+			_, err := c.conn.Write(joined)
+			bufpool.Put(joined)
+			return err
+		}
+	}
+	_, err := bufs.WriteTo(c.conn)
+	return err
+}
+
+// releaseSlots gives back n request slots taken by send.
+func (c *Client) releaseSlots(n int) {
+	for range n {
+		<-c.slots
+	}
 }
 
 // detach makes sure the connection's reader no longer writes into the

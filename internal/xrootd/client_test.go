@@ -437,3 +437,77 @@ func TestFinishWriteReportsAFailedSync(t *testing.T) {
 		t.Fatalf("finish with a failed sync: %v", err)
 	}
 }
+
+// countingConn counts the writes made on a connection; with vectored
+// set, it implements BuffersWriter too.
+type countingConn struct {
+	net.Conn
+	writes, vectored atomic.Int32
+	frames           atomic.Int32 // buffers passed to WriteBuffers
+}
+
+func (c *countingConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+type vectoredConn struct{ *countingConn }
+
+func (c vectoredConn) WriteBuffers(bufs *net.Buffers) (int64, error) {
+	c.vectored.Add(1)
+	c.frames.Add(int32(len(*bufs)))
+	return bufs.WriteTo(c.Conn)
+}
+
+// A request's header and payload, and the requests FinishWrite sends
+// together, go out in one write, also through a connection wrapped by
+// DialOptions.Dial: before, such a wrapper (the gateway's connections to
+// its nodes have one) got a write per header and one per payload, each
+// a system call and, often, a wake-up of the server.
+func TestRequestsGoOutInOneWrite(t *testing.T) {
+	for _, vectored := range []bool{false, true} {
+		fs := &fakeServer{t: t, serve: func(w net.Conn, f *RequestFrame) {
+			if f.ID == ReqOpen {
+				w.Write(respond(f.StreamID, StatusOK, []byte{0, 0, 0, 7}))
+				return
+			}
+			w.Write(respond(f.StreamID, StatusOK, nil))
+		}}
+		addr := fs.start()
+		cc := &countingConn{}
+		var d net.Dialer
+		c := dial(t, addr, &DialOptions{Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			cc.Conn = conn
+			if vectored {
+				return vectoredConn{cc}, nil
+			}
+			return cc, nil
+		}})
+		ctx := testCtx(t)
+		f, err := c.Open(ctx, "/f", OpenNew, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writes, calls, frames := cc.writes.Load(), cc.vectored.Load(), cc.frames.Load()
+		if err := c.Rm(ctx, "/some/path"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.FinishWrite(ctx, []byte("0123456789"), 0, FinishOptions{Sync: true}); err != nil {
+			t.Fatal(err)
+		}
+		writes, calls, frames = cc.writes.Load()-writes, cc.vectored.Load()-calls, cc.frames.Load()-frames
+		if vectored {
+			// The rm's header and path; the write's header and data, the
+			// sync's header and the close's: 2 calls, 6 buffers.
+			if writes != 0 || calls != 2 || frames != 6 {
+				t.Errorf("vectored: %d writes, %d WriteBuffers calls of %d buffers; want 0, 2 of 6", writes, calls, frames)
+			}
+		} else if writes != 2 {
+			t.Errorf("%d writes for an rm and a FinishWrite; want 2", writes)
+		}
+	}
+}

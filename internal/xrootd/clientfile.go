@@ -301,8 +301,8 @@ type FinishOptions struct {
 // FinishWrite ends the writing of a file in one round trip: it sends p at
 // off (kXR_write, or kXR_pgwrite with o.Pages; nothing when p is empty),
 // a kXR_fattr set of o.Attrs if any, a kXR_sync with o.Sync, and
-// kXR_close, each without waiting for the answer to the one before, and
-// then waits for every answer. It returns the first error of the writes,
+// kXR_close, all in one write (the server is woken once, not once a
+// request), and then waits for every answer. It returns the first error of the writes,
 // the sync and the close in err; whatever the outcome, the handle is not
 // to be used again. How the attributes fared is in attrErr (the
 // request's error, or AttrErr of its answer), which does not fail the
@@ -339,15 +339,10 @@ func (f *ClientFile) FinishWrite(ctx context.Context, p []byte, off int64, o Fin
 		reqs = append(reqs, &SyncRequest{Handle: f.fh})
 	}
 	reqs = append(reqs, &CloseRequest{Handle: f.fh})
-	sent := make([]*pending, 0, len(reqs))
 	var first error
-	for _, req := range reqs {
-		pd, err := f.c.start(ctx, req, nil)
-		if err != nil {
-			first = fmt.Errorf("xrootd: finish %s: %v: %w", f.name, req.RequestID(), err)
-			break
-		}
-		sent = append(sent, pd)
+	sent, err := f.c.startAll(ctx, reqs)
+	if err != nil {
+		first = fmt.Errorf("xrootd: finish %s: %v: %w", f.name, reqs[0].RequestID(), err)
 	}
 	for i, pd := range sent {
 		var body []byte
