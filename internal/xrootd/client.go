@@ -688,7 +688,7 @@ func (c *Client) send(ctx context.Context, reqs []Request, sink []byte, pds []*p
 	}
 	c.wmu.Lock()
 	release := deadlineOnDone(ctx, c.conn.SetWriteDeadline)
-	err := c.writeFrames(bufs)
+	err := writeFrames(c.conn, bufs)
 	release()
 	c.wmu.Unlock()
 	if err != nil {
@@ -728,12 +728,12 @@ type BuffersWriter interface {
 // a connection that cannot write several at once.
 const joinMax = 64 << 10
 
-// writeFrames writes bufs, the frames of one or more requests, with one
-// system call where it can: by writev, or, for a connection without it
-// (TLS), by joining frames of up to joinMax bytes into one write. c.wmu
-// is held.
-func (c *Client) writeFrames(bufs net.Buffers) error {
-	switch conn := c.conn.(type) {
+// writeFrames writes bufs, frames of one or more requests or responses,
+// to w with one system call where it can: by writev (a TCP or Unix
+// connection, or a BuffersWriter), or, for a writer without it (TLS),
+// by joining frames of up to joinMax bytes into one write.
+func writeFrames(w io.Writer, bufs net.Buffers) error {
+	switch conn := w.(type) {
 	case BuffersWriter:
 		_, err := conn.WriteBuffers(&bufs)
 		return err
@@ -751,12 +751,12 @@ func (c *Client) writeFrames(bufs net.Buffers) error {
 			for _, b := range bufs {
 				joined = append(joined, b...)
 			}
-			_, err := c.conn.Write(joined)
+			_, err := w.Write(joined)
 			bufpool.Put(joined)
 			return err
 		}
 	}
-	_, err := bufs.WriteTo(c.conn)
+	_, err := bufs.WriteTo(w)
 	return err
 }
 

@@ -1,6 +1,7 @@
 package xrootd
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -509,5 +510,34 @@ func TestRequestsGoOutInOneWrite(t *testing.T) {
 		} else if writes != 2 {
 			t.Errorf("%d writes for an rm and a FinishWrite; want 2", writes)
 		}
+	}
+}
+
+// recordingWriter records each Write it gets.
+type recordingWriter struct{ writes [][]byte }
+
+func (w *recordingWriter) Write(p []byte) (int, error) {
+	w.writes = append(w.writes, bytes.Clone(p))
+	return len(p), nil
+}
+
+// writeFrames joins the frames for a writer without writev (a TLS
+// connection: one record, not one a buffer) up to joinMax bytes, and
+// writes larger ones buffer by buffer rather than copying them.
+func TestWriteFramesJoinsSmallFrames(t *testing.T) {
+	w := &recordingWriter{}
+	if err := writeFrames(w, net.Buffers{[]byte("head"), []byte("body"), []byte("more")}); err != nil {
+		t.Fatal(err)
+	}
+	if len(w.writes) != 1 || string(w.writes[0]) != "headbodymore" {
+		t.Errorf("small frames: writes %q; want one of \"headbodymore\"", w.writes)
+	}
+	w = &recordingWriter{}
+	big := bytes.Repeat([]byte{7}, joinMax)
+	if err := writeFrames(w, net.Buffers{[]byte("head"), big}); err != nil {
+		t.Fatal(err)
+	}
+	if len(w.writes) != 2 || string(w.writes[0]) != "head" || !bytes.Equal(w.writes[1], big) {
+		t.Errorf("large frame: %d writes; want the header, then the payload", len(w.writes))
 	}
 }

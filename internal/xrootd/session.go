@@ -319,7 +319,7 @@ func (s *session) writeFrame(bufs net.Buffers) error {
 		return s.werr
 	}
 	s.conn.SetWriteDeadline(time.Now().Add(s.limits.WriteTimeout))
-	if _, err := bufs.WriteTo(s.out); err != nil {
+	if err := writeFrames(s.out, bufs); err != nil {
 		return s.writeFailed(err)
 	}
 	return nil
