@@ -26,6 +26,7 @@ type Beneath struct {
 	dir     *os.File // O_PATH descriptor of the directory
 	missing atomic.Bool
 	syncs   SyncGroup // directory fsyncs of Remove, Rename and SyncDir
+	release releaser  // frees what Remove and Rename unlink or replace
 }
 
 // NewBeneath opens dir for Beneath.Open.
@@ -37,8 +38,24 @@ func NewBeneath(dir string) (*Beneath, error) {
 	return &Beneath{dir: os.NewFile(uintptr(fd), dir)}, nil
 }
 
-// Close releases the directory.
-func (b *Beneath) Close() error { return b.dir.Close() }
+// Close releases the directory, once the files that Remove and Rename
+// unlinked or replaced are freed.
+func (b *Beneath) Close() error {
+	b.release.stop()
+	return b.dir.Close()
+}
+
+// free frees the file held by fd (see releaser): in the background for a
+// Beneath, at once for a nil one. A negative fd is nothing.
+func (b *Beneath) free(fd int) {
+	switch {
+	case fd < 0:
+	case b == nil:
+		unix.Close(fd)
+	default:
+		b.release.release(fd)
+	}
+}
 
 // Open opens rel, a relative slash-separated name, under the directory
 // with the os.OpenFile flags and permission given. done is false when
@@ -167,7 +184,9 @@ func (b *Beneath) Remove(root *os.Root, rel string, dirs, sync bool) error {
 	}
 	defer d.Close()
 	var uerr error
+	held := -1
 	if err := withFd(d, func(fd int) {
+		held, _ = holdFile(fd, base)
 		uerr = unix.Unlinkat(fd, base, 0)
 		if uerr == unix.EISDIR && dirs {
 			uerr = unix.Unlinkat(fd, base, unix.AT_REMOVEDIR)
@@ -176,8 +195,12 @@ func (b *Beneath) Remove(root *os.Root, rel string, dirs, sync bool) error {
 		return err
 	}
 	if uerr != nil {
+		if held >= 0 {
+			unix.Close(held)
+		}
 		return &os.PathError{Op: "remove", Path: rel, Err: uerr}
 	}
+	b.free(held)
 	if sync {
 		return b.syncGroup().Sync(d)
 	}
@@ -209,10 +232,11 @@ func (b *Beneath) Rename(root *os.Root, oldRel, newRel string, sync bool) error 
 		defer od.Close()
 	}
 	var rerr, cerr error
+	replaced := -1 // the file at newRel, held for release
 	err = withFd(od, func(ofd int) {
 		cerr = withFd(nd, func(nfd int) {
-			var st unix.Stat_t
-			if unix.Fstatat(nfd, newBase, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			var isDir bool
+			if replaced, isDir = holdFile(nfd, newBase); isDir {
 				rerr = unix.EEXIST
 				return
 			}
@@ -225,8 +249,12 @@ func (b *Beneath) Rename(root *os.Root, oldRel, newRel string, sync bool) error 
 		}
 	}
 	if err != nil {
+		if replaced >= 0 {
+			unix.Close(replaced)
+		}
 		return &os.LinkError{Op: "rename", Old: oldRel, New: newRel, Err: err}
 	}
+	b.free(replaced)
 	if !sync {
 		return nil
 	}

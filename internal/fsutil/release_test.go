@@ -1,0 +1,158 @@
+package fsutil
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// blockReleases makes releases wait until the returned function is
+// called; held receives what each descriptor refers to as its release
+// begins.
+func blockReleases(t *testing.T) (held chan unix.Stat_t, unblock func()) {
+	held = make(chan unix.Stat_t, 2*releaseQueue)
+	gate := make(chan struct{})
+	closeHeld = func(fd int) error {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			t.Errorf("fstat of a held descriptor: %v", err)
+		}
+		held <- st
+		<-gate
+		return unix.Close(fd)
+	}
+	var once sync.Once
+	unblock = func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(func() {
+		unblock() // a failed test leaves no release waiting
+		closeHeld = unix.Close
+	})
+	return held, unblock
+}
+
+// inodeOf is the inode number of the file at name.
+func inodeOf(t *testing.T, name string) uint64 {
+	t.Helper()
+	var st unix.Stat_t
+	must(t, unix.Stat(name, &st))
+	return st.Ino
+}
+
+// A file that Rename replaces or Remove unlinks is freed after the call
+// has returned: the call returns while its release is held up, the
+// descriptor held is the unlinked file's, and Close waits for the
+// releases. Before, the call itself freed the file, and a client's
+// overwrite or removal of a large object waited for it (0.2 s for a
+// 1 GiB object's 128 MiB archive on a file system mounted with discard).
+func TestRemovedAndReplacedFilesAreFreedInTheBackground(t *testing.T) {
+	held, unblock := blockReleases(t)
+	dir := t.TempDir()
+	for _, f := range []string{"old", "new", "gone"} {
+		must(t, os.WriteFile(filepath.Join(dir, f), []byte(f), 0o644))
+	}
+	replacedIno, goneIno := inodeOf(t, filepath.Join(dir, "new")), inodeOf(t, filepath.Join(dir, "gone"))
+	root, err := os.OpenRoot(dir)
+	must(t, err)
+	defer root.Close()
+	b, err := NewBeneath(dir)
+	must(t, err)
+
+	done := make(chan error, 2)
+	go func() {
+		done <- b.Rename(root, "old", "new", true)
+		done <- b.Remove(root, "gone", false, true)
+	}()
+	// checkHeld checks that the next release is of the unlinked inode.
+	checkHeld := func(want uint64) {
+		t.Helper()
+		select {
+		case st := <-held:
+			if st.Ino != want || st.Nlink != 0 {
+				t.Errorf("held inode %d with %d links; want the unlinked %d", st.Ino, st.Nlink, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no release began")
+		}
+	}
+	checkHeld(replacedIno)
+	// Both calls return while the first release is held up (the second
+	// waits in the queue behind it).
+	for range 2 {
+		select {
+		case err := <-done:
+			must(t, err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("a call waits for the release of the file it unlinked")
+		}
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "new")); err != nil || string(got) != "old" {
+		t.Errorf("new holds %q, %v", got, err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "gone")); !os.IsNotExist(err) {
+		t.Errorf("gone: %v; want not existing", err)
+	}
+
+	closed := make(chan error, 1)
+	go func() { closed <- b.Close() }()
+	select {
+	case <-closed:
+		t.Fatal("Close returned before the releases were done")
+	case <-time.After(50 * time.Millisecond):
+	}
+	unblock()
+	checkHeld(goneIno)
+	must(t, <-closed)
+}
+
+// A release that finds the queue full is done by the call itself, and a
+// failed rename or removal frees nothing.
+func TestReleaseQueueFullFreesAtOnce(t *testing.T) {
+	held, unblock := blockReleases(t)
+	dir := t.TempDir()
+	root, err := os.OpenRoot(dir)
+	must(t, err)
+	defer root.Close()
+	b, err := NewBeneath(dir)
+	must(t, err)
+	// The first release waits in closeHeld and releaseQueue more fill
+	// the queue: those calls return at once.
+	name := filepath.Join(dir, "f")
+	for range releaseQueue + 1 {
+		must(t, os.WriteFile(name, nil, 0o644))
+		ret := make(chan error, 1)
+		go func() { ret <- b.Remove(root, "f", false, false) }()
+		select {
+		case err := <-ret:
+			must(t, err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("a removal waits for its release with room in the queue")
+		}
+	}
+	<-held // the background's first
+	must(t, os.WriteFile(name, nil, 0o644))
+	ret := make(chan error, 1)
+	go func() { ret <- b.Remove(root, "f", false, false) }()
+	select {
+	case <-held: // the call's own release, begun before it returns
+	case <-time.After(10 * time.Second):
+		t.Fatal("a release beyond the queue did not happen in the call")
+	}
+	select {
+	case err := <-ret:
+		t.Fatalf("the call returned (%v) before its release", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	unblock()
+	must(t, <-ret)
+	if err := b.Remove(root, "missing", false, false); !os.IsNotExist(err) {
+		t.Errorf("remove of a missing file: %v", err)
+	}
+	if err := b.Rename(root, "missing", "f2", false); !os.IsNotExist(err) {
+		t.Errorf("rename of a missing file: %v", err)
+	}
+	must(t, b.Close())
+}
