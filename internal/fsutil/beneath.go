@@ -27,6 +27,7 @@ type Beneath struct {
 	missing atomic.Bool
 	syncs   SyncGroup // directory fsyncs of Remove, Rename and SyncDir
 	release releaser  // frees what Remove and Rename unlink or replace
+	holds   bool      // whether they hold it for release (holdsFiles)
 }
 
 // NewBeneath opens dir for Beneath.Open.
@@ -35,15 +36,21 @@ func NewBeneath(dir string) (*Beneath, error) {
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
 	}
-	return &Beneath{dir: os.NewFile(uintptr(fd), dir)}, nil
+	b := &Beneath{dir: os.NewFile(uintptr(fd), dir)}
+	b.holds = holdsFiles(b.dir)
+	return b, nil
 }
 
-// Close releases the directory, once the files that Remove and Rename
-// unlinked or replaced are freed.
+// Close releases the directory; the files that Remove and Rename
+// unlinked or replaced are freed in the background if not yet.
 func (b *Beneath) Close() error {
 	b.release.stop()
 	return b.dir.Close()
 }
+
+// holdsFiles reports whether Remove and Rename hold the files they
+// unlink for release in the background.
+func (b *Beneath) holdsFiles() bool { return b != nil && b.holds }
 
 // free frees the file held by fd (see releaser): in the background for a
 // Beneath, at once for a nil one. A negative fd is nothing.
@@ -186,7 +193,9 @@ func (b *Beneath) Remove(root *os.Root, rel string, dirs, sync bool) error {
 	var uerr error
 	held := -1
 	if err := withFd(d, func(fd int) {
-		held, _ = holdFile(fd, base)
+		if b.holdsFiles() {
+			held, _ = holdFile(fd, base)
+		}
 		uerr = unix.Unlinkat(fd, base, 0)
 		if uerr == unix.EISDIR && dirs {
 			uerr = unix.Unlinkat(fd, base, unix.AT_REMOVEDIR)
@@ -236,7 +245,13 @@ func (b *Beneath) Rename(root *os.Root, oldRel, newRel string, sync bool) error 
 	err = withFd(od, func(ofd int) {
 		cerr = withFd(nd, func(nfd int) {
 			var isDir bool
-			if replaced, isDir = holdFile(nfd, newBase); isDir {
+			if b.holdsFiles() {
+				replaced, isDir = holdFile(nfd, newBase)
+			} else {
+				var st unix.Stat_t
+				isDir = unix.Fstatat(nfd, newBase, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+			}
+			if isDir {
 				rerr = unix.EEXIST
 				return
 			}

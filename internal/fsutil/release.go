@@ -1,6 +1,7 @@
 package fsutil
 
 import (
+	"os"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -9,9 +10,6 @@ import (
 // releaseQueue bounds the files a Beneath holds for release at once;
 // beyond it, a removal or a replacing rename frees its file itself.
 const releaseQueue = 64
-
-// closeHeld closes a held descriptor (a variable for tests).
-var closeHeld = unix.Close
 
 // releaser frees removed and replaced files in the background. Remove
 // and Rename hold an O_PATH descriptor of the file they unlink or
@@ -29,13 +27,26 @@ type releaser struct {
 	fds    chan int
 	closed bool
 	wg     sync.WaitGroup
+	// closeFd, when set, closes a held descriptor instead of unix.Close
+	// (for tests; set before the first release).
+	closeFd func(fd int) error
+}
+
+// free closes a held descriptor, which frees its file if it was the last.
+func (r *releaser) free(fd int) {
+	if r.closeFd != nil {
+		r.closeFd(fd)
+		return
+	}
+	unix.Close(fd)
 }
 
 // release closes fd in the background, or now when the queue is full or
-// the releaser stopped.
+// the releaser stopped (outside the lock: a slow free holds up no other
+// call).
 func (r *releaser) release(fd int) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	queued := false
 	if !r.closed {
 		if r.fds == nil {
 			r.fds = make(chan int, releaseQueue)
@@ -44,47 +55,74 @@ func (r *releaser) release(fd int) {
 		}
 		select {
 		case r.fds <- fd:
-			return
+			queued = true
 		default:
 		}
 	}
-	closeHeld(fd)
+	r.mu.Unlock()
+	if !queued {
+		r.free(fd)
+	}
 }
 
 func (r *releaser) run(fds chan int) {
 	defer r.wg.Done()
 	for fd := range fds {
-		closeHeld(fd)
+		r.free(fd)
 	}
 }
 
-// stop frees what is queued and waits until it is done; later releases
-// are done at once.
+// stop lets what is queued be freed in the background, without waiting
+// (a file system that hangs must not hold up a shutdown; the kernel
+// frees whatever is left when the process exits); later releases are
+// done at once.
 func (r *releaser) stop() {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if !r.closed {
 		r.closed = true
 		if r.fds != nil {
 			close(r.fds)
 		}
 	}
-	r.mu.Unlock()
-	r.wg.Wait()
 }
+
+// holdsFiles reports whether Remove and Rename should hold the files they
+// unlink on the file system of dir: local file systems, where the last
+// close frees the file. A network file system would rather rename a file
+// still open to a hidden name (NFS's "silly rename") than remove it: an
+// extra request, and a name left in the directory for a while.
+func holdsFiles(dir *os.File) bool {
+	var st unix.Statfs_t
+	var err error
+	if cerr := withFd(dir, func(fd int) { err = unix.Fstatfs(fd, &st) }); cerr != nil || err != nil {
+		return false
+	}
+	switch int64(st.Type) {
+	case unix.EXT4_SUPER_MAGIC, unix.XFS_SUPER_MAGIC, unix.BTRFS_SUPER_MAGIC, unix.TMPFS_MAGIC,
+		unix.OVERLAYFS_SUPER_MAGIC, unix.F2FS_SUPER_MAGIC, zfsSuperMagic:
+		return true
+	}
+	return false
+}
+
+// zfsSuperMagic is ZFS's f_type (not in x/sys/unix).
+const zfsSuperMagic = 0x2fc12fc1
 
 // holdFile opens base in directory dirfd with O_PATH, not following a
 // final symbolic link, and returns the descriptor when base is not a
-// directory (-1 otherwise, or when it cannot be opened) and whether it
-// is a directory.
+// directory (-1 otherwise) and whether it is a directory. When base
+// cannot be opened, it says whether it is a directory by fstatat (false
+// when base does not exist).
 func holdFile(dirfd int, base string) (fd int, isDir bool) {
+	var st unix.Stat_t
 	fd, err := unix.Openat(dirfd, base, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return -1, false
+		return -1, unix.Fstatat(dirfd, base, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
 	}
-	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		return -1, false
+		return -1, unix.Fstatat(dirfd, base, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
 	}
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		unix.Close(fd)

@@ -178,8 +178,9 @@ type Client struct {
 	err   error         // sticky; set once the connection failed
 	done  chan struct{} // closed when the connection failed or closed
 	slots chan struct{}
-	// batchMu is held by startAll while it takes its slots.
-	batchMu sync.Mutex
+	// batching is held (a token in it) by a batch of requests while it
+	// takes its slots.
+	batching chan struct{}
 }
 
 // call is one outstanding request.
@@ -231,15 +232,16 @@ func Dial(ctx context.Context, addr string, opts *DialOptions) (*Client, error) 
 		return nil, fmt.Errorf("xrootd: dial %s: %w", hostport, err)
 	}
 	c := &Client{
-		conn:  conn,
-		in:    bufio.NewReaderSize(conn, 64<<10),
-		opts:  o,
-		log:   o.Logger.With("server", hostport),
-		addr:  hostport,
-		calls: make(map[StreamID]*call),
-		next:  1,
-		done:  make(chan struct{}),
-		slots: make(chan struct{}, o.MaxInflight),
+		conn:     conn,
+		in:       bufio.NewReaderSize(conn, 64<<10),
+		opts:     o,
+		log:      o.Logger.With("server", hostport),
+		addr:     hostport,
+		calls:    make(map[StreamID]*call),
+		next:     1,
+		done:     make(chan struct{}),
+		slots:    make(chan struct{}, o.MaxInflight),
+		batching: make(chan struct{}, 1),
 	}
 	if err := c.setup(ctx); err != nil {
 		conn.Close()
@@ -615,17 +617,28 @@ func (c *Client) start(ctx context.Context, req Request, sink []byte) (*pending,
 // startAll sends reqs in order, each on a free stream id, in one write:
 // a server reading the connection finds them together (a file's last
 // write, its sync and its close wake it once, not three times, and cost
-// the sender one system call). Either every request is sent or none is.
+// the sender one system call). A batch larger than the requests allowed
+// in flight goes out one request at a time. On error, the requests not
+// sent are not either (a failed write fails the connection).
 func (c *Client) startAll(ctx context.Context, reqs []Request) ([]*pending, error) {
 	pds := make([]*pending, len(reqs))
+	if len(reqs) > cap(c.slots) {
+		for i, req := range reqs {
+			if err := c.send(ctx, []Request{req}, nil, pds[i:i+1]); err != nil {
+				return nil, err
+			}
+		}
+		return pds, nil
+	}
 	if err := c.send(ctx, reqs, nil, pds); err != nil {
 		return nil, err
 	}
 	return pds, nil
 }
 
-// send sends reqs with one write and fills pds with their pending calls;
-// sink is for a lone request (see start).
+// send sends reqs, at most as many as may be in flight, with one write
+// and fills pds with their pending calls; sink is for a lone request
+// (see start).
 func (c *Client) send(ctx context.Context, reqs []Request, sink []byte, pds []*pending) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -633,24 +646,37 @@ func (c *Client) send(ctx context.Context, reqs []Request, sink []byte, pds []*p
 	if len(reqs) > 1 {
 		// One batch at a time takes its slots: two that each held some
 		// while waiting for more could otherwise wait for each other.
-		if len(reqs) > cap(c.slots) {
-			return fmt.Errorf("xrootd: %d requests in one batch, more than the %d in flight allowed", len(reqs), cap(c.slots))
+		select {
+		case c.batching <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.done:
+			return c.connErr()
 		}
-		c.batchMu.Lock()
-		defer c.batchMu.Unlock()
 	}
 	for taken := range reqs {
 		select {
 		case c.slots <- struct{}{}:
 			continue
 		case <-ctx.Done():
-			err := ctx.Err()
-			c.releaseSlots(taken)
-			return err
 		case <-c.done:
-			c.releaseSlots(taken)
-			return c.connErr()
 		}
+		c.releaseSlots(taken)
+		if len(reqs) > 1 {
+			<-c.batching
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return c.connErr()
+	}
+	if len(reqs) > 1 {
+		<-c.batching
+	}
+	if err := ctx.Err(); err != nil {
+		// Ended while the slots were taken: send nothing.
+		c.releaseSlots(len(reqs))
+		return err
 	}
 	calls := make([]*call, len(reqs))
 	sids := make([]StreamID, len(reqs))
@@ -747,7 +773,7 @@ func writeFrames(w io.Writer, bufs net.Buffers) error {
 			n += len(b)
 		}
 		if n <= joinMax {
-			joined := bufpool.Get(n)[:0]
+			joined := bufpool.Get(joinMax)[:0] // pooled, where n alone may not be
 			for _, b := range bufs {
 				joined = append(joined, b...)
 			}

@@ -541,3 +541,51 @@ func TestWriteFramesJoinsSmallFrames(t *testing.T) {
 		t.Errorf("large frame: %d writes; want the header, then the payload", len(w.writes))
 	}
 }
+
+// A batch of requests waiting for its turn (another batch holds it while
+// it waits for free slots) gives up at its own deadline, not at the
+// other batch's. Found by review: the turn was a plain mutex.
+func TestBatchWaitingForItsTurnKeepsItsDeadline(t *testing.T) {
+	fs := &fakeServer{t: t, serve: func(net.Conn, *RequestFrame) {}} // answers nothing
+	c := dial(t, fs.start(), &DialOptions{MaxInflight: 2})
+	bg, cancelBg := context.WithCancel(context.Background())
+	defer cancelBg()
+	for range 2 { // every slot taken by a request left unanswered
+		go c.Ping(bg)
+	}
+	time.Sleep(100 * time.Millisecond)
+	actx, acancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer acancel()
+	go c.startAll(actx, []Request{&PingRequest{}, &PingRequest{}}) // waits for slots
+	time.Sleep(100 * time.Millisecond)
+	bctx, bcancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer bcancel()
+	start := time.Now()
+	if _, err := c.startAll(bctx, []Request{&PingRequest{}, &PingRequest{}}); err == nil {
+		t.Error("a batch with no free slot was sent")
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("a batch with a 100 ms deadline returned after %v", d)
+	}
+}
+
+// A FinishWrite of more requests than may be in flight sends them one at
+// a time, as it did before batches. Found by review: it failed outright.
+func TestFinishWriteWithFewerSlotsThanRequests(t *testing.T) {
+	fs := &fakeServer{t: t, serve: func(w net.Conn, f *RequestFrame) {
+		if f.ID == ReqOpen {
+			w.Write(respond(f.StreamID, StatusOK, []byte{0, 0, 0, 7}))
+			return
+		}
+		w.Write(respond(f.StreamID, StatusOK, nil))
+	}}
+	c := dial(t, fs.start(), &DialOptions{MaxInflight: 1})
+	ctx := testCtx(t)
+	f, err := c.Open(ctx, "/f", OpenNew, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.FinishWrite(ctx, []byte("0123456789"), 0, FinishOptions{Sync: true}); err != nil {
+		t.Errorf("FinishWrite with one request in flight allowed: %v", err)
+	}
+}
