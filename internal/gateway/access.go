@@ -80,7 +80,7 @@ func (f *FS) allowWrite(ctx context.Context, name string) (exclusive bool, err e
 		return false, nil
 	}
 	absent := func() bool {
-		_, serr := f.store.Stat(ctx, name)
+		_, serr := f.store.StatBrief(ctx, name)
 		return errors.Is(serr, object.ErrNotExist) // else it exists, or cannot be told not to
 	}
 	if id := xrootd.PeerIdentity(ctx); id.Authenticated {

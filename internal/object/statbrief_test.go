@@ -1,0 +1,110 @@
+package object
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ecstore/ecstore/internal/node"
+)
+
+// sameBrief fails t unless got says what a StatBrief takes from the
+// summaries as want (a Stat's Info) does.
+func sameBrief(t *testing.T, got, want *Info) {
+	t.Helper()
+	if got.Size != want.Size || !got.MTime.Equal(want.MTime) || got.Version != want.Version ||
+		got.Geometry != want.Geometry || got.Archives != want.Archives || got.IsDir != want.IsDir {
+		t.Errorf("brief stat gave %+v; want %+v", got, want)
+	}
+}
+
+// A brief stat reads summaries only: the first window's for a small
+// object, both windows' for a large one, and no archive; it says what
+// Stat says of size, time, version, geometry and archives.
+func TestStatBriefReadsNoArchive(t *testing.T) {
+	c, fs, want := largeStatCluster(t, nil)
+	wantSmall, err := c.store.Stat(context.Background(), "/s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, lc := countedStore(t, c, fs, nil)
+	windows := s.probeWindows(len(fs))
+	for _, tc := range []struct {
+		path  string
+		want  *Info
+		attrs int
+	}{{"/s", wantSmall, windows[0]}, {"/l", want, windows[1]}} {
+		opens, attrs := lc.total(lc.opens), lc.total(lc.attrs)
+		got, err := s.StatBrief(context.Background(), tc.path)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.path, err)
+		}
+		sameBrief(t, got, tc.want)
+		if o, a := lc.total(lc.opens)-opens, lc.total(lc.attrs)-attrs; o != 0 || a != tc.attrs {
+			t.Errorf("%s: opened %d archives and read %d summaries; want 0 and %d", tc.path, o, a, tc.attrs)
+		}
+	}
+}
+
+// A path no node holds is reported missing after one summary read per
+// node, without the probes of a Stat; a directory, a newer version on
+// some nodes and a node that cannot give its summary are left to Stat,
+// whose answer is the brief stat's.
+func TestStatBriefLeavesTheRestToStat(t *testing.T) {
+	c, fs, _ := largeStatCluster(t, func(o *Options) { o.Spares = 3 })
+	s, lc := countedStore(t, c, fs, nil)
+	if _, err := s.StatBrief(context.Background(), "/missing"); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("brief stat of a missing path: %v", err)
+	}
+	if o, a := lc.total(lc.opens), lc.total(lc.attrs); o != 0 || a != len(fs) {
+		t.Errorf("missing path: opened %d archives and read %d summaries; want 0 and %d", o, a, len(fs))
+	}
+	putHint(t, c.store, "/dir/x", []byte("x"), 1)
+	if got, err := s.StatBrief(context.Background(), "/dir"); err != nil || !got.IsDir {
+		t.Errorf("brief stat of a directory: %+v, %v", got, err)
+	}
+
+	// The node ranked first refuses the newer version's archive, so the
+	// first window holds two versions.
+	ranked := c.store.rank("/l")
+	nodes := make([]node.Node, len(fs))
+	for i, f := range fs {
+		nodes[i] = f
+		if f.ID() == ranked[0].ID() {
+			nodes[i] = node.Wrap(f, node.Inject(node.OpCreate, node.Fail(node.ErrNoSpace)))
+		}
+	}
+	newer := randBytes(rand.New(rand.NewPCG(seed(t), 77)), 60000)
+	putHint(t, c.storeOver(t, nodes, nil), "/l", newer, int64(len(newer)))
+	got, err := s.StatBrief(context.Background(), "/l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Size != int64(len(newer)) {
+		t.Errorf("brief stat gave %d bytes, version %s; want the newer version's %d", got.Size, got.Version, len(newer))
+	}
+
+	// A node that cannot give its summary: Stat's answer.
+	if err := c.store.Remove(context.Background(), "/l"); err != nil {
+		t.Fatal(err)
+	}
+	data := randBytes(rand.New(rand.NewPCG(seed(t), 78)), 50000)
+	putHint(t, c.store, "/l", data, int64(len(data)))
+	want, err := c.store.Stat(context.Background(), "/l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := c.store.rank("/l")[len(fs)-1].ID()
+	for i, f := range fs {
+		nodes[i] = f
+		if f.ID() == last {
+			nodes[i] = node.Wrap(f, node.Inject(node.OpReadAttrs, node.Fail(nil)))
+		}
+	}
+	got, err = c.storeOver(t, nodes, nil).StatBrief(context.Background(), "/l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameBrief(t, got, want)
+}
