@@ -8,19 +8,25 @@ import (
 )
 
 // StatBrief describes path as Stat does, but only as far as the archives'
-// summaries tell: size, modification time, version, geometry and the
-// archives found; not the checksums, the user metadata or the placement,
-// which only an archive holds. It reads no archive where it can: it reads
-// the summaries of the nodes ranked first for path in the lookup's
-// windows (probeWindows), and answers when a window holds every slot of
-// one version and nothing else (no other version, no node failing,
-// slow or without summaries), as a root:// stat needs. A small object
-// costs M+1 attribute reads instead of M and an archive read whole; a
-// large one K+M attribute reads instead of K+M-1 and an archive's open,
-// read and close. Anything else (a directory, an object being replaced,
-// debris, tombstones to consult, a node that cannot say) is left to
-// Stat. A path that no node holds (every node answered) does not exist,
-// as Stat would find after asking them all again.
+// summaries tell: size, modification time, version, geometry (ChunkSize
+// 0 from summaries written before it was kept) and the archives found.
+// The rest of the Info (checksums, user metadata, placement) is left
+// empty: only an archive holds it, and callers that need it use Stat.
+//
+// It reads no archive where it can: it reads the summaries of the nodes
+// ranked first for path, window by window (probeWindows), and answers
+// when a window holds every slot of one version and nothing else (no
+// other version, no node failing, slower than the window's patience or
+// without summaries), as a root:// stat needs. A small object costs the
+// first window's attribute reads (M+1+Spares nodes) instead of one fewer
+// and an archive read whole; a large one the second window's (K+M+Spares)
+// instead of one fewer and an archive's open, read and close. Anything
+// else (a directory, an object being replaced, debris, tombstones to
+// consult, a node that cannot say) is left to Stat. A path that no node
+// holds (every node answered) does not exist, as Stat would find after
+// asking them all again. Like a listing, it trusts the summaries: an
+// archive whose bytes are damaged but whose attributes are intact counts
+// as found (a read then finds the damage, and the healer repairs it).
 func (s *Store) StatBrief(ctx context.Context, path string) (*Info, error) {
 	if err := checkPath(path); err != nil {
 		return nil, err
@@ -37,17 +43,19 @@ func (s *Store) statBySummaryOnly(ctx context.Context, path string) (info *Info,
 	if path == "/" {
 		return nil, false, nil
 	}
-	// A node slower than lookups have been leaves the answer to Stat,
-	// which knows how to wait for it (and does not mark it suspect for
-	// this).
-	wctx, cancel := context.WithTimeout(ctx, s.windowPatience())
-	defer cancel()
 	ranked := s.rank(path)
 	var found []*summary
 	read := 0
 	for _, upTo := range s.probeWindows(len(ranked)) {
+		// Each window gets a lookup window's patience, as locate gives
+		// it: a node slower than lookups have been leaves the answer to
+		// Stat, which knows how to wait for it (and it is not marked
+		// suspect for this).
+		wctx, cancel := context.WithTimeout(ctx, s.windowPatience())
 		sums, errs, ok := s.readSummaries(wctx, path, ranked[read:upTo])
-		if !ok || wctx.Err() != nil {
+		late := wctx.Err() != nil
+		cancel()
+		if !ok || late {
 			return nil, false, nil
 		}
 		for _, err := range errs {

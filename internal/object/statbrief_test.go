@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/ecstore/ecstore/internal/node"
 )
@@ -107,4 +108,43 @@ func TestStatBriefLeavesTheRestToStat(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameBrief(t, got, want)
+}
+
+// Each window gets its own patience: with every node answering in 170 ms
+// (within one window's patience, at least 300 ms with a 1.2 s hedge
+// delay), a large object's brief stat reads its two windows' summaries
+// and no archive. Found by review: one patience for all the windows sent
+// every such stat to Stat as well, slower than Stat alone.
+func TestStatBriefGivesEachWindowItsPatience(t *testing.T) {
+	const delay = 170 * time.Millisecond
+	c, fs, want := largeStatCluster(t, func(o *Options) { o.HedgeDelay = 1200 * time.Millisecond })
+	nodes := make([]node.Node, len(fs))
+	var lc lookupCounters
+	for i := range fs {
+		open, attrs := node.Inject(node.OpOpen, node.Delay(delay)), node.Inject(node.OpReadAttrs, node.Delay(delay))
+		lc.opens, lc.attrs = append(lc.opens, open), append(lc.attrs, attrs)
+		nodes[i] = node.Wrap(fs[i], open, attrs)
+	}
+	s := c.storeOver(t, nodes, nil)
+	for range 4 { // lookups learn how long the nodes take
+		s.Stat(context.Background(), "/l")
+	}
+	// Below two windows' time, the test tells one patience per window
+	// from one for all; above, it only checks the answer.
+	t.Logf("window patience %v, nodes answering in %v", s.windowPatience(), delay)
+	for _, path := range []string{"/l", "/missing"} {
+		opens, attrs := lc.total(lc.opens), lc.total(lc.attrs)
+		got, err := s.StatBrief(context.Background(), path)
+		if path == "/l" {
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameBrief(t, got, want)
+		} else if !errors.Is(err, ErrNotExist) {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if o, a := lc.total(lc.opens)-opens, lc.total(lc.attrs)-attrs; o != 0 || a != len(fs) {
+			t.Errorf("%s: opened %d archives and read %d summaries; want 0 and %d", path, o, a, len(fs))
+		}
+	}
 }
