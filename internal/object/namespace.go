@@ -664,17 +664,20 @@ func (s *Store) Remove(ctx context.Context, path string) error {
 			return nil
 		}
 	}
-	return s.removeEverywhere(ctx, path, newest.Version, newest.M)
+	return s.removeEverywhere(ctx, path, newest.Version, newest.K, newest.M)
 }
 
-// removeEverywhere removes version v (or older) of path, stored with M
-// parity: it records tombstones (at least m+1 must take them) and then
-// removes the archives on every node that answers.
-func (s *Store) removeEverywhere(ctx context.Context, path string, v archive.Version, m int) error {
+// removeEverywhere removes version v (or older) of path, stored as K+M
+// with parity m: it records tombstones (at least m+1 must take them) and
+// then removes the archives on every node that answers. The tombstones
+// hide what nodes that did not answer keep (M archives at most are taken
+// for remnants); if so many archives the nodes hold could not be removed
+// that the version is still visible by them, the removal failed.
+func (s *Store) removeEverywhere(ctx context.Context, path string, v archive.Version, k, m int) error {
 	if n := s.writeTombstones(ctx, path, v); n < m+1 {
 		return fmt.Errorf("object: remove %s: %w: only %d nodes could record the removal, need %d", path, ErrQuorum, n, m+1)
 	}
-	var removed atomic.Int32
+	var removed, kept atomic.Int32
 	errs2 := s.forEach(ctx, func(ctx context.Context, n node.Node) error {
 		fi, err := n.Stat(ctx, path)
 		if err != nil {
@@ -684,12 +687,17 @@ func (s *Store) removeEverywhere(ctx context.Context, path string, v archive.Ver
 			return nil
 		}
 		if err := n.Remove(ctx, path); err != nil {
+			kept.Add(1)
 			return err
 		}
 		removed.Add(1)
 		return nil
 	})
-	if err := firstReal(errs2); err != nil {
+	err := firstReal(errs2)
+	if left := int(kept.Load()); left > 0 && visibleBySummaries(left, k, m) {
+		return fmt.Errorf("object: remove %s: %d archives could not be removed, which keep it visible: %w", path, left, err)
+	}
+	if err != nil {
 		s.opts.Logger.Warn("remove left archives on unreachable nodes", "obj", path, "removed", removed.Load(), "err", err)
 	}
 	return nil
@@ -748,7 +756,7 @@ func (s *Store) removeBySummary(ctx context.Context, path string) (done bool, er
 	}
 	if failed {
 		// A node that failed may hold archives: tombstones hide them.
-		return true, s.removeEverywhere(ctx, path, newest.version, g.M)
+		return true, s.removeEverywhere(ctx, path, newest.version, g.K, g.M)
 	}
 	var holders []node.Node
 	for i, sum := range sums {
@@ -759,7 +767,7 @@ func (s *Store) removeBySummary(ctx context.Context, path string) (done bool, er
 	if removeOn(ctx, path, holders) {
 		return true, nil
 	}
-	return true, s.removeEverywhere(ctx, path, newest.version, g.M)
+	return true, s.removeEverywhere(ctx, path, newest.version, g.K, g.M)
 }
 
 // removeFound removes the archives the probe found, in parallel, and

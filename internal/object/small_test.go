@@ -12,6 +12,7 @@ import (
 
 	"github.com/ecstore/ecstore/internal/archive"
 	"github.com/ecstore/ecstore/internal/layout"
+	"github.com/ecstore/ecstore/internal/node"
 )
 
 // putHint writes data announcing hint as its size.
@@ -463,4 +464,40 @@ func (s *smallReads) Read(p []byte) (int, error) {
 	n := copy(p, s.data[:min(len(s.data), s.step)])
 	s.data = s.data[n:]
 	return n, nil
+}
+
+// A removal whose archives could not be removed where enough of them
+// remain for the object to stay visible (tombstones hide M at most)
+// fails; fewer are left to the tombstones. Found by review: Remove
+// reported success with all three copies of a small object still there.
+func TestRemoveFailsWhenTheObjectStaysVisible(t *testing.T) {
+	for _, failing := range []int{1, 2, 3} {
+		c, fs, _ := smallLookupCluster(t, nil)
+		ctx := context.Background()
+		putHint(t, c.store, "/t", randBytes(rand.New(rand.NewPCG(seed(t), 79)), 3000), 3000)
+		info, err := c.store.Stat(ctx, "/t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		holders := map[string]bool{}
+		for _, id := range info.Placement[:failing] {
+			holders[id] = true
+		}
+		nodes := make([]node.Node, len(fs))
+		for i, f := range fs {
+			nodes[i] = f
+			if holders[f.ID()] {
+				nodes[i] = node.Wrap(f, node.Inject(node.OpRemove, node.Fail(nil)).Path(func(p string) bool { return p == "/t" }))
+			}
+		}
+		err = c.storeOver(t, nodes, nil).Remove(ctx, "/t")
+		_, serr := c.storeOver(t, nodes, nil).Stat(ctx, "/t")
+		visible := serr == nil
+		if visible != (failing == 3) {
+			t.Fatalf("%d removals failing: visible afterwards %v (%v)", failing, visible, serr)
+		}
+		if (err != nil) != visible {
+			t.Errorf("%d removals failing: Remove said %v, and the object is visible: %v", failing, err, visible)
+		}
+	}
 }
