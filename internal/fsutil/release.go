@@ -112,11 +112,14 @@ const zfsSuperMagic = 0x2fc12fc1
 // holdFile opens base in directory dirfd with O_PATH, not following a
 // final symbolic link, and returns the descriptor when base is not a
 // directory (-1 otherwise) and whether it is a directory. When base
-// cannot be opened, it says whether it is a directory by fstatat (false
-// when base does not exist).
+// cannot be opened for another reason than not existing, it says whether
+// it is a directory by fstatat.
 func holdFile(dirfd int, base string) (fd int, isDir bool) {
 	var st unix.Stat_t
 	fd, err := unix.Openat(dirfd, base, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err == unix.ENOENT {
+		return -1, false
+	}
 	if err != nil {
 		return -1, unix.Fstatat(dirfd, base, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
 	}
