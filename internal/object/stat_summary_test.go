@@ -63,10 +63,12 @@ func TestStatOfALargeObjectBySummaries(t *testing.T) {
 	}
 }
 
-// A newer version on nodes other than the first one's is not overlooked:
-// the stat then probes, and describes the newer version.
-func TestStatBySummariesSeesANewerVersion(t *testing.T) {
-	c, fs, _ := largeStatCluster(t, func(o *Options) { o.Spares = 3 })
+// putNewerBesideFirst writes a newer version of /l (60000 random bytes
+// from stream) through nodes of which the one ranked first refuses its
+// archive: the first lookup window then holds both versions. It returns
+// the newer version's data.
+func putNewerBesideFirst(t *testing.T, c *cluster, fs []*node.Faulty, stream uint64) []byte {
+	t.Helper()
 	ranked := c.store.rank("/l")
 	nodes := make([]node.Node, len(fs))
 	for i, f := range fs {
@@ -75,8 +77,16 @@ func TestStatBySummariesSeesANewerVersion(t *testing.T) {
 			nodes[i] = node.Wrap(f, node.Inject(node.OpCreate, node.Fail(node.ErrNoSpace)))
 		}
 	}
-	newer := randBytes(rand.New(rand.NewPCG(seed(t), 75)), 60000)
+	newer := randBytes(rand.New(rand.NewPCG(seed(t), stream)), 60000)
 	putHint(t, c.storeOver(t, nodes, nil), "/l", newer, int64(len(newer)))
+	return newer
+}
+
+// A newer version on nodes other than the first one's is not overlooked:
+// the stat then probes, and describes the newer version.
+func TestStatBySummariesSeesANewerVersion(t *testing.T) {
+	c, fs, _ := largeStatCluster(t, func(o *Options) { o.Spares = 3 })
+	newer := putNewerBesideFirst(t, c, fs, 75)
 	s, lc := countedStore(t, c, fs, nil)
 	got, err := s.Stat(context.Background(), "/l")
 	if err != nil {

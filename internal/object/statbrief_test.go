@@ -66,18 +66,8 @@ func TestStatBriefLeavesTheRestToStat(t *testing.T) {
 		t.Errorf("brief stat of a directory: %+v, %v", got, err)
 	}
 
-	// The node ranked first refuses the newer version's archive, so the
-	// first window holds two versions.
-	ranked := c.store.rank("/l")
-	nodes := make([]node.Node, len(fs))
-	for i, f := range fs {
-		nodes[i] = f
-		if f.ID() == ranked[0].ID() {
-			nodes[i] = node.Wrap(f, node.Inject(node.OpCreate, node.Fail(node.ErrNoSpace)))
-		}
-	}
-	newer := randBytes(rand.New(rand.NewPCG(seed(t), 77)), 60000)
-	putHint(t, c.storeOver(t, nodes, nil), "/l", newer, int64(len(newer)))
+	// The first lookup window holds two versions.
+	newer := putNewerBesideFirst(t, c, fs, 77)
 	got, err := s.StatBrief(context.Background(), "/l")
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +87,7 @@ func TestStatBriefLeavesTheRestToStat(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := c.store.rank("/l")[len(fs)-1].ID()
+	nodes := make([]node.Node, len(fs))
 	for i, f := range fs {
 		nodes[i] = f
 		if f.ID() == last {
