@@ -17,7 +17,6 @@ import (
 func blockReleases(t *testing.T, b *Beneath) (held chan unix.Stat_t, unblock func()) {
 	held = make(chan unix.Stat_t, 2*releaseQueue)
 	gate := make(chan struct{})
-	b.holds = true // whatever the file system of the test's directory
 	b.release.closeFd = func(fd int) error {
 		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil {
@@ -33,6 +32,20 @@ func blockReleases(t *testing.T, b *Beneath) (held chan unix.Stat_t, unblock fun
 	return held, unblock
 }
 
+// releaseTestDir is a temporary directory, an os.Root and a Beneath of
+// it that holds the files it unlinks (whatever the file system).
+func releaseTestDir(t *testing.T) (dir string, root *os.Root, b *Beneath) {
+	t.Helper()
+	dir = t.TempDir()
+	root, err := os.OpenRoot(dir)
+	must(t, err)
+	t.Cleanup(func() { root.Close() })
+	b, err = NewBeneath(dir)
+	must(t, err)
+	b.holds = true
+	return dir, root, b
+}
+
 // inodeOf is the inode number of the file at name.
 func inodeOf(t *testing.T, name string) uint64 {
 	t.Helper()
@@ -43,21 +56,16 @@ func inodeOf(t *testing.T, name string) uint64 {
 
 // A file that Rename replaces or Remove unlinks is freed after the call
 // has returned: the call returns while its release is held up, the
-// descriptor held is the unlinked file's, and Close waits for the
-// releases. Before, the call itself freed the file, and a client's
+// descriptor held is the unlinked file's, and the releases still
+// queued at Close are done after it. Before, the call itself freed the file, and a client's
 // overwrite or removal of a large object waited for it (0.2 s for a
 // 1 GiB object's 128 MiB archive on a file system mounted with discard).
 func TestRemovedAndReplacedFilesAreFreedInTheBackground(t *testing.T) {
-	dir := t.TempDir()
+	dir, root, b := releaseTestDir(t)
 	for _, f := range []string{"old", "new", "gone"} {
 		must(t, os.WriteFile(filepath.Join(dir, f), []byte(f), 0o644))
 	}
 	replacedIno, goneIno := inodeOf(t, filepath.Join(dir, "new")), inodeOf(t, filepath.Join(dir, "gone"))
-	root, err := os.OpenRoot(dir)
-	must(t, err)
-	defer root.Close()
-	b, err := NewBeneath(dir)
-	must(t, err)
 	held, unblock := blockReleases(t, b)
 
 	done := make(chan error, 2)
@@ -106,12 +114,7 @@ func TestRemovedAndReplacedFilesAreFreedInTheBackground(t *testing.T) {
 // A release that finds the queue full is done by the call itself, and a
 // failed rename or removal frees nothing.
 func TestReleaseQueueFullFreesAtOnce(t *testing.T) {
-	dir := t.TempDir()
-	root, err := os.OpenRoot(dir)
-	must(t, err)
-	defer root.Close()
-	b, err := NewBeneath(dir)
-	must(t, err)
+	dir, root, b := releaseTestDir(t)
 	held, unblock := blockReleases(t, b)
 	// The first release waits in closeHeld and releaseQueue more fill
 	// the queue: those calls return at once.
@@ -156,14 +159,8 @@ func TestReleaseQueueFullFreesAtOnce(t *testing.T) {
 // releaser's lock: another call that finds room in the queue meanwhile
 // returns at once. Found by review: the free was made under the lock.
 func TestOwnReleaseHoldsUpNoOtherCall(t *testing.T) {
-	dir := t.TempDir()
-	root, err := os.OpenRoot(dir)
-	must(t, err)
-	defer root.Close()
-	b, err := NewBeneath(dir)
-	must(t, err)
+	dir, root, b := releaseTestDir(t)
 	defer b.Close()
-	b.holds = true
 	var calls atomic.Int32
 	gate1, gate2 := make(chan struct{}), make(chan struct{})
 	entered1, entered2 := make(chan struct{}), make(chan struct{})

@@ -63,20 +63,27 @@ func TestStatOfALargeObjectBySummaries(t *testing.T) {
 	}
 }
 
+// wrapRanked returns fs as nodes, the one ranked i-th for path wrapped
+// with rules.
+func wrapRanked(c *cluster, fs []*node.Faulty, path string, i int, rules ...*node.Rule) []node.Node {
+	id := c.store.rank(path)[i].ID()
+	nodes := make([]node.Node, len(fs))
+	for j, f := range fs {
+		nodes[j] = f
+		if f.ID() == id {
+			nodes[j] = node.Wrap(f, rules...)
+		}
+	}
+	return nodes
+}
+
 // putNewerBesideFirst writes a newer version of /l (60000 random bytes
 // from stream) through nodes of which the one ranked first refuses its
 // archive: the first lookup window then holds both versions. It returns
 // the newer version's data.
 func putNewerBesideFirst(t *testing.T, c *cluster, fs []*node.Faulty, stream uint64) []byte {
 	t.Helper()
-	ranked := c.store.rank("/l")
-	nodes := make([]node.Node, len(fs))
-	for i, f := range fs {
-		nodes[i] = f
-		if f.ID() == ranked[0].ID() {
-			nodes[i] = node.Wrap(f, node.Inject(node.OpCreate, node.Fail(node.ErrNoSpace)))
-		}
-	}
+	nodes := wrapRanked(c, fs, "/l", 0, node.Inject(node.OpCreate, node.Fail(node.ErrNoSpace)))
 	newer := randBytes(rand.New(rand.NewPCG(seed(t), stream)), 60000)
 	putHint(t, c.storeOver(t, nodes, nil), "/l", newer, int64(len(newer)))
 	return newer
@@ -104,14 +111,7 @@ func TestStatBySummariesSeesANewerVersion(t *testing.T) {
 // the stat to the probes, which describe the object as before.
 func TestStatBySummariesWithAFailingNode(t *testing.T) {
 	c, fs, want := largeStatCluster(t, nil)
-	last := c.store.rank("/l")[len(fs)-1].ID()
-	nodes := make([]node.Node, len(fs))
-	for i, f := range fs {
-		nodes[i] = f
-		if f.ID() == last {
-			nodes[i] = node.Wrap(f, node.Inject(node.OpReadAttrs, node.Fail(nil)))
-		}
-	}
+	nodes := wrapRanked(c, fs, "/l", len(fs)-1, node.Inject(node.OpReadAttrs, node.Fail(nil)))
 	got, err := c.storeOver(t, nodes, nil).Stat(context.Background(), "/l")
 	if err != nil {
 		t.Fatal(err)

@@ -86,14 +86,7 @@ func TestStatBriefLeavesTheRestToStat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	last := c.store.rank("/l")[len(fs)-1].ID()
-	nodes := make([]node.Node, len(fs))
-	for i, f := range fs {
-		nodes[i] = f
-		if f.ID() == last {
-			nodes[i] = node.Wrap(f, node.Inject(node.OpReadAttrs, node.Fail(nil)))
-		}
-	}
+	nodes := wrapRanked(c, fs, "/l", len(fs)-1, node.Inject(node.OpReadAttrs, node.Fail(nil)))
 	got, err = c.storeOver(t, nodes, nil).StatBrief(context.Background(), "/l")
 	if err != nil {
 		t.Fatal(err)
