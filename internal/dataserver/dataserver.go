@@ -85,6 +85,10 @@ type FS struct {
 	root    *os.Root
 	beneath *fsutil.Beneath // one-call opens under dir; nil: root only
 	fsync   bool
+	// entryWithFile: the file system makes a created file's directory
+	// entry durable with the file's own fsync (fsutil.FsyncCoversNewEntry),
+	// so a sync or close need not fsync the directory as well.
+	entryWithFile bool
 	// synced, if set (by tests), is told of every fsync of an open
 	// file ("file") and of a directory ("dir").
 	synced func(what string)
@@ -121,13 +125,19 @@ func New(dir string, opts Options) (*FS, error) {
 	if err != nil {
 		beneath = nil // os.Root alone serves
 	}
+	entryWithFile := false
+	if d, err := os.Open(abs); err == nil {
+		entryWithFile = fsutil.FsyncCoversNewEntry(d)
+		d.Close()
+	}
 	return &FS{
-		dir:     abs,
-		root:    root,
-		beneath: beneath,
-		fsync:   opts.Fsync,
-		users:   make(map[uint32]string),
-		group:   make(map[uint32]string),
+		dir:           abs,
+		root:          root,
+		beneath:       beneath,
+		fsync:         opts.Fsync,
+		entryWithFile: entryWithFile,
+		users:         make(map[uint32]string),
+		group:         make(map[uint32]string),
 	}, nil
 }
 
@@ -222,10 +232,10 @@ func (s *FS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (xr
 		return nil, osErr(err)
 	}
 	// The new directory entry is made durable with the file, at its
-	// first sync or close: fsynced right after the file, the directory
-	// usually has nothing left to write (on ext4 the file's fsync
-	// commits the entry too), where at the open it cost a journal
-	// commit of its own on every create.
+	// first sync or close: by the file's own fsync where the file system
+	// does that (ext4, XFS), else by an fsync of the directory right
+	// after the file's, where at the open it cost a journal commit of
+	// its own on every create.
 	return &file{fs: s, name: name, f: f, writable: true, empty: fi.Size() == 0, entryPending: create, writes: 1}, nil
 }
 
@@ -720,7 +730,8 @@ func (f *file) Sync(ctx context.Context) error {
 }
 
 // sync flushes the appender and fsyncs the file and then, when the
-// server is durable, its new directory entry. With stop (at the close),
+// server is durable, its new directory entry (unless the file's fsync
+// covered it: entryWithFile). With stop (at the close),
 // it releases the appender and fsyncs the file only if it changed since
 // its last fsync: a kXR_sync before the close needs no second one.
 func (f *file) sync(stop bool) error {
@@ -739,7 +750,7 @@ func (f *file) sync(stop bool) error {
 			return err
 		}
 	}
-	if entry && f.fs.fsync {
+	if entry && f.fs.fsync && !f.fs.entryWithFile {
 		if err := f.fs.syncDir(path.Dir(f.name)); err != nil {
 			return err
 		}
