@@ -626,6 +626,10 @@ small xrootd.small.nofsync "$xurl//bench" 8
 small xrootd.small.fsync "$xurl//bench" 1,8,64 --fsync
 record info.note "Random reads (X16, X17 and the rows that follow them for ecstore): ecstore bench --mode random writes one object of $size_h and reads 30 KB at random offsets of it right away, so plain xrootd serves its file from the page cache, while ecstore's archives, written with O_DIRECT, are read from the disk; ecstore reads only the 4 KiB pages that hold each read, with their CRC-32Cs (docs/FORMAT.md, page checksums)."
 random xrootd.random "$xurl//bench"
+# The 8 parallel xrdcp of the stream rows, against this one plain xrootd:
+# what those clients reach here from a server without erasure coding (its
+# puts are not fsynced).
+streams xrootd.streams "$xurl" streams "$xdir/data"
 stop_proc "$xrootd_pid"
 rm -rf "$xdir"
 
