@@ -664,20 +664,7 @@ func TestSequentialWritesBypassPageCache(t *testing.T) {
 // may.)
 func TestCreateSyncsEntryWithTheFile(t *testing.T) {
 	ctx := testCtx(t)
-	s, err := New(t.TempDir(), Options{Fsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.entryWithFile = false
-	var syncs []string
-	s.synced = func(what string) { syncs = append(syncs, what) }
-	want := func(step string, w ...string) {
-		t.Helper()
-		if !slices.Equal(syncs, w) {
-			t.Errorf("%s: fsyncs %q; want %q", step, syncs, w)
-		}
-		syncs = nil
-	}
+	s, want := syncRecorder(t, false)
 	create := xrootd.OpenOptions{Flags: xrootd.OpenNew | xrootd.OpenMkpath}
 	f, err := s.Open(ctx, "/d/a", create)
 	if err != nil {
@@ -744,25 +731,33 @@ func TestCreateSyncsEntryWithTheFile(t *testing.T) {
 	}
 }
 
-// Where the file's fsync makes its new entry durable (ext4, XFS), a
-// sync or close of a created file fsyncs the file alone; a directory the
-// open created is still fsynced.
-func TestCreateLeavesTheEntryToTheFilesFsync(t *testing.T) {
-	ctx := testCtx(t)
+// syncRecorder returns a durable FS in a new directory, entryWithFile
+// as given, and want, which checks the fsyncs ("file", "dir") made since
+// its last call.
+func syncRecorder(t *testing.T, entryWithFile bool) (s *FS, want func(step string, w ...string)) {
+	t.Helper()
 	s, err := New(t.TempDir(), Options{Fsync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.entryWithFile = true
+	s.entryWithFile = entryWithFile
 	var syncs []string
 	s.synced = func(what string) { syncs = append(syncs, what) }
-	want := func(step string, w ...string) {
+	return s, func(step string, w ...string) {
 		t.Helper()
 		if !slices.Equal(syncs, w) {
 			t.Errorf("%s: fsyncs %q; want %q", step, syncs, w)
 		}
 		syncs = nil
 	}
+}
+
+// Where the file's fsync makes its new entry durable (ext4, XFS), a
+// sync or close of a created file fsyncs the file alone; a directory the
+// open created is still fsynced.
+func TestCreateLeavesTheEntryToTheFilesFsync(t *testing.T) {
+	ctx := testCtx(t)
+	s, want := syncRecorder(t, true)
 	f, err := s.Open(ctx, "/d/a", xrootd.OpenOptions{Flags: xrootd.OpenNew | xrootd.OpenMkpath})
 	if err != nil {
 		t.Fatal(err)
