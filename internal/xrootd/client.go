@@ -808,8 +808,18 @@ func (p *pending) detach() {
 }
 
 // wait consumes the answer, passing every data frame (kXR_oksofar, the
-// final kXR_ok, kXR_status) to onData, and returns the final frame.
+// final kXR_ok, kXR_status) to onData (nil: none expected), and returns
+// the final frame. A wait with a context already done gives up at once,
+// even if the answer is there.
 func (p *pending) wait(ctx context.Context, onData func(f *ResponseFrame) error) (*ResponseFrame, error) {
+	if onData == nil {
+		onData = func(*ResponseFrame) error { return nil }
+	}
+	if err := ctx.Err(); err != nil {
+		p.observe(nil, err)
+		p.abandon()
+		return nil, err
+	}
 	for {
 		select {
 		case f := <-p.cl.frames:

@@ -100,12 +100,20 @@ func TestClientObservesRequests(t *testing.T) {
 	}
 
 	// A request whose caller gives up is observed once, with its
-	// context's error, and not again when its answer comes.
+	// context's error, and not again when its answer comes. Here the
+	// answer has come before the wait: the wait still gives up (it took
+	// the answer at random, and crashed on the nil onData, in a CI run).
 	gone, cancel := context.WithCancel(ctx)
 	cancel()
 	pd, err := c.start(ctx, &PingRequest{}, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); len(pd.cl.frames) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("no answer to the ping in 5 s")
+		}
+		time.Sleep(time.Millisecond)
 	}
 	if _, err := pd.wait(gone, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("wait with a cancelled context: %v", err)
