@@ -17,6 +17,7 @@ import (
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/node"
 	"github.com/ecstore/ecstore/internal/placement"
+	"github.com/ecstore/ecstore/internal/workers"
 )
 
 // Writer streams one new object version into K+M archives. Bytes are
@@ -204,13 +205,13 @@ func (s *Store) Create(ctx context.Context, path string, opt *CreateOptions) (*W
 		w.firstBuf = int(min((opt.SizeHint+k)/k*k, geo.BlockSize()))
 	}
 	checked := make(chan error, 1)
-	go func() {
+	workers.Go(func() {
 		err := s.checkCreate(ctx, path, opt != nil && opt.Exclusive)
 		if err != nil {
 			cancel() // the opens still under way give up
 		}
 		checked <- err
-	}()
+	})
 	err = w.open(primary, spare, down)
 	if cerr := <-checked; cerr != nil {
 		if err == nil {
@@ -224,15 +225,15 @@ func (s *Store) Create(ctx context.Context, path string, opt *CreateOptions) (*W
 		return nil, fmt.Errorf("object: create %s: %w", path, err)
 	}
 	w.wg.Add(1)
-	go w.dispatch()
+	workers.Go(w.dispatch)
 	for _, sw := range w.slots {
-		go w.writeSlot(sw)
+		workers.Go(func() { w.writeSlot(sw) })
 	}
 	w.stopWatch, w.watchDone = make(chan struct{}), make(chan struct{})
-	go func() {
+	workers.Go(func() {
 		defer close(w.watchDone)
 		w.watch(w.stopWatch)
-	}()
+	})
 	s.transfer(1, w.blockBuf())
 	return w, nil
 }
@@ -285,7 +286,7 @@ func (w *Writer) open(primary, spare []string, down map[string]bool) error {
 	modTime := w.s.opts.Now()
 	for i := range width {
 		wg.Add(1)
-		go func() {
+		workers.Go(func() {
 			defer wg.Done()
 			id := primary[i]
 			for {
@@ -326,7 +327,7 @@ func (w *Writer) open(primary, spare []string, down map[string]bool) error {
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	var (
@@ -504,7 +505,7 @@ func (w *Writer) submit() {
 	w.size += int64(w.fill)
 	w.block++
 	w.buf, w.fill = nil, 0
-	go w.encode(job)
+	workers.Go(func() { w.encode(job) })
 	w.order <- job // cannot block for long: capacity equals the in-flight bound
 }
 
@@ -944,7 +945,7 @@ func (w *Writer) eachSlot(fn func(ctx context.Context, sw *slotWriter) bool) int
 			continue
 		}
 		running++
-		go func() { results <- fn(ctx, sw) }()
+		workers.Go(func() { results <- fn(ctx, sw) })
 	}
 	ok := 0
 	var lag <-chan time.Time
