@@ -840,7 +840,38 @@ func (s *Store) Rename(ctx context.Context, oldPath, newPath string) error {
 	}
 	var moved atomic.Int32
 	var refused atomic.Pointer[error] // a node that answered but would not rename
+	var (
+		leftMu sync.Mutex
+		left   archive.Version // the newest other version left at oldPath
+	)
 	errs := s.forEach(ctx, func(ctx context.Context, n node.Node) error {
+		if !src.IsDir {
+			// Only the moved version's archives go. Another version's
+			// (an older one it superseded on a node that missed the
+			// write, or a removed one hidden here by tombstones) would be
+			// at newPath where nothing hides it, newer maybe than the
+			// moved object: it is removed instead.
+			r := probeOne(ctx, oldPath, n)
+			switch {
+			case r.ref != nil:
+				v := r.ref.idx.Meta.Version
+				r.ref.file.Close()
+				if v == src.Version {
+					break
+				}
+				if err := n.Remove(ctx, oldPath); err != nil && !errors.Is(err, node.ErrNotExist) {
+					leftMu.Lock()
+					left = max(left, v)
+					leftMu.Unlock()
+					return err
+				}
+				return nil
+			case r.err != nil && !r.malformed:
+				return r.err
+			case r.err == nil && !r.isDir:
+				return nil // nothing here
+			}
+		}
 		if _, err := n.Stat(ctx, oldPath); err != nil {
 			return err
 		}
@@ -859,9 +890,10 @@ func (s *Store) Rename(ctx context.Context, oldPath, newPath string) error {
 			return fmt.Errorf("object: rename %s to %s: %w", oldPath, newPath, err)
 		}
 		// Unreachable nodes keep archives under the old name: tombstone it,
-		// as Remove does, so that they never bring the old name back.
+		// as Remove does, so that they never bring the old name back (nor
+		// another version's that could not be removed).
 		if !src.IsDir && src.Version != "" {
-			s.writeTombstones(ctx, oldPath, src.Version)
+			s.writeTombstones(ctx, oldPath, max(src.Version, left))
 		}
 		s.opts.Logger.Warn("rename left archives on unreachable nodes", "obj", oldPath, "to", newPath, "err", err)
 	}

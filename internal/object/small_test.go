@@ -253,6 +253,44 @@ func TestLargeObjectMovedOntoSmallOne(t *testing.T) {
 	}
 }
 
+// Then moving that object on: the returned node's archive of the
+// replaced small object (newer than the moved one, hidden at its path by
+// the tombstone) must not move with it, where no tombstone hides it: it
+// outranked the moved object there and was listed in its place.
+// Regression test for fault-suite seed 490096290556648841 ("xrdfs ls -l
+// /d0 lists /d0/o02 with size 2403, the model says c3(2883633 bytes)").
+func TestObjectMovedOnLeavesTheReplacedCopyBehind(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	c, faulty := faultyCluster(t, 8, g, func(o *Options) { o.SmallObjectSize = 20000 })
+	r := rand.New(rand.NewPCG(seed(t), 6))
+	big, small := randBytes(r, 50000), randBytes(r, 2403)
+	putHint(t, c.store, "/d/big", big, int64(len(big)))
+	putHint(t, c.store, "/d/x", small, int64(len(small)))
+	down := c.slotNode(t, "/d/x", 1)
+	faulty[down].SetDown(true)
+	if err := c.store.Rename(ctx, "/d/big", "/d/x"); err != nil {
+		t.Fatalf("mv with a node down: %v", err)
+	}
+	faulty[down].SetDown(false)
+	if err := c.store.Rename(ctx, "/d/x", "/d/y"); err != nil {
+		t.Fatalf("mv on: %v", err)
+	}
+	if got, err := get(c.store, "/d/y"); err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("moved object: %d bytes, %v; want the %d moved", len(got), err, len(big))
+	}
+	if info, err := c.store.Stat(ctx, "/d/y"); err != nil || info.Size != int64(len(big)) {
+		t.Fatalf("stat of the moved object: %+v, %v", info, err)
+	}
+	infos, err := c.store.List(ctx, "/d")
+	if err != nil || len(infos) != 1 || infos[0].Name != "y" || infos[0].Size != int64(len(big)) {
+		t.Fatalf("list /d: %+v, %v; want y of %d bytes", infos, err, len(big))
+	}
+	if _, err := c.store.Stat(ctx, "/d/x"); !errors.Is(err, ErrNotExist) {
+		t.Errorf("stat of the old name: %v, want ErrNotExist", err)
+	}
+}
+
 // A small object overwritten while one of its nodes is down keeps its
 // archive there; when the newer object is then removed (that node still
 // down), the tombstone hides that older archive too once the node
