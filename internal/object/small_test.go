@@ -225,18 +225,7 @@ func TestSmallObjectMovedOntoNewerStaysVisible(t *testing.T) {
 // fault-suite seed 1795321216969545084.
 func TestLargeObjectMovedOntoSmallOne(t *testing.T) {
 	ctx := context.Background()
-	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
-	c, faulty := faultyCluster(t, 8, g, func(o *Options) { o.SmallObjectSize = 20000 })
-	r := rand.New(rand.NewPCG(seed(t), 4))
-	big, small := randBytes(r, 50000), randBytes(r, 1519)
-	putHint(t, c.store, "/d/big", big, int64(len(big)))
-	putHint(t, c.store, "/d/x", small, int64(len(small)))
-	down := c.slotNode(t, "/d/x", 1)
-	faulty[down].SetDown(true)
-	if err := c.store.Rename(ctx, "/d/big", "/d/x"); err != nil {
-		t.Fatalf("mv with a node down: %v", err)
-	}
-	faulty[down].SetDown(false)
+	c, big := moveLargeOntoSmallWithANodeDown(t, 4, 1519)
 	if got, err := get(c.store, "/d/x"); err != nil || !bytes.Equal(got, big) {
 		t.Fatalf("moved object: %d bytes, %v", len(got), err)
 	}
@@ -261,18 +250,7 @@ func TestLargeObjectMovedOntoSmallOne(t *testing.T) {
 // /d0 lists /d0/o02 with size 2403, the model says c3(2883633 bytes)").
 func TestObjectMovedOnLeavesTheReplacedCopyBehind(t *testing.T) {
 	ctx := context.Background()
-	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
-	c, faulty := faultyCluster(t, 8, g, func(o *Options) { o.SmallObjectSize = 20000 })
-	r := rand.New(rand.NewPCG(seed(t), 6))
-	big, small := randBytes(r, 50000), randBytes(r, 2403)
-	putHint(t, c.store, "/d/big", big, int64(len(big)))
-	putHint(t, c.store, "/d/x", small, int64(len(small)))
-	down := c.slotNode(t, "/d/x", 1)
-	faulty[down].SetDown(true)
-	if err := c.store.Rename(ctx, "/d/big", "/d/x"); err != nil {
-		t.Fatalf("mv with a node down: %v", err)
-	}
-	faulty[down].SetDown(false)
+	c, big := moveLargeOntoSmallWithANodeDown(t, 6, 2403)
 	if err := c.store.Rename(ctx, "/d/x", "/d/y"); err != nil {
 		t.Fatalf("mv on: %v", err)
 	}
@@ -289,6 +267,27 @@ func TestObjectMovedOnLeavesTheReplacedCopyBehind(t *testing.T) {
 	if _, err := c.store.Stat(ctx, "/d/x"); !errors.Is(err, ErrNotExist) {
 		t.Errorf("stat of the old name: %v, want ErrNotExist", err)
 	}
+}
+
+// moveLargeOntoSmallWithANodeDown puts a 50000-byte object at /d/big and
+// a small one of smallSize bytes at /d/x, and moves the first onto the
+// second while a node holding the small one is down, which then returns
+// with its copy. It returns the cluster and the moved object's bytes.
+func moveLargeOntoSmallWithANodeDown(t *testing.T, stream uint64, smallSize int64) (*cluster, []byte) {
+	t.Helper()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	c, faulty := faultyCluster(t, 8, g, func(o *Options) { o.SmallObjectSize = 20000 })
+	r := rand.New(rand.NewPCG(seed(t), stream))
+	big, small := randBytes(r, 50000), randBytes(r, smallSize)
+	putHint(t, c.store, "/d/big", big, int64(len(big)))
+	putHint(t, c.store, "/d/x", small, int64(len(small)))
+	down := c.slotNode(t, "/d/x", 1)
+	faulty[down].SetDown(true)
+	if err := c.store.Rename(context.Background(), "/d/big", "/d/x"); err != nil {
+		t.Fatalf("mv with a node down: %v", err)
+	}
+	faulty[down].SetDown(false)
+	return c, big
 }
 
 // A small object overwritten while one of its nodes is down keeps its
