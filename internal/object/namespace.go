@@ -838,12 +838,20 @@ func (s *Store) Rename(ctx context.Context, oldPath, newPath string) error {
 	if !src.IsDir && !s.noteMoved(ctx, newPath, src.Version) {
 		return fmt.Errorf("object: rename %s to %s: %w: fewer than %d nodes could record the move at the destination's tombstones", oldPath, newPath, ErrQuorum, s.opts.Geometry.M+1)
 	}
-	var moved atomic.Int32
-	var refused atomic.Pointer[error] // a node that answered but would not rename
 	var (
-		leftMu sync.Mutex
-		left   archive.Version // the newest other version left at oldPath
+		moved   atomic.Int32
+		refused atomic.Pointer[error] // a node that answered but would not rename
+		leftMu  sync.Mutex
+		left    archive.Version // the newest other version left at oldPath
 	)
+	rename := func(ctx context.Context, n node.Node) error {
+		if err := n.Rename(ctx, oldPath, newPath); err != nil {
+			refused.CompareAndSwap(nil, &err)
+			return err
+		}
+		moved.Add(1)
+		return nil
+	}
 	errs := s.forEach(ctx, func(ctx context.Context, n node.Node) error {
 		if !src.IsDir {
 			// Only the moved version's archives go. Another version's
@@ -857,7 +865,7 @@ func (s *Store) Rename(ctx context.Context, oldPath, newPath string) error {
 				v := r.ref.idx.Meta.Version
 				r.ref.file.Close()
 				if v == src.Version {
-					break
+					return rename(ctx, n)
 				}
 				if err := n.Remove(ctx, oldPath); err != nil && !errors.Is(err, node.ErrNotExist) {
 					leftMu.Lock()
@@ -875,12 +883,7 @@ func (s *Store) Rename(ctx context.Context, oldPath, newPath string) error {
 		if _, err := n.Stat(ctx, oldPath); err != nil {
 			return err
 		}
-		if err := n.Rename(ctx, oldPath, newPath); err != nil {
-			refused.CompareAndSwap(nil, &err)
-			return err
-		}
-		moved.Add(1)
-		return nil
+		return rename(ctx, n)
 	})
 	if p := refused.Load(); p != nil {
 		return fmt.Errorf("object: rename %s to %s: %w", oldPath, newPath, *p)
