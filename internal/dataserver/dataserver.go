@@ -85,10 +85,12 @@ type FS struct {
 	root    *os.Root
 	beneath *fsutil.Beneath // one-call opens under dir; nil: root only
 	fsync   bool
-	// entryWithFile: the file system makes a created file's directory
-	// entry durable with the file's own fsync (fsutil.FsyncCoversNewEntry),
-	// so a sync or close need not fsync the directory as well.
+	// entryWithFile: the file system of dir (device entryDev) makes a
+	// created file's directory entry durable with the file's own fsync
+	// (fsutil.FsyncCoversNewEntry), so a sync or close of a file on it
+	// need not fsync the directory as well.
 	entryWithFile bool
+	entryDev      uint64
 	// synced, if set (by tests), is told of every fsync of an open
 	// file ("file") and of a directory ("dir").
 	synced func(what string)
@@ -125,9 +127,13 @@ func New(dir string, opts Options) (*FS, error) {
 	if err != nil {
 		beneath = nil // os.Root alone serves
 	}
-	entryWithFile := false
+	entryWithFile, entryDev := false, uint64(0)
 	if d, err := os.Open(abs); err == nil {
-		entryWithFile = fsutil.FsyncCoversNewEntry(d)
+		if fi, err := d.Stat(); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				entryWithFile, entryDev = fsutil.FsyncCoversNewEntry(d), st.Dev
+			}
+		}
 		d.Close()
 	}
 	return &FS{
@@ -136,6 +142,7 @@ func New(dir string, opts Options) (*FS, error) {
 		beneath:       beneath,
 		fsync:         opts.Fsync,
 		entryWithFile: entryWithFile,
+		entryDev:      entryDev,
 		users:         make(map[uint32]string),
 		group:         make(map[uint32]string),
 	}, nil
@@ -750,7 +757,7 @@ func (f *file) sync(stop bool) error {
 			return err
 		}
 	}
-	if entry && f.fs.fsync && !f.fs.entryWithFile {
+	if entry && f.fs.fsync && !f.fs.fsyncCoversEntry(f.f) {
 		if err := f.fs.syncDir(path.Dir(f.name)); err != nil {
 			return err
 		}
@@ -760,6 +767,21 @@ func (f *file) sync(stop bool) error {
 	f.entryPending = f.entryPending && !entry
 	f.mu.Unlock()
 	return nil
+}
+
+// fsyncCoversEntry reports whether f's own fsync made its new directory
+// entry durable: it lies on the served directory's file system (not on
+// one mounted below it), which does that (entryWithFile).
+func (s *FS) fsyncCoversEntry(f *os.File) bool {
+	if !s.entryWithFile {
+		return false
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && st.Dev == s.entryDev
 }
 
 // Close closes the file, fsyncing it first if it was written since its

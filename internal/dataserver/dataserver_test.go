@@ -754,7 +754,8 @@ func syncRecorder(t *testing.T, entryWithFile bool) (s *FS, want func(step strin
 
 // Where the file's fsync makes its new entry durable (ext4, XFS), a
 // sync or close of a created file fsyncs the file alone; a directory the
-// open created is still fsynced.
+// open created is still fsynced, and so is the directory of a file on
+// another file system.
 func TestCreateLeavesTheEntryToTheFilesFsync(t *testing.T) {
 	ctx := testCtx(t)
 	s, want := syncRecorder(t, true)
@@ -785,6 +786,19 @@ func TestCreateLeavesTheEntryToTheFilesFsync(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(s.dir, "d", "a")); err != nil || string(b) != "data" {
 		t.Errorf("file: %q, %v", b, err)
 	}
+
+	// A file on another file system (one mounted below the directory,
+	// here one the server takes the directory's to be different from):
+	// its directory is fsynced after it, as elsewhere.
+	s.entryDev++
+	f, err = s.Open(ctx, "/d/e", xrootd.OpenOptions{Flags: xrootd.OpenNew})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want("close of a new file on another file system", "file", "dir")
 }
 
 // Extended attributes over kXR_fattr: set, get (a missing one is
