@@ -24,7 +24,7 @@ import (
 // its chunk, the last page of a chunk being as long as what is left.
 // The metadata's page_crc32c is the page size when the archive has them.
 const (
-	PageSize  = 4096
+	PageSize  = erasure.PagedSize // 4096; the writer derives the object's CRC-32C from these
 	PageGroup = 64
 )
 

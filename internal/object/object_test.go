@@ -6,6 +6,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"hash/adler32"
+	"hash/crc32"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -139,6 +141,48 @@ func TestRoundTripSizes(t *testing.T) {
 				t.Fatalf("stat: size %d archives %d", info.Size, info.Archives)
 			}
 		})
+	}
+}
+
+// TestStoredChecksumsAreTheDatas checks the whole-object checksums a
+// write stores against the data's own, for sizes that end inside a page,
+// a chunk and a block: the writer derives the CRC-32C from the chunks'
+// page checksums, and a last block's chunks are neither whole chunks nor
+// whole pages, and end in padding.
+func TestStoredChecksumsAreTheDatas(t *testing.T) {
+	g := layout.Geometry{K: 3, M: 2, ChunkSize: 16 << 10}
+	c := newCluster(t, 6, g, func(o *Options) { o.SmallObjectSize = 8 << 10 })
+	r := rand.New(rand.NewPCG(seed(t), 1))
+	cs, bs := g.ChunkSize, g.BlockSize()
+	castagnoli := crc32.MakeTable(crc32.Castagnoli)
+	for _, size := range []int64{0, 1, 4095, 4096, 4097, cs - 1, cs + 5, bs - 1, bs, bs + 1, 2*bs + 3*4096 + 7} {
+		for _, hinted := range []bool{false, true} { // hinted and small: stored as 1+M copies
+			data := randBytes(r, size)
+			path := fmt.Sprintf("/sums/f%d-%v", size, hinted)
+			opt := &CreateOptions{}
+			if hinted {
+				opt.SizeHint = size
+			}
+			w, err := c.store.Create(context.Background(), path, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.Write(data); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			info, err := c.store.Stat(context.Background(), path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantCRC := fmt.Sprintf("%08x", crc32.Checksum(data, castagnoli))
+			wantAdler := fmt.Sprintf("%08x", adler32.Checksum(data))
+			if info.CRC32C != wantCRC || info.Adler32 != wantAdler {
+				t.Errorf("%s (%d bytes): crc32c %s adler32 %s, want %s %s", path, size, info.CRC32C, info.Adler32, wantCRC, wantAdler)
+			}
+		}
 	}
 }
 

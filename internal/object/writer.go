@@ -558,11 +558,16 @@ func (w *Writer) dispatch() {
 		}
 	}()
 	for job := range w.order {
-		w.sums.Write(job.data[:job.n])
 		<-job.encoded
 		if job.crcs == nil { // encoding failed or aborted
 			w.release(job, true)
 			continue
+		}
+		// The object's CRC-32C comes from the data chunks' page CRCs,
+		// which encode took for the archives.
+		cl := len(job.chunks[0])
+		for s := 0; s < w.geo.K && s*cl < job.n; s++ {
+			w.sums.WritePaged(job.chunks[s], min(cl, job.n-s*cl), job.pages[s])
 		}
 		job.refs.Store(int32(len(w.slots)))
 		for _, sw := range w.slots {
