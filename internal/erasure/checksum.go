@@ -10,7 +10,21 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // ChunkChecksum is the checksum stored with every chunk: the IEEE CRC-32
 // that the ZIP format keeps in each entry's headers.
-func ChunkChecksum(p []byte) uint32 { return crc32.ChecksumIEEE(p) }
+func ChunkChecksum(p []byte) uint32 {
+	if !useIEEEFold || len(p) < foldMin {
+		return crc32.ChecksumIEEE(p)
+	}
+	// The kernel folds the whole 64-byte rounds into 64 bytes with the
+	// same CRC; hash/crc32 finishes those and the rest.
+	n := len(p) &^ 63
+	var state [64]byte
+	ieeeFold256(^uint32(0), p[:n], &state)
+	return crc32.Update(crc32.Update(^uint32(0), crc32.IEEETable, state[:]), crc32.IEEETable, p[n:])
+}
+
+// foldMin is the length from which ieeeFold256 pays for finishing its
+// 64 bytes of state.
+const foldMin = 512
 
 // CRC32C returns the Castagnoli CRC of p.
 func CRC32C(p []byte) uint32 { return crc32.Checksum(p, castagnoli) }
