@@ -26,7 +26,14 @@ type HealerOptions struct {
 	// so that a write still committing is not mistaken for damage.
 	// Default 5s.
 	Settle time.Duration
-	Logger *slog.Logger
+	// RetryFor is how long a heal that failed (the node a slot belongs
+	// on still down, and no other to take it, say) is tried again, with
+	// waits that double from 2×Settle up to MaxRetryWait; the object is
+	// then left to a repair. Default 24h.
+	RetryFor time.Duration
+	// MaxRetryWait bounds the wait between two tries. Default 10 minutes.
+	MaxRetryWait time.Duration
+	Logger       *slog.Logger
 	// Healed, if set, is called after each object is handled (for
 	// metrics): ok reports whether it is healthy now.
 	Healed func(path string, bytes int64, ok bool)
@@ -46,7 +53,17 @@ type Healer struct {
 	// damaged holds, per reported path, the version and the slots whose
 	// archives reads found damaged.
 	damaged map[string]damagedSlots
+	// failing holds the objects whose last heal failed, to be tried
+	// again (retry).
+	failing map[string]healFailure
 	wake    chan struct{}
+}
+
+// healFailure is when an object's heals started failing, and how many
+// have failed since.
+type healFailure struct {
+	since    time.Time
+	attempts int
 }
 
 // damagedSlots are the slots of one version of an object whose archives
@@ -68,11 +85,18 @@ func NewHealer(store *object.Store, opts HealerOptions) *Healer {
 	if opts.Settle == 0 {
 		opts.Settle = 5 * time.Second
 	}
+	if opts.RetryFor == 0 {
+		opts.RetryFor = 24 * time.Hour
+	}
+	if opts.MaxRetryWait == 0 {
+		opts.MaxRetryWait = 10 * time.Minute
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Healer{store: store, opts: opts, limiter: newRateLimiter(opts.Rate),
-		pending: map[string]time.Time{}, damaged: map[string]damagedSlots{}, wake: make(chan struct{}, 1)}
+		pending: map[string]time.Time{}, damaged: map[string]damagedSlots{}, failing: map[string]healFailure{},
+		wake: make(chan struct{}, 1)}
 }
 
 // Enqueue asks for path to be healed. It never blocks, so it may be called
@@ -207,6 +231,9 @@ func (h *Healer) heal(ctx context.Context, path string) {
 	h.mu.Unlock()
 	slots, res, err := heal(ctx, h.store, path, d, h.limiter.wait)
 	if err == nil && len(slots) == 0 {
+		h.mu.Lock()
+		delete(h.failing, path)
+		h.mu.Unlock()
 		return // gone, healthy again, or beyond repair (fsck reports it)
 	}
 	if err == nil && res != nil {
@@ -227,14 +254,77 @@ func (h *Healer) heal(ctx context.Context, path string) {
 	if res != nil {
 		n = res.Bytes
 	}
-	if err != nil {
-		h.opts.Logger.Warn("heal failed", "obj", path, "slots", slots, "err", err)
-	} else {
-		h.opts.Logger.Info("healed", "obj", path, "slots", slots, "bytes", n)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return // stopping
+	case err != nil:
+		h.retry(path, d, slots, err)
+	default:
+		h.mu.Lock()
+		failed := h.failing[path].attempts
+		delete(h.failing, path)
+		h.mu.Unlock()
+		h.opts.Logger.Info("healed", "obj", path, "slots", slots, "bytes", n, "failed_before", failed)
 	}
 	if h.opts.Healed != nil {
 		h.opts.Healed(path, n, err == nil)
 	}
+}
+
+// retry puts path back in the queue after its heal failed, due after a
+// wait that doubles with every failure, with the damaged slots d that
+// were reported for it, until RetryFor has passed since the first
+// failure. Without it, an object written while a node was down stayed
+// degraded when its heal came before the node was back: nothing reports
+// it again unless it is read, and the full scan is off by default.
+func (h *Healer) retry(path string, d damagedSlots, slots []int, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f, ok := h.failing[path]
+	if !ok {
+		f.since = time.Now()
+	}
+	f.attempts++
+	if time.Since(f.since) >= h.opts.RetryFor {
+		delete(h.failing, path)
+		h.opts.Logger.Warn("heal failed; giving up on the object, which `ecstore repair` rebuilds", "obj", path, "slots", slots,
+			"attempts", f.attempts, "since", f.since, "err", err)
+		return
+	}
+	wait := h.opts.MaxRetryWait
+	if f.attempts < 30 {
+		wait = min(wait, h.opts.Settle<<f.attempts)
+	}
+	if _, queued := h.pending[path]; !queued {
+		if len(h.pending) >= h.opts.Queue {
+			delete(h.failing, path)
+			h.opts.Logger.Warn("heal failed and the queue is full; giving up on the object, which `ecstore repair` rebuilds",
+				"obj", path, "slots", slots, "err", err)
+			return
+		}
+		// due takes an object Settle after its time.
+		h.pending[path] = time.Now().Add(wait - h.opts.Settle)
+	} // else reported again meanwhile: due sooner
+	h.failing[path] = f
+	if d.version != "" {
+		cur, ok := h.damaged[path]
+		switch {
+		case !ok || cur.version < d.version:
+			h.damaged[path] = d
+		case cur.version == d.version:
+			for _, sl := range d.slots {
+				if !slices.Contains(cur.slots, sl) {
+					cur.slots = append(cur.slots, sl)
+				}
+			}
+			h.damaged[path] = cur
+		} // else a newer version was reported meanwhile
+	}
+	log := h.opts.Logger.Debug
+	if f.attempts == 1 {
+		log = h.opts.Logger.Warn
+	}
+	log("heal failed; will try again", "obj", path, "slots", slots, "attempt", f.attempts, "retry_in", wait, "err", err)
 }
 
 // Heal inspects the object at path and, if it is degraded, rebuilds its

@@ -3,6 +3,7 @@ package repair
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"slices"
 	"strings"
@@ -237,5 +238,96 @@ func TestHealerDamageReportsFollowTheQueue(t *testing.T) {
 	}
 	if d := h.damaged["/a"]; d.version != newer || !slices.Equal(d.slots, []int{1, 2}) {
 		t.Errorf("reports of /a: %+v, want slots [1 2] of %s", d, newer)
+	}
+}
+
+// TestHealerTriesAgainOnceTheNodeIsBack: an object written while a node
+// was down is reported by the write; its heal fails while the node is
+// still down (every other node holds one of its archives already), and
+// the healer tries again until the node is back, without the object
+// being read or reported again. It used to give up after the first
+// failure, leaving the object degraded until someone ran a repair.
+func TestHealerTriesAgainOnceTheNodeIsBack(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 512}
+	c := testcluster.New(t, 6, g)
+	healed := make(chan bool, 100)
+	h := NewHealer(nil, HealerOptions{Settle: 10 * time.Millisecond, MaxRetryWait: 40 * time.Millisecond,
+		Healed: func(_ string, _ int64, ok bool) { healed <- ok }})
+	s, fs := c.Faulty(t, g, func(o *object.Options) { o.Events = h.Events(object.Events{}) })
+	h.SetStore(s)
+	go h.Run(ctx)
+
+	down := 3
+	fs[down].SetDown(true)
+	data := bytes.Repeat([]byte("written with a node down "), 400)
+	put(t, s, "/d", data)
+	for failures := 0; failures < 3; {
+		select {
+		case ok := <-healed:
+			if ok {
+				t.Fatal("healed with the node still down")
+			}
+			failures++
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d failed heals, then none for 10 s; %d pending", failures, h.Pending())
+		}
+	}
+	fs[down].SetDown(false)
+	deadline := time.After(10 * time.Second)
+	for done := false; !done; {
+		select {
+		case done = <-healed:
+		case <-deadline:
+			t.Fatalf("not healed after the node came back; %d pending", h.Pending())
+		}
+	}
+	in, err := s.Inspect(ctx, "/d", true)
+	if err != nil || in.Health != object.Healthy {
+		t.Fatalf("after the node came back: %v %v", in.Health, err)
+	}
+	if got, err := get(s, "/d"); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read after healing: %v", err)
+	}
+}
+
+// TestHealerRetryBookkeeping: a failed heal goes back in the queue with
+// the damaged slots reported for it, due after waits that double up to
+// MaxRetryWait, and is dropped once RetryFor has passed since its first
+// failure.
+func TestHealerRetryBookkeeping(t *testing.T) {
+	h := NewHealer(nil, HealerOptions{Settle: time.Second, MaxRetryWait: 5 * time.Second, RetryFor: time.Hour})
+	v := archive.NewVersion(time.Unix(100, 0))
+	failed := errors.New("node down")
+	var waits []time.Duration
+	for range 4 {
+		h.retry("/a", damagedSlots{version: v, slots: []int{2}}, []int{2}, failed)
+		h.mu.Lock()
+		at, queued := h.pending["/a"]
+		delete(h.pending, "/a") // as due does
+		h.mu.Unlock()
+		if !queued {
+			t.Fatal("a failed heal was not queued again")
+		}
+		waits = append(waits, (time.Until(at) + h.opts.Settle + 50*time.Millisecond).Truncate(100*time.Millisecond))
+	}
+	if want := []time.Duration{2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}; !slices.Equal(waits, want) {
+		t.Errorf("waits %v, want %v", waits, want)
+	}
+	if d := h.damaged["/a"]; d.version != v || !slices.Equal(d.slots, []int{2}) {
+		t.Errorf("damage report after the retries: %+v", d)
+	}
+	h.mu.Lock()
+	f := h.failing["/a"]
+	f.since = time.Now().Add(-2 * time.Hour)
+	h.failing["/a"] = f
+	h.mu.Unlock()
+	h.retry("/a", damagedSlots{}, []int{2}, failed)
+	if _, queued := h.pending["/a"]; queued {
+		t.Error("queued again after RetryFor")
+	}
+	if _, ok := h.failing["/a"]; ok {
+		t.Error("still counted as failing after giving up")
 	}
 }
