@@ -51,24 +51,10 @@ func TestFoldConstants(t *testing.T) {
 		t.Fatalf("found %d fold constants in crc32_amd64.s, want 2", len(m))
 	}
 	const ieeeReflected = 0xedb88320
-	mul := func(a, b uint32) uint32 {
-		var p uint32
-		for bit := uint32(1) << 31; bit != 0; bit >>= 1 {
-			if a&bit != 0 {
-				p ^= b
-			}
-			if b&1 != 0 {
-				b = b>>1 ^ ieeeReflected
-			} else {
-				b >>= 1
-			}
-		}
-		return p
-	}
 	xPow := func(n int) uint64 {
 		p := uint32(1) << 31 // x^0
 		for range n {
-			p = mul(p, 1<<30) // times x
+			p = gfMulMod(p, 1<<30, ieeeReflected) // times x
 		}
 		return uint64(p) << 1
 	}

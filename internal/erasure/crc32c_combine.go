@@ -19,14 +19,18 @@ const castagnoliReflected = 0x82f63b78
 
 // gfMul multiplies a and b, polynomials in that bit order, modulo the
 // Castagnoli polynomial.
-func gfMul(a, b uint32) uint32 {
+func gfMul(a, b uint32) uint32 { return gfMulMod(a, b, castagnoliReflected) }
+
+// gfMulMod multiplies a and b modulo poly, all three in hash/crc32's
+// bit order.
+func gfMulMod(a, b, poly uint32) uint32 {
 	var p uint32
 	for m := uint32(1) << 31; m != 0; m >>= 1 {
 		if a&m != 0 {
 			p ^= b
 		}
 		if b&1 != 0 {
-			b = b>>1 ^ castagnoliReflected
+			b = b>>1 ^ poly
 		} else {
 			b >>= 1
 		}

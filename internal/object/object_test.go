@@ -159,20 +159,11 @@ func TestStoredChecksumsAreTheDatas(t *testing.T) {
 		for _, hinted := range []bool{false, true} { // hinted and small: stored as 1+M copies
 			data := randBytes(r, size)
 			path := fmt.Sprintf("/sums/f%d-%v", size, hinted)
-			opt := &CreateOptions{}
+			hint := int64(0)
 			if hinted {
-				opt.SizeHint = size
+				hint = size
 			}
-			w, err := c.store.Create(context.Background(), path, opt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := w.Write(data); err != nil {
-				t.Fatal(err)
-			}
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
+			putHint(t, c.store, path, data, hint)
 			info, err := c.store.Stat(context.Background(), path)
 			if err != nil {
 				t.Fatal(err)

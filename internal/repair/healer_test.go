@@ -92,12 +92,19 @@ func TestHealRebuildsWhatAWriteDropped(t *testing.T) {
 	if err != nil || len(slots) != 1 || slots[0] != 2 || res == nil || res.Rebuilt[2] == "" || res.Rebuilt[2] == info.Placement[2] {
 		t.Fatalf("heal after the write dropped slot 2 (node %s): slots %v, result %+v, err %v", info.Placement[2], slots, res, err)
 	}
-	in, err := s.Inspect(ctx, "/w", true)
+	assertHealed(t, s, "/w", data)
+}
+
+// assertHealed checks that the object at path is healthy, a deep
+// inspection says, and reads back as data.
+func assertHealed(t *testing.T, s *object.Store, path string, data []byte) {
+	t.Helper()
+	in, err := s.Inspect(context.Background(), path, true)
 	if err != nil || in.Health != object.Healthy {
-		t.Fatalf("after heal: %v %v", in.Health, err)
+		t.Fatalf("%s after healing: %v %v", path, in.Health, err)
 	}
-	if got, err := get(s, "/w"); err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("read after heal: %v", err)
+	if got, err := get(s, path); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read of %s after healing: %v", path, err)
 	}
 }
 
@@ -283,13 +290,7 @@ func TestHealerTriesAgainOnceTheNodeIsBack(t *testing.T) {
 			t.Fatalf("not healed after the node came back; %d pending", h.Pending())
 		}
 	}
-	in, err := s.Inspect(ctx, "/d", true)
-	if err != nil || in.Health != object.Healthy {
-		t.Fatalf("after the node came back: %v %v", in.Health, err)
-	}
-	if got, err := get(s, "/d"); err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("read after healing: %v", err)
-	}
+	assertHealed(t, s, "/d", data)
 }
 
 // TestHealerRetryBookkeeping: a failed heal goes back in the queue with
