@@ -253,6 +253,22 @@ func (m *Metrics) Healed(_ string, bytes int64, ok bool) {
 	m.healedBytes.Add(float64(bytes))
 }
 
+// WatchHealer exports the background healer's queue at every scrape:
+// queued, the objects waiting to be healed (those waiting to be tried
+// again included), and retrying, those whose last heal failed (a node
+// they need still down, say): the healer tries them again for a day,
+// then leaves them to a repair.
+func (m *Metrics) WatchHealer(queued, retrying func() int) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "ec_repair_queued_objects", Help: "Objects waiting for the background healer, including those waiting to be tried again.",
+		}, func() float64 { return float64(queued()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "ec_repair_retrying_objects", Help: "Objects whose last heal failed, which the background healer tries again for a day before leaving them to a repair.",
+		}, func() float64 { return float64(retrying()) }),
+	)
+}
+
 // Handler serves the registry in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})

@@ -188,6 +188,30 @@ func TestNodeGauges(t *testing.T) {
 	}
 }
 
+// TestHealerGauges checks that the healer's queue is exported as read at
+// each scrape.
+func TestHealerGauges(t *testing.T) {
+	m := New()
+	queued, retrying := 3, 1
+	m.WatchHealer(func() int { return queued }, func() int { return retrying })
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	for range 2 {
+		resp, err := http.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, want := range []string{fmt.Sprintf("ec_repair_queued_objects %d\n", queued), fmt.Sprintf("ec_repair_retrying_objects %d\n", retrying)} {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("scrape: no %q", want)
+			}
+		}
+		queued, retrying = 0, 0
+	}
+}
+
 // TestNodeOperationMetrics checks the counts, outcomes and bytes of node
 // operations: a missing path is not an error.
 func TestNodeOperationMetrics(t *testing.T) {

@@ -185,6 +185,14 @@ func (h *Healer) Pending() int {
 	return len(h.pending)
 }
 
+// Retrying is the number of objects whose last heal failed and that are
+// to be tried again.
+func (h *Healer) Retrying() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.failing)
+}
+
 // Run heals until ctx is done.
 func (h *Healer) Run(ctx context.Context) error {
 	var scan <-chan time.Time

@@ -281,6 +281,9 @@ func TestHealerTriesAgainOnceTheNodeIsBack(t *testing.T) {
 			t.Fatalf("%d failed heals, then none for 10 s; %d pending", failures, h.Pending())
 		}
 	}
+	if n := h.Retrying(); n != 1 {
+		t.Errorf("%d objects retrying, want 1", n)
+	}
 	fs[down].SetDown(false)
 	deadline := time.After(10 * time.Second)
 	for done := false; !done; {
@@ -291,6 +294,9 @@ func TestHealerTriesAgainOnceTheNodeIsBack(t *testing.T) {
 		}
 	}
 	assertHealed(t, s, "/d", data)
+	if n := h.Retrying(); n != 0 {
+		t.Errorf("%d objects retrying after the heal, want 0", n)
+	}
 }
 
 // TestHealerRetryBookkeeping: a failed heal goes back in the queue with
