@@ -299,10 +299,11 @@ func (h *Healer) retry(path string, d damagedSlots, slots []int, err error) {
 			"attempts", f.attempts, "since", f.since, "err", err)
 		return
 	}
-	wait := h.opts.MaxRetryWait
-	if f.attempts < 30 {
-		wait = min(wait, h.opts.Settle<<f.attempts)
+	wait := h.opts.Settle // doubled up to the cap, never past it (no overflow)
+	for i := 0; i < f.attempts && wait < h.opts.MaxRetryWait; i++ {
+		wait *= 2
 	}
+	wait = min(wait, h.opts.MaxRetryWait)
 	if _, queued := h.pending[path]; !queued {
 		if len(h.pending) >= h.opts.Queue {
 			delete(h.failing, path)

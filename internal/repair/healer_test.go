@@ -325,6 +325,16 @@ func TestHealerRetryBookkeeping(t *testing.T) {
 	if d := h.damaged["/a"]; d.version != v || !slices.Equal(d.slots, []int{2}) {
 		t.Errorf("damage report after the retries: %+v", d)
 	}
+	// Many failures with a long Settle: the wait stays at the cap.
+	long := NewHealer(nil, HealerOptions{Settle: time.Minute, MaxRetryWait: time.Hour, RetryFor: 1000 * time.Hour})
+	for i := 1; i <= 70; i++ {
+		long.retry("/b", damagedSlots{}, []int{1}, failed)
+		wait := time.Until(long.pending["/b"]) + time.Minute
+		delete(long.pending, "/b")
+		if wait <= 0 || wait > time.Hour || i >= 6 && wait < 59*time.Minute {
+			t.Fatalf("wait after %d failures with Settle 1m, cap 1h: %v", i, wait)
+		}
+	}
 	h.mu.Lock()
 	f := h.failing["/a"]
 	f.since = time.Now().Add(-2 * time.Hour)
