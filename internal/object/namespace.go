@@ -33,6 +33,11 @@ type Info struct {
 	Placement []string
 	Archives  int
 	User      map[string]string
+	// NoUserMeta is set on an Info that List built from archive summaries
+	// saying that the object has no user metadata: User is nil and
+	// Describe would add none (an S3 listing then has the ETag without
+	// reading an archive).
+	NoUserMeta bool
 	// listedOn holds the nodes on which List found the archives of
 	// Version by their summaries (nil for any other Info): Describe
 	// reads the metadata from one of them.

@@ -24,6 +24,7 @@ const (
 	attrChunk   = "c" // chunk size, layout.FormatSize ("1MiB")
 	attrSlot    = "n" // the archive's slot
 	attrMTime   = "t" // nanoseconds since 1970, only when not the version's time to the µs
+	attrNoUser  = "u" // "0": the object has no user metadata; absent when it has (or was written before the key)
 )
 
 // The long keys that earlier ecstore versions wrote: still read, and
@@ -60,6 +61,9 @@ func summaryAttrs(m *archive.Metadata) map[string]string {
 	if !m.MTime.Equal(versionMTime(m.Version)) {
 		a[attrMTime] = strconv.FormatInt(m.MTime.UnixNano(), 10)
 	}
+	if len(m.User) == 0 {
+		a[attrNoUser] = "0"
+	}
 	return a
 }
 
@@ -76,6 +80,7 @@ type summary struct {
 	mtime   time.Time
 	geo     layout.Geometry // ChunkSize 0 when written before it was kept
 	slot    int             // the archive's slot; -1 when not kept
+	noUser  bool            // the object has no user metadata (false: it has, or unknown)
 }
 
 // parseSummary reads the summary in an archive's attributes, in either
@@ -121,6 +126,7 @@ func parseSummary(a map[string]string) (summary, bool) {
 	if n, err := strconv.Atoi(a[slotKey]); err == nil && n >= 0 && n < s.geo.Width() {
 		s.slot = n
 	}
+	s.noUser = a[attrNoUser] == "0"
 	return s, true
 }
 
@@ -176,7 +182,7 @@ func summaryFromFiles(path, name string, files []listedFile) (*Info, bool) {
 		return nil, false // Stat asks the tombstones
 	}
 	info := &Info{Path: path, Name: name, Size: newest.size, MTime: newest.mtime,
-		Version: newest.version, Archives: n, Geometry: newest.geo}
+		Version: newest.version, Archives: n, Geometry: newest.geo, NoUserMeta: newest.noUser}
 	for _, f := range files {
 		if f.sum.version == newest.version {
 			info.listedOn = append(info.listedOn, f.node)

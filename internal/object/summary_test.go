@@ -3,6 +3,7 @@ package object
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
 	"path/filepath"
 	"testing"
@@ -24,14 +25,17 @@ func TestSummaryAttrsRoundTrip(t *testing.T) {
 	otherTime.MTime = time.Unix(1600000000, 5).UTC()
 	unpackable := base
 	unpackable.Version = "v1"
-	for name, m := range map[string]archive.Metadata{"packed": base, "own mtime": otherTime, "unpackable": unpackable} {
+	withUser := base
+	withUser.User = map[string]string{"content-type": "text/plain"}
+	for name, m := range map[string]archive.Metadata{"packed": base, "own mtime": otherTime, "unpackable": unpackable, "user metadata": withUser} {
 		a := summaryAttrs(&m)
 		s, ok := parseSummary(a)
 		if !ok {
 			t.Errorf("%s: parseSummary(%v) failed", name, a)
 			continue
 		}
-		if s.version != m.Version || s.size != m.Size || !s.mtime.Equal(m.MTime) || s.geo != m.Geometry() {
+		if s.version != m.Version || s.size != m.Size || !s.mtime.Equal(m.MTime) || s.geo != m.Geometry() ||
+			s.noUser != (len(m.User) == 0 && name != "unpackable") {
 			t.Errorf("%s: parseSummary(%v) = %+v; want %s, %d, %v, %v", name, a, s, m.Version, m.Size, m.MTime, m.Geometry())
 		}
 		_, own := a[attrMTime]
@@ -55,7 +59,10 @@ func TestSummaryAttrsRoundTrip(t *testing.T) {
 
 // An archive's summary must fit in the 64 bytes of value that ext4 keeps
 // inside a 256-byte inode for the xattr user.ecstore: checked on what
-// node.Local writes, for the largest values a cluster uses.
+// node.Local writes, for the largest values a cluster uses: 16+4, 64 MiB
+// chunks, and objects under 100 GB without user metadata (whose summary
+// says so) or under 10 TB with it. Larger ones take an extra block per
+// archive, next to archives of several GB.
 func TestSummaryFitsInTheInode(t *testing.T) {
 	dir := t.TempDir()
 	l, err := node.NewLocal("n", dir, node.LocalOptions{})
@@ -64,32 +71,41 @@ func TestSummaryFitsInTheInode(t *testing.T) {
 	}
 	defer l.Close()
 	ctx := context.Background()
-	m := archive.Metadata{Version: archive.NewVersion(time.Now()), Size: 9_999_999_999_999, Slot: 19,
-		K: 16, M: 4, ChunkSize: 64 << 20}
-	m.MTime = versionMTime(m.Version)
-	up, err := l.Create(ctx, "/big")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := up.(node.Attributes).SetAttrs(ctx, summaryAttrs(&m)); err != nil {
-		t.Fatal(err)
-	}
-	if err := up.Finish(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := up.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 4096)
-	n, err := unix.Getxattr(filepath.Join(dir, "big"), "user.ecstore", buf)
-	if err == unix.ENOTSUP {
-		t.Skip("no user xattrs on the test directory's file system")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n > 64 {
-		t.Errorf("user.ecstore is %d bytes (%q); want at most 64", n, buf[:n])
+	for _, c := range []struct {
+		size int64
+		user map[string]string
+	}{
+		{99_999_999_999, nil},
+		{9_999_999_999_999, map[string]string{"content-type": "application/octet-stream"}},
+	} {
+		m := archive.Metadata{Version: archive.NewVersion(time.Now()), Size: c.size, Slot: 19,
+			K: 16, M: 4, ChunkSize: 64 << 20, User: c.user}
+		m.MTime = versionMTime(m.Version)
+		name := fmt.Sprintf("big%d", c.size)
+		up, err := l.Create(ctx, "/"+name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := up.(node.Attributes).SetAttrs(ctx, summaryAttrs(&m)); err != nil {
+			t.Fatal(err)
+		}
+		if err := up.Finish(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := up.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 4096)
+		n, err := unix.Getxattr(filepath.Join(dir, name), "user.ecstore", buf)
+		if err == unix.ENOTSUP {
+			t.Skip("no user xattrs on the test directory's file system")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 64 {
+			t.Errorf("user.ecstore is %d bytes (%q); want at most 64", n, buf[:n])
+		}
 	}
 }
 
@@ -142,5 +158,32 @@ func TestListReadsSummaryAttrs(t *testing.T) {
 func TestTailCachedCoversFirstTail(t *testing.T) {
 	if directio.TailCached < archive.FirstTail {
 		t.Errorf("directio.TailCached %d < archive.FirstTail %d: a stat of a new object reads from disk", directio.TailCached, archive.FirstTail)
+	}
+}
+
+// A listing knows from the summaries which objects have no user metadata
+// (NoUserMeta), and does not claim it of one that has.
+func TestListSaysWhichObjectsHaveNoUserMetadata(t *testing.T) {
+	c := newCluster(t, 6, layout.Geometry{K: 3, M: 2, ChunkSize: 4096})
+	ctx := context.Background()
+	put(t, c.store, "/l/plain", []byte("no metadata"))
+	w, err := c.store.Create(ctx, "/l/meta", &CreateOptions{User: map[string]string{"content-type": "text/plain"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte("with metadata"))
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	infos, err := c.store.List(ctx, "/l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, in := range infos {
+		got[in.Name] = in.NoUserMeta
+	}
+	if want := map[string]bool{"plain": true, "meta": false}; !maps.Equal(got, want) {
+		t.Errorf("NoUserMeta by name: %v, want %v", got, want)
 	}
 }

@@ -309,13 +309,19 @@ func (h *handler) page(ctx context.Context, bucket, prefix, delim, after string,
 }
 
 // fillETags reads the ETag of every listed object (user metadata: one
-// archive's metadata read, see object.Store.Describe).
+// archive's metadata read, see object.Store.Describe), except of objects
+// whose summaries say they have no user metadata: their ETag follows
+// from the version.
 func (h *handler) fillETags(ctx context.Context, bucket string, es []entry) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
 	for i := range es {
 		e := &es[i]
 		if e.prefix || e.marker {
+			continue
+		}
+		if e.info.NoUserMeta {
+			e.etag = etagOf(&e.info)
 			continue
 		}
 		wg.Add(1)

@@ -443,3 +443,51 @@ func pageThrough(t *testing.T, ts *testServer, size int, count func() int64, bet
 		}
 	}
 }
+
+// A listing takes the ETag of an object without user metadata (written
+// over root://, say) from its version, as its summaries say it has none:
+// no archive of it is opened. An object written over S3 has its MD5 as
+// ETag, read from its archive's metadata.
+func TestListingETagsOfPlainObjectsReadNoArchive(t *testing.T) {
+	ts := newTestServer(t)
+	ts.must(200, "PUT", "/bkt", nil, nil)
+	ts.must(200, "PUT", "/bkt/s3", []byte("over s3"), nil)
+	for i := range 3 {
+		ts.c.Put(t, fmt.Sprintf("/bkt/native%d", i), []byte("over root"))
+	}
+	var rules []*node.Rule
+	var nodes []node.Node
+	for _, n := range ts.c.Nodes {
+		r := node.Inject(node.OpOpen, node.Delay(0)).Path(func(p string) bool { return strings.Contains(p, "/native") })
+		rules = append(rules, r)
+		nodes = append(nodes, node.Wrap(n, r))
+	}
+	store, err := object.New(nodes, object.Options{Geometry: testGeometry, MinFree: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(NewHandler(store, Options{Credentials: map[string]string{testAK: testSecret}}))
+	defer srv.Close()
+	counted := *ts
+	counted.srv = srv
+	var res listObjectsResult
+	decodeXML(t, counted.must(200, "GET", "/bkt?list-type=2", nil, nil), &res)
+	if len(res.Contents) != 4 {
+		t.Fatalf("contents %+v", res.Contents)
+	}
+	for _, c := range res.Contents {
+		if want := ts.must(200, "HEAD", "/bkt/"+c.Key, nil, nil).Header.Get("ETag"); c.ETag != want {
+			t.Errorf("%s: ETag %s, want %s (HEAD's)", c.Key, c.ETag, want)
+		}
+	}
+	if want := `"` + fmt.Sprintf("%x", md5sum([]byte("over s3"))) + `"`; res.Contents[3].Key != "s3" || res.Contents[3].ETag != want {
+		t.Errorf("s3: %+v, want ETag %s", res.Contents[3], want)
+	}
+	opened := int64(0)
+	for _, r := range rules {
+		opened += r.Fired()
+	}
+	if opened != 0 {
+		t.Errorf("the listing opened %d archives of objects without user metadata", opened)
+	}
+}
