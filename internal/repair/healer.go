@@ -56,7 +56,10 @@ type Healer struct {
 	// failing holds the objects whose last heal failed, to be tried
 	// again (retry).
 	failing map[string]healFailure
-	wake    chan struct{}
+	// downSeen holds the nodes found down at the last check while some
+	// objects were failing (retryIfNodesBack; used by Run only).
+	downSeen map[string]bool
+	wake     chan struct{}
 }
 
 // healFailure is when an object's heals started failing, and how many
@@ -212,10 +215,51 @@ func (h *Healer) Run(ctx context.Context) error {
 			return ctx.Err()
 		case <-h.wake:
 		case <-tick.C:
+			h.retryIfNodesBack(ctx)
 		case <-scan:
 			h.fullScan(ctx)
 		}
 	}
+}
+
+// retryIfNodesBack makes every failing object due at once when a node
+// that was down at the last check answers again: a heal that failed for
+// want of that node then runs within a tick of its return, not at the
+// end of a wait that may have grown to MaxRetryWait. Nodes are asked
+// only while some object is failing.
+func (h *Healer) retryIfNodesBack(ctx context.Context) {
+	if h.Retrying() == 0 {
+		h.downSeen = nil
+		return
+	}
+	states := h.store.NodeStates(ctx, false)
+	if ctx.Err() != nil {
+		return
+	}
+	down := make(map[string]bool)
+	var back []string
+	for _, st := range states {
+		if !st.Up() {
+			down[st.ID] = true
+		} else if h.downSeen[st.ID] {
+			back = append(back, st.ID)
+		}
+	}
+	h.downSeen = down
+	if len(back) == 0 {
+		return
+	}
+	h.mu.Lock()
+	due := time.Now().Add(-h.opts.Settle)
+	n := 0
+	for path := range h.failing {
+		if at, ok := h.pending[path]; ok && at.After(due) {
+			h.pending[path] = due
+			n++
+		}
+	}
+	h.mu.Unlock()
+	h.opts.Logger.Info("nodes answer again; trying failed heals again", "nodes", back, "objects", n)
 }
 
 // due takes the reported objects that have settled.

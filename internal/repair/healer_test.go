@@ -348,3 +348,49 @@ func TestHealerRetryBookkeeping(t *testing.T) {
 		t.Error("still counted as failing after giving up")
 	}
 }
+
+// TestHealerTriesAgainWhenTheNodeAnswers: after a few failed heals the
+// wait before the next try has grown, but the healer notices the node
+// answering again and tries at once rather than at the end of that wait.
+func TestHealerTriesAgainWhenTheNodeAnswers(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 512}
+	c := testcluster.New(t, 6, g)
+	healed := make(chan bool, 100)
+	const settle = 20 * time.Millisecond
+	h := NewHealer(nil, HealerOptions{Settle: settle, Healed: func(_ string, _ int64, ok bool) { healed <- ok }})
+	s, fs := c.Faulty(t, g, func(o *object.Options) { o.Events = h.Events(object.Events{}) })
+	h.SetStore(s)
+	go h.Run(ctx)
+
+	fs[1].SetDown(true)
+	data := bytes.Repeat([]byte("written with a node down "), 400)
+	put(t, s, "/n", data)
+	const failures = 7 // the next try would come 20 ms << 7 = 2.56 s later
+	for i := 0; i < failures; {
+		select {
+		case ok := <-healed:
+			if ok {
+				t.Fatal("healed with the node still down")
+			}
+			i++
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d failed heals, then none for 10 s", i)
+		}
+	}
+	back := time.Now()
+	fs[1].SetDown(false)
+	select {
+	case ok := <-healed:
+		if !ok {
+			t.Fatal("the heal after the node came back failed")
+		}
+		if d := time.Since(back); d > 1500*time.Millisecond {
+			t.Errorf("healed %v after the node came back; want within a few ticks of %v", d, settle/2)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("not healed after the node came back")
+	}
+	assertHealed(t, s, "/n", data)
+}
