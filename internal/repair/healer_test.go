@@ -248,6 +248,44 @@ func TestHealerDamageReportsFollowTheQueue(t *testing.T) {
 	}
 }
 
+// degradedWithANodeDown starts a healer with opts on 6 nodes at 4+2 (no
+// node to spare) and writes path with node down stopped, so that its
+// heal fails until the node is back. It returns the store, the nodes,
+// the data written and the heals' outcomes as the healer reports them.
+func degradedWithANodeDown(t *testing.T, opts HealerOptions, path string, down int) (*object.Store, []*node.Faulty, []byte, chan bool, *Healer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 512}
+	c := testcluster.New(t, 6, g)
+	healed := make(chan bool, 100)
+	opts.Healed = func(_ string, _ int64, ok bool) { healed <- ok }
+	h := NewHealer(nil, opts)
+	s, fs := c.Faulty(t, g, func(o *object.Options) { o.Events = h.Events(object.Events{}) })
+	h.SetStore(s)
+	go h.Run(ctx)
+	fs[down].SetDown(true)
+	data := bytes.Repeat([]byte("written with a node down "), 400)
+	put(t, s, path, data)
+	return s, fs, data, healed, h
+}
+
+// awaitFailedHeals waits for n failed heals (and no successful one).
+func awaitFailedHeals(t *testing.T, healed chan bool, n int) {
+	t.Helper()
+	for i := 0; i < n; {
+		select {
+		case ok := <-healed:
+			if ok {
+				t.Fatal("healed with the node still down")
+			}
+			i++
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d failed heals, then none for 10 s", i)
+		}
+	}
+}
+
 // TestHealerTriesAgainOnceTheNodeIsBack: an object written while a node
 // was down is reported by the write; its heal fails while the node is
 // still down (every other node holds one of its archives already), and
@@ -255,32 +293,9 @@ func TestHealerDamageReportsFollowTheQueue(t *testing.T) {
 // being read or reported again. It used to give up after the first
 // failure, leaving the object degraded until someone ran a repair.
 func TestHealerTriesAgainOnceTheNodeIsBack(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	g := layout.Geometry{K: 4, M: 2, ChunkSize: 512}
-	c := testcluster.New(t, 6, g)
-	healed := make(chan bool, 100)
-	h := NewHealer(nil, HealerOptions{Settle: 10 * time.Millisecond, MaxRetryWait: 40 * time.Millisecond,
-		Healed: func(_ string, _ int64, ok bool) { healed <- ok }})
-	s, fs := c.Faulty(t, g, func(o *object.Options) { o.Events = h.Events(object.Events{}) })
-	h.SetStore(s)
-	go h.Run(ctx)
-
 	down := 3
-	fs[down].SetDown(true)
-	data := bytes.Repeat([]byte("written with a node down "), 400)
-	put(t, s, "/d", data)
-	for failures := 0; failures < 3; {
-		select {
-		case ok := <-healed:
-			if ok {
-				t.Fatal("healed with the node still down")
-			}
-			failures++
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%d failed heals, then none for 10 s; %d pending", failures, h.Pending())
-		}
-	}
+	s, fs, data, healed, h := degradedWithANodeDown(t, HealerOptions{Settle: 10 * time.Millisecond, MaxRetryWait: 40 * time.Millisecond}, "/d", down)
+	awaitFailedHeals(t, healed, 3)
 	if n := h.Retrying(); n != 1 {
 		t.Errorf("%d objects retrying, want 1", n)
 	}
@@ -353,32 +368,9 @@ func TestHealerRetryBookkeeping(t *testing.T) {
 // wait before the next try has grown, but the healer notices the node
 // answering again and tries at once rather than at the end of that wait.
 func TestHealerTriesAgainWhenTheNodeAnswers(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	g := layout.Geometry{K: 4, M: 2, ChunkSize: 512}
-	c := testcluster.New(t, 6, g)
-	healed := make(chan bool, 100)
 	const settle = 20 * time.Millisecond
-	h := NewHealer(nil, HealerOptions{Settle: settle, Healed: func(_ string, _ int64, ok bool) { healed <- ok }})
-	s, fs := c.Faulty(t, g, func(o *object.Options) { o.Events = h.Events(object.Events{}) })
-	h.SetStore(s)
-	go h.Run(ctx)
-
-	fs[1].SetDown(true)
-	data := bytes.Repeat([]byte("written with a node down "), 400)
-	put(t, s, "/n", data)
-	const failures = 7 // the next try would come 20 ms << 7 = 2.56 s later
-	for i := 0; i < failures; {
-		select {
-		case ok := <-healed:
-			if ok {
-				t.Fatal("healed with the node still down")
-			}
-			i++
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%d failed heals, then none for 10 s", i)
-		}
-	}
+	s, fs, data, healed, _ := degradedWithANodeDown(t, HealerOptions{Settle: settle}, "/n", 1)
+	awaitFailedHeals(t, healed, 7) // the next try would come 20 ms << 7 = 2.56 s later
 	back := time.Now()
 	fs[1].SetDown(false)
 	select {
