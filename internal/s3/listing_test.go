@@ -3,6 +3,7 @@ package s3
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -43,15 +44,16 @@ func modelList(keys []string, prefix, delim, after string) []string {
 	return out
 }
 
-// buildTree stores a random tree of keys (and a few empty directories,
-// listed as "dir/" keys) in bucket and returns the sorted keys.
-func buildTree(t *testing.T, ts *testServer, bucket string, n int) []string {
-	rng := testRand(t)
+// randomKeys draws up to n distinct keys of 1 to 3 path elements, none
+// of them a prefix directory of another, and returns them with the set
+// of keys. A key drawn at depth 1 or 2 blocks every deeper key below it,
+// so the draws can run out of room before n (most top-level names taken
+// as keys): it stops after 10000 draws in a row that added nothing.
+func randomKeys(rng *rand.Rand, n int) ([]string, map[string]bool) {
 	names := []string{"a", "a.b", "a-b", "a0", "b", "c d", "é", "z~", "a+", ".h"}
 	files, dirs := map[string]bool{}, map[string]bool{}
 	var keys []string
-	ctx := context.Background()
-	for len(keys) < n {
+	for misses := 0; len(keys) < n && misses < 10000; {
 		depth := 1 + rng.IntN(3)
 		els := make([]string, depth)
 		for i := range els {
@@ -65,14 +67,46 @@ func buildTree(t *testing.T, ts *testServer, bucket string, n int) []string {
 		}
 		k := strings.Join(els, "/")
 		if !ok || files[k] || dirs[k] {
+			misses++
 			continue
 		}
+		misses = 0
 		for i := 1; i < depth; i++ {
 			dirs[strings.Join(els[:i], "/")] = true
 		}
 		files[k] = true
 		keys = append(keys, k)
 	}
+	return keys, files
+}
+
+// TestRandomKeysStopsWhenTheTreeIsFull: with seed 198 the draws leave
+// room for only 118 keys; the generator used to draw forever (CI: the
+// s3 tests spun in buildTree until their 20-minute timeout). The keys it
+// returns are distinct and none lies below another.
+func TestRandomKeysStopsWhenTheTreeIsFull(t *testing.T) {
+	const seed = 198
+	keys, files := randomKeys(rand.New(rand.NewPCG(seed, seed^0x5eed)), 120)
+	if len(keys) >= 120 || len(keys) < 100 {
+		t.Fatalf("%d keys, want the 118 that fit", len(keys))
+	}
+	for _, k := range keys {
+		for i := range k {
+			if k[i] == '/' && files[k[:i]] {
+				t.Errorf("key %q lies below key %q", k, k[:i])
+			}
+		}
+	}
+	if len(files) != len(keys) {
+		t.Errorf("%d keys, %d distinct", len(keys), len(files))
+	}
+}
+
+// buildTree stores a random tree of keys (and a few empty directories,
+// listed as "dir/" keys) in bucket and returns the sorted keys.
+func buildTree(t *testing.T, ts *testServer, bucket string, n int) []string {
+	keys, files := randomKeys(testRand(t), n)
+	ctx := context.Background()
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
 	for _, k := range keys {
