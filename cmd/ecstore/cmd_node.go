@@ -23,12 +23,14 @@ over the XRootD protocol, knowing nothing about erasure coding. A gateway
 lists it as root://HOST:PORT//PREFIX in its nodes. It serves what any
 XRootD data server does (open, read, write, stat, dirlist, mv, rm, mkdir,
 rmdir, space, file attributes), so xrdcp and xrdfs work against it too,
-plus two queries of its own (kXR_query kXR_Qopaquf) that save a gateway
-requests: a listing with one attribute of every entry, and an open that
-sends a small file whole.
+plus three queries of its own (kXR_query kXR_Qopaquf) that save a
+gateway requests: a listing with one attribute of every entry, an open
+that sends a small file whole, and a removal that answers with the
+removed file's attribute.
 
 Nothing can escape DIR, symbolic links included. With --fsync (default)
-files are fsynced on sync and close, and renames are made durable.
+files are fsynced on sync and close, and renames and removals are made
+durable.
 
 Anyone who reaches the port may read and change every file, as with a
 plain xrootd without security: keep nodes on a private network, or give

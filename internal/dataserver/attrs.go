@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"iter"
 	"os"
@@ -188,7 +189,7 @@ var _ xrootd.AttrLister = (*FS)(nil)
 // followed.
 func (s *FS) ListAttr(ctx context.Context, dir, attr string) iter.Seq2[xrootd.AttrEntry, error] {
 	return func(yield func(xrootd.AttrEntry, error) bool) {
-		if attr == "" || len(attr) > xrootd.MaxFattrName || strings.ContainsRune(attr, 0) {
+		if !validAttrName(attr) {
 			yield(xrootd.AttrEntry{}, xrootd.Errorf(xrootd.ErrArgInvalid, "attribute name %q is not valid", attr))
 			return
 		}
@@ -233,4 +234,80 @@ func entryXattr(dirfd int, name, xattr string, buf []byte) (int, error) {
 	}
 	defer unix.Close(fd)
 	return unix.Fgetxattr(fd, xattr, buf)
+}
+
+// validAttrName reports whether attr can name an attribute: 1 to
+// xrootd.MaxFattrName bytes, no NUL.
+func validAttrName(attr string) bool {
+	return attr != "" && len(attr) <= xrootd.MaxFattrName && !strings.ContainsRune(attr, 0)
+}
+
+var _ xrootd.AttrRemover = (*FS)(nil)
+
+// RemoveWithAttr implements xrootd.AttrRemover: Remove that first reads
+// the file's attribute attr, through the parent directory Remove opens.
+// A symbolic link is removed with no attribute; a directory, or a file
+// that is neither (a FIFO, say), is refused and left alone.
+func (s *FS) RemoveWithAttr(ctx context.Context, name, attr string) (value []byte, had bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	if name == "/" {
+		return nil, false, xrootd.Errorf(xrootd.ErrNotAuthorized, "rm /: the root cannot be removed")
+	}
+	if !validAttrName(attr) {
+		return nil, false, xrootd.Errorf(xrootd.ErrArgInvalid, "rm %s: invalid attribute name %q", name, attr)
+	}
+	err = s.beneath.RemoveInspected(s.root, fsutil.Rel(name), s.fsync, func(dirfd int, base string) error {
+		value, had, err = attrAt(dirfd, base, attrPrefix+attr)
+		return err
+	})
+	switch {
+	case errors.Is(err, syscall.EISDIR):
+		return nil, false, xrootd.Errorf(xrootd.ErrIsDirectory, "rm %s: is a directory; use rmdir", name)
+	case errors.Is(err, errNotRegular):
+		return nil, false, xrootd.Errorf(xrootd.ErrNotFile, "rm %s: not a regular file", name)
+	case err != nil:
+		return nil, false, fmt.Errorf("rm %s: %w", name, osErr(err))
+	}
+	return value, had, nil
+}
+
+// errNotRegular is attrAt's refusal of a file that is neither regular nor
+// a symbolic link.
+var errNotRegular = errors.New("not a regular file")
+
+// attrAt reads extended attribute key of the file name in directory
+// dirfd: had is false when the file has none, or is a symbolic link
+// (whose own attributes are not a file's). A directory fails with EISDIR.
+func attrAt(dirfd int, name, key string) (value []byte, had bool, err error) {
+	// O_NONBLOCK keeps a FIFO from blocking the open.
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	switch {
+	case err == unix.ELOOP:
+		return nil, false, nil
+	case err != nil:
+		return nil, false, &os.PathError{Op: "open", Path: name, Err: err}
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, false, &os.PathError{Op: "stat", Path: name, Err: err}
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+	case unix.S_IFDIR:
+		return nil, false, &os.PathError{Op: "remove", Path: name, Err: syscall.EISDIR}
+	default:
+		return nil, false, errNotRegular
+	}
+	buf := make([]byte, xrootd.MaxFattrValue)
+	n, err := unix.Fgetxattr(fd, key, buf)
+	switch {
+	case err == unix.ENODATA:
+		return nil, false, nil
+	case err != nil:
+		return nil, false, &os.PathError{Op: "getxattr", Path: name, Err: err}
+	}
+	return buf[:n:n], true, nil
 }

@@ -1074,3 +1074,61 @@ func TestOpenWhole(t *testing.T) {
 		t.Error("OpenWhole with a negative size succeeded")
 	}
 }
+
+// The removal that says what it removed (xrootd.AttrRemover) removes a
+// file or symbolic link as kXR_rm does, answering with the attribute
+// asked for, and leaves directories and other files alone.
+func TestRemoveWithAttr(t *testing.T) {
+	dir, addr := serve(t, Options{Fsync: true})
+	c := dial(t, addr)
+	ctx := testCtx(t)
+	put(t, c, "/d/f", []byte("x"))
+	put(t, c, "/d/g", []byte("y"))
+	if _, err := c.SetAttrs(ctx, "/d/f", []xrootd.Attr{{Name: "ecstore", Value: []byte("v=1&n=2")}}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Mkdir(ctx, "/d/e", 0o755, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("g", filepath.Join(dir, "d", "l")); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(filepath.Join(dir, "d", "p"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		path, value string
+		had         bool
+	}{
+		{"/d/f", "v=1&n=2", true},
+		{"/d/g", "", false},
+		{"/d/l", "", false},
+	} {
+		value, had, err := c.RemoveWithAttr(ctx, tc.path, "ecstore")
+		if err != nil || had != tc.had || string(value) != tc.value {
+			t.Errorf("remove %s = %q, %v, %v; want %q, %v", tc.path, value, had, err, tc.value, tc.had)
+		}
+		if _, err := os.Lstat(filepath.Join(dir, tc.path)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s after its removal: %v", tc.path, err)
+		}
+	}
+	_, _, err := c.RemoveWithAttr(ctx, "/d/e", "ecstore")
+	wantCode(t, "remove dir", err, xrootd.ErrIsDirectory)
+	_, _, err = c.RemoveWithAttr(ctx, "/d/p", "ecstore")
+	wantCode(t, "remove fifo", err, xrootd.ErrNotFile)
+	for _, p := range []string{"d/e", "d/p"} {
+		if _, err := os.Lstat(filepath.Join(dir, p)); err != nil {
+			t.Errorf("%s refused, yet: %v", p, err)
+		}
+	}
+	_, _, err = c.RemoveWithAttr(ctx, "/d/missing", "ecstore")
+	wantCode(t, "remove missing", err, xrootd.ErrNotFound)
+	_, _, err = c.RemoveWithAttr(ctx, "/", "ecstore")
+	wantCode(t, "remove /", err, xrootd.ErrNotAuthorized)
+	_, _, err = c.RemoveWithAttr(ctx, "/d/e", "")
+	wantCode(t, "remove naming no attribute", err, xrootd.ErrArgInvalid)
+	if _, _, err = c.RemoveWithAttr(ctx, "/../x", "ecstore"); err == nil {
+		t.Error("remove of /../x succeeded")
+	}
+}

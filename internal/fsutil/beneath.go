@@ -184,15 +184,33 @@ func (b *Beneath) OpenFile(root *os.Root, rel string, flag int, perm os.FileMode
 // removal and another for the fsync. A directory when dirs is false
 // fails with EISDIR.
 func (b *Beneath) Remove(root *os.Root, rel string, dirs, sync bool) error {
+	return b.remove(root, rel, dirs, sync, nil)
+}
+
+// RemoveInspected is Remove of a file (not a directory) that first calls
+// inspect with the descriptor of rel's parent and rel's name in it, as
+// Remove opened them: an error from inspect is returned and nothing is
+// removed. It lets a caller read what it is about to remove (an
+// attribute, say) without a second walk to the parent.
+func (b *Beneath) RemoveInspected(root *os.Root, rel string, sync bool, inspect func(dirfd int, name string) error) error {
+	return b.remove(root, rel, false, sync, inspect)
+}
+
+func (b *Beneath) remove(root *os.Root, rel string, dirs, sync bool, inspect func(dirfd int, name string) error) error {
 	parent, base := splitRel(rel)
 	d, err := b.OpenFile(root, parent, os.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	var uerr error
+	var uerr, ierr error
 	held := -1
 	if err := withFd(d, func(fd int) {
+		if inspect != nil {
+			if ierr = inspect(fd, base); ierr != nil {
+				return
+			}
+		}
 		if b.holdsFiles() {
 			held, _ = holdFile(fd, base)
 		}
@@ -202,6 +220,9 @@ func (b *Beneath) Remove(root *os.Root, rel string, dirs, sync bool) error {
 		}
 	}); err != nil {
 		return err
+	}
+	if ierr != nil {
+		return ierr
 	}
 	if uerr != nil {
 		if held >= 0 {

@@ -259,6 +259,23 @@ type PartLister interface {
 	ListParts(ctx context.Context, dir string, fn func(part []FileInfo) error) error
 }
 
+// AttrRemover is implemented by nodes that can remove a file and say
+// which attributes (see Attributes) it had in one request, where a
+// ReadAttrs and a Remove are two requests and two round trips.
+type AttrRemover interface {
+	// RemoveWithAttrs removes the file at path, as Remove does, and
+	// returns the attributes it had (nil when none). A directory at path
+	// is left alone and fails with ErrIsDir, no file with ErrNotExist. It
+	// fails with ErrUnsupported, having removed nothing, when the node
+	// cannot do it for now (its server does not offer it).
+	RemoveWithAttrs(ctx context.Context, path string) (map[string]string, error)
+}
+
+// ErrUnsupported means that a node cannot carry out an optional
+// operation (one of the interfaces a driver may implement) and did
+// nothing: the caller does it another way.
+var ErrUnsupported = errors.New("node: operation not supported")
+
 // ErrNoAttrs means that a node keeps no attributes.
 var ErrNoAttrs = errors.New("node: attributes not kept")
 

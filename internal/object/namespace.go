@@ -710,69 +710,173 @@ func (s *Store) removeEverywhere(ctx context.Context, path string, v archive.Ver
 
 // removeBySummary is Remove when every node reads archive summaries by
 // path (node.AttrReader) and is not suspect (one that times out is
-// marked hung, as by forEach): it asks every node for the summary of its
-// archive at path instead of opening and reading it (on a remote node
-// one request instead of three), and when the newest version is visible (at least K of its slots found, and more
-// than M unless all: not remnants that tombstones may hide) it removes
-// every archive found; if one cannot be removed, or a node failed to
-// answer, tombstones record the removal (removeEverywhere), as Remove
-// does. done is false, and Remove goes on as usual, when a file has no
-// summary (a directory, say), the version may be remnants, or nothing
-// was found but a node failed; with no archive anywhere the object does
-// not exist.
+// marked hung, as by forEach): every node, in parallel, removes its
+// archive at path and says which version and slot it held — in one
+// request where the node offers it (node.AttrRemover: `ecstore node`),
+// else by reading the archive's summary and then removing it — so that
+// the removal costs one round trip, or two, however the archives lie.
+// What the nodes removed then says what the answer is: the object was
+// there when a version found is visible by its summaries (at least K
+// slots, more than M unless all), or when tombstones do not hide what
+// was found (a degraded object, or an unreadable one, which removing is
+// how an admin gets rid of); otherwise what was removed was debris and
+// the object did not exist. If a node failed to answer, or to remove
+// its archive, tombstones record the removal (removeEverywhere); with
+// fewer than M+1 nodes answering none is written and the removal fails
+// with ErrQuorum, the object left readable by the archives that the
+// failed nodes keep (the two-step Remove leaves it whole: it writes
+// tombstones first). done
+// is false, and Remove goes on as usual, when nothing was removed and a
+// node failed or holds a directory at path.
 func (s *Store) removeBySummary(ctx context.Context, path string) (done bool, err error) {
-	sums, errs, ok := s.readSummaries(ctx, path, s.nodes)
-	if !ok {
-		return false, nil
-	}
-	failed, noSummary := false, false
-	for _, err := range errs {
-		switch {
-		case errors.Is(err, errNoSummary):
-			noSummary = true
-		case err != nil:
-			failed = true
+	idx := make(map[string]int, len(s.nodes))
+	for i, n := range s.nodes {
+		if _, ok := s.summaryReader(n); !ok {
+			return false, nil
 		}
+		idx[n.ID()] = i
 	}
-	if noSummary || ctx.Err() != nil {
-		return false, nil
-	}
-	var newest *summary
-	for _, sum := range sums {
-		if sum != nil && (newest == nil || sum.version > newest.version) {
-			newest = sum
+	found := make([]removal, len(s.nodes))
+	errs := s.forNodes(ctx, s.nodes, func(ctx context.Context, n node.Node) error {
+		r, err := removeReporting(ctx, n, path)
+		found[idx[n.ID()]] = r
+		return err
+	})
+	var (
+		newest         *summary
+		failed, dir    bool
+		removedUnknown bool
+		versions       = map[archive.Version]*versionFound{}
+	)
+	for i, r := range found {
+		failed = failed || errs[i] != nil
+		dir = dir || r.dir
+		removedUnknown = removedUnknown || r.unknown
+		if sum := r.sum; sum != nil {
+			vf := versions[sum.version]
+			if vf == nil {
+				vf = &versionFound{geo: sum.geo, slots: map[int]bool{}}
+				versions[sum.version] = vf
+			}
+			vf.slots[sum.slot] = true
+			if newest == nil || sum.version > newest.version {
+				newest = sum
+			}
 		}
 	}
 	switch {
-	case newest == nil && failed:
-		return false, nil // Remove says which nodes failed
-	case newest == nil:
+	case newest == nil && !removedUnknown && (failed || dir):
+		return false, nil // nothing removed: Remove says which nodes failed, or that path is a directory
+	case newest == nil && !removedUnknown:
 		return true, fmt.Errorf("object: remove %s: %w", path, fmt.Errorf("object %s: %w", path, ErrNotExist))
-	}
-	slots := map[int]bool{}
-	for _, sum := range sums {
-		if sum != nil && sum.version == newest.version {
-			slots[sum.slot] = true
+	case newest == nil:
+		// Only archives written without a summary (before they were kept):
+		// an object was there, of a version no node said.
+		if err := firstReal(errs); err != nil {
+			return true, fmt.Errorf("object: remove %s: archives without summaries removed, others may be left: %w", path, err)
 		}
-	}
-	g := newest.geo
-	if !visibleBySummaries(len(slots), g.K, g.M) {
-		return false, nil
-	}
-	if failed {
-		// A node that failed may hold archives: tombstones hide them.
-		return true, s.removeEverywhere(ctx, path, newest.version, g.K, g.M)
-	}
-	var holders []node.Node
-	for i, sum := range sums {
-		if sum != nil {
-			holders = append(holders, s.nodes[i])
-		}
-	}
-	if removeOn(ctx, path, holders) {
 		return true, nil
 	}
-	return true, s.removeEverywhere(ctx, path, newest.version, g.K, g.M)
+	if err := ctx.Err(); err != nil {
+		return true, fmt.Errorf("object: remove %s: %w", path, err)
+	}
+	g := newest.geo
+	visible := false
+	for _, vf := range versions {
+		visible = visible || visibleBySummaries(len(vf.slots), vf.geo.K, vf.geo.M)
+	}
+	if !visible && !removedUnknown {
+		t := s.tombstoneOf(ctx, path)
+		hidden := true
+		for v := range versions {
+			hidden = hidden && t.hides(v)
+		}
+		if hidden {
+			// Debris of removed versions, now cleared: there was no object.
+			return true, fmt.Errorf("object: remove %s: %w", path, fmt.Errorf("object %s: %w", path, ErrNotExist))
+		}
+	}
+	if failed {
+		// A node that failed may hold archives: tombstones hide them. They
+		// need M+1 nodes; with fewer answering, none is written, so that
+		// what the failed nodes keep (at least K archives, as at most M
+		// were removed) stays readable rather than hidden by tombstones
+		// too few to count as a removal.
+		answered := 0
+		var first error
+		for _, err := range errs {
+			if err == nil {
+				answered++
+			} else if first == nil {
+				first = err
+			}
+		}
+		if answered < g.M+1 {
+			return true, fmt.Errorf("object: remove %s: %w: only %d nodes answered, need %d to record the removal: %w", path, ErrQuorum, answered, g.M+1, first)
+		}
+		return true, s.removeEverywhere(ctx, path, newest.version, g.K, g.M)
+	}
+	return true, nil
+}
+
+// versionFound is what removeBySummary found of one version: its
+// geometry and the slots of its archives.
+type versionFound struct {
+	geo   layout.Geometry
+	slots map[int]bool
+}
+
+// removal is what one node's part of removeBySummary found at path.
+type removal struct {
+	sum     *summary // the summary of the archive found (removed, unless the node's error says otherwise)
+	unknown bool     // a file without a summary was removed
+	dir     bool     // a directory is at path; left alone
+}
+
+// removeReporting removes the archive at path on n, a node that reads
+// summaries, and says what it held: in one request when n is a
+// node.AttrRemover that can, else by reading its summary first. A file
+// without a summary is removed (an archive written before summaries
+// were kept) unless it is a directory, which is left alone. An error
+// with a summary means the archive was found but not removed.
+func removeReporting(ctx context.Context, n node.Node, path string) (removal, error) {
+	if r, ok := n.(node.AttrRemover); ok {
+		attrs, err := r.RemoveWithAttrs(ctx, path)
+		switch {
+		case err == nil:
+			if sum, ok := parseSummary(attrs); ok && sum.slot >= 0 {
+				return removal{sum: &sum}, nil
+			}
+			return removal{unknown: true}, nil
+		case errors.Is(err, node.ErrNotExist) || errors.Is(err, node.ErrNotDir):
+			return removal{}, nil
+		case errors.Is(err, node.ErrIsDir):
+			return removal{dir: true}, nil
+		case !errors.Is(err, node.ErrUnsupported):
+			return removal{}, err
+		}
+	}
+	sum, err := readSummary(ctx, n.(node.AttrReader), path)
+	switch {
+	case errors.Is(err, errNoSummary):
+		fi, err := n.Stat(ctx, path)
+		switch {
+		case err != nil:
+			return removal{}, err
+		case fi.IsDir:
+			return removal{dir: true}, nil
+		}
+		if err := n.Remove(ctx, path); err != nil && !errors.Is(err, node.ErrNotExist) {
+			return removal{}, err
+		}
+		return removal{unknown: true}, nil
+	case err != nil || sum == nil:
+		return removal{}, err
+	}
+	if err := n.Remove(ctx, path); err != nil && !errors.Is(err, node.ErrNotExist) {
+		return removal{sum: sum}, err
+	}
+	return removal{sum: sum}, nil
 }
 
 // removeFound removes the archives the probe found, in parallel, and

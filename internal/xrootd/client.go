@@ -87,9 +87,10 @@ type Observation struct {
 	Request RequestID
 	// Name names the request: the name of its RequestID ("open",
 	// "read", ...), and for a kXR_query its kind: "query_space",
-	// "query_cksum", "query_config", "open_whole" and "list_attrs" (the
-	// small-file open and the listing with attributes of ecstore's
-	// servers), "query" for others.
+	// "query_cksum", "query_config", "open_whole", "list_attrs" and
+	// "rm_attr" (the small-file open, the listing with attributes and
+	// the removal that says what it removed, of ecstore's servers),
+	// "query" for others.
 	Name     string
 	Duration time.Duration // from sending the request to its final answer
 	Sent     int           // payload bytes sent with the request
@@ -583,6 +584,8 @@ func requestName(req Request) string {
 				return "open_whole"
 			case bytes.HasPrefix(cgi, []byte(AttrListArg+"=")):
 				return "list_attrs"
+			case bytes.HasPrefix(cgi, []byte(RemoveAttrArg+"=")):
+				return "rm_attr"
 			}
 		}
 	}
@@ -1070,6 +1073,22 @@ func (c *Client) OpenWhole(ctx context.Context, path string, max int64) (content
 		return content, nil, nil
 	}
 	return nil, &ClientFile{c: c, fh: r.Handle, name: path, info: *r.Stat}, nil
+}
+
+// RemoveWithAttr removes the file at path, as Rm does, with ecstore's
+// removal that says what it removed (AttrRemover): the value attribute
+// attr had, or had false when the file had none. Servers other than
+// ecstore's answer kXR_Unsupported and remove nothing.
+func (c *Client) RemoveWithAttr(ctx context.Context, path, attr string) (value []byte, had bool, err error) {
+	q := &QueryRequest{InfoType: QueryOpaqueFile, Args: []byte(path + "?" + RemoveAttrArg + "=" + url.QueryEscape(attr))}
+	body, err := c.collect(ctx, q)
+	if err != nil {
+		return nil, false, fmt.Errorf("xrootd: rm %s: %w", path, err)
+	}
+	if value, had, err = ParseRemoveAttr(body); err != nil {
+		return nil, false, fmt.Errorf("xrootd: rm %s: %w", path, err)
+	}
+	return value, had, nil
 }
 
 // ListAttr lists directory dir with the value of attribute attr of each

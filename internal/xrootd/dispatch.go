@@ -1136,6 +1136,8 @@ func (s *session) doQuery(ctx context.Context, sid StreamID, r *QueryRequest) er
 			return s.doListAttr(ctx, sid, name, cgi.Get(AttrListArg))
 		case cgi.Has(OpenWholeArg):
 			return s.doOpenWhole(ctx, sid, name, cgi.Get(OpenWholeArg))
+		case cgi.Has(RemoveAttrArg):
+			return s.doRemoveAttr(ctx, sid, name, cgi.Get(RemoveAttrArg))
 		}
 		return Errorf(ErrUnsupported, "opaque query %q is not supported", args)
 	}
@@ -1182,6 +1184,23 @@ func (s *session) doOpenWhole(ctx context.Context, sid StreamID, name, max strin
 		fi = &grown
 	}
 	return s.sendOpened(sid, f, name, false, fi, func(r *OpenResponse, b []byte) []byte { return AppendOpenWholeHandle(b, r) })
+}
+
+// doRemoveAttr answers a removal that says what it removed
+// (AttrRemover).
+func (s *session) doRemoveAttr(ctx context.Context, sid StreamID, name, attr string) error {
+	h, ok := s.srv.Handler.(AttrRemover)
+	if !ok {
+		return Errorf(ErrUnsupported, "opaque query %s is not supported", RemoveAttrArg)
+	}
+	if attr == "" {
+		return Errorf(ErrArgInvalid, "%s names no attribute", RemoveAttrArg)
+	}
+	value, had, err := h.RemoveWithAttr(ctx, name, attr)
+	if err != nil {
+		return err
+	}
+	return sent(s.sendOK(sid, AppendRemoveAttr(nil, value, had)))
 }
 
 // doListAttr answers a listing with attributes (AttrLister) in chunks,

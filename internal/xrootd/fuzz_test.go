@@ -398,3 +398,22 @@ func FuzzAttrList(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRemoveAttr parses answers to a removal that says what it removed:
+// whatever parses is written again by AppendRemoveAttr and parses the
+// same; a value longer than an attribute can be never parses.
+func FuzzRemoveAttr(f *testing.F) {
+	f.Fuzz(func(t *testing.T, body []byte) {
+		value, had, err := ParseRemoveAttr(body)
+		if err != nil {
+			return
+		}
+		if len(value) > MaxFattrValue || (!had && value != nil) {
+			t.Fatalf("%q parsed as %d bytes, had %v", body, len(value), had)
+		}
+		again := AppendRemoveAttr(nil, value, had)
+		if !bytes.Equal(again, body) {
+			t.Fatalf("%q written again as %q", body, again)
+		}
+	})
+}

@@ -237,6 +237,19 @@ type WholeOpener interface {
 	OpenWholeMax() int64
 }
 
+// AttrRemover is implemented by file systems that offer ecstore's
+// removal that says what it removed: kXR_query kXR_Qopaquf on
+// "PATH?ecstore.rmattr=NAME" (Client.RemoveWithAttr) removes the file at
+// PATH as kXR_rm does and answers with the value its extended attribute
+// NAME had (or that it had none). A client that must know what it
+// removes (a gateway removing an object's archives, whose attributes say
+// which version each holds) saves a kXR_fattr get per file and a round
+// trip; other servers answer kXR_Unsupported. A directory is refused
+// with kXR_isDirectory and left alone, as by kXR_rm.
+type AttrRemover interface {
+	RemoveWithAttr(ctx context.Context, name, attr string) (value []byte, had bool, err error)
+}
+
 // AttrEntry is a directory entry with the value of the attribute asked
 // for (AttrLister); HasValue is false when the entry has none.
 type AttrEntry struct {

@@ -218,6 +218,43 @@ func ParseDirlist(body []byte) ([]FileInfo, error) {
 // (AttrLister): the directory, then this key with the attribute's name.
 const AttrListArg = "ecstore.listattr"
 
+// RemoveAttrArg is the query argument of a removal that says what it
+// removed (AttrRemover): the file's path, then this key with the name of
+// the attribute to answer with.
+const RemoveAttrArg = "ecstore.rmattr"
+
+// The first byte of an answer to a removal that says what it removed:
+// the attribute's value follows removedWithAttr; removedNoAttr, alone,
+// says the file had no such attribute.
+const (
+	removedWithAttr = 'A'
+	removedNoAttr   = 'N'
+)
+
+// AppendRemoveAttr appends the answer to a removal that says what it
+// removed: the value of the attribute asked for, when the file had it.
+func AppendRemoveAttr(b, value []byte, had bool) []byte {
+	if !had {
+		return append(b, removedNoAttr)
+	}
+	return append(append(b, removedWithAttr), value...)
+}
+
+// ParseRemoveAttr parses the answer to a removal that says what it
+// removed (AppendRemoveAttr). value aliases b.
+func ParseRemoveAttr(b []byte) (value []byte, had bool, err error) {
+	switch {
+	case len(b) == 1 && b[0] == removedNoAttr:
+		return nil, false, nil
+	case len(b) >= 1 && b[0] == removedWithAttr:
+		if len(b)-1 > MaxFattrValue {
+			return nil, false, fmt.Errorf("%w: removal answers a %d-byte attribute, more than %d", ErrMalformed, len(b)-1, MaxFattrValue)
+		}
+		return b[1:], true, nil
+	}
+	return nil, false, fmt.Errorf("%w: removal answer of %d bytes starts with neither %q nor %q", ErrMalformed, len(b), removedWithAttr, removedNoAttr)
+}
+
 // OpenWholeArg is the query argument of an open that reads small files
 // whole (WholeOpener): the file's path, then this key with the size of
 // the largest file to answer whole.

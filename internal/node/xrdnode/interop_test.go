@@ -273,3 +273,25 @@ func TestInteropListWithoutAttrListing(t *testing.T) {
 		t.Error("the node keeps attributes, and says it does not")
 	}
 }
+
+// A plain xrootd refuses the removal that says what it removed: the file
+// stays, RemoveWithAttrs says node.ErrUnsupported (the store then reads
+// the summary and removes the file as two requests), and the refusal is
+// remembered.
+func TestInteropRemoveWithoutAttrRemoval(t *testing.T) {
+	s := startReal(t)
+	n := newNode(t, "root://"+s.addr+"//rmattr", Options{})
+	ctx := context.Background()
+	putFile(t, n, "/f", []byte("x"))
+	for range 2 {
+		if _, err := n.RemoveWithAttrs(ctx, "/f"); !errors.Is(err, node.ErrUnsupported) {
+			t.Fatalf("RemoveWithAttrs = %v; want ErrUnsupported", err)
+		}
+		if !n.noRemoveAttr.active() {
+			t.Fatal("the server's refusal did not turn removals that say what they removed off")
+		}
+	}
+	if _, err := n.Stat(ctx, "/f"); err != nil {
+		t.Errorf("the file after the refused removals: %v", err)
+	}
+}

@@ -173,6 +173,10 @@ type Node struct {
 	// whole (xrootd.WholeOpener) with kXR_Unsupported; opens are
 	// kXR_opens while it is remembered.
 	noOpenWhole refusal
+	// noRemoveAttr: the server answered a removal that says what it
+	// removed (xrootd.AttrRemover) with kXR_Unsupported; RemoveWithAttrs
+	// fails with node.ErrUnsupported while it is remembered.
+	noRemoveAttr refusal
 	// prefixMade: the prefix directory is known to exist on the server
 	// (made by Check, or by the first connection that could).
 	prefixMade atomic.Bool
@@ -189,6 +193,7 @@ var (
 	_ node.AttrReader  = (*Node)(nil)
 	_ node.NameLister  = (*Node)(nil)
 	_ node.AttrsLister = (*Node)(nil)
+	_ node.AttrRemover = (*Node)(nil)
 )
 
 // New returns a node for the data server at rawURL (see the package
@@ -761,6 +766,44 @@ func (n *Node) Remove(ctx context.Context, path string) error {
 		return n.fail("remove", path, err)
 	}
 	return nil
+}
+
+// RemoveWithAttrs implements node.AttrRemover with ecstore's removal
+// that says what it removed (xrootd.AttrRemover: one kXR_query), the
+// attributes decoded from attrName's value. A server that does not offer
+// it, or keeps no attributes, is not asked (node.ErrUnsupported) for
+// refusalMemory after it refused once.
+func (n *Node) RemoveWithAttrs(ctx context.Context, path string) (map[string]string, error) {
+	if err := n.check(ctx, "remove", path); err != nil {
+		return nil, err
+	}
+	if path == "/" {
+		return nil, n.wrap("remove", path, fmt.Errorf("%w: cannot remove the root", node.ErrPath))
+	}
+	if n.noRemoveAttr.active() || !n.KeepsAttrs() {
+		return nil, n.wrap("remove", path, node.ErrUnsupported)
+	}
+	var (
+		value []byte
+		had   bool
+	)
+	err := n.pool.call(ctx, false, func(c *xrootd.Client) error {
+		var err error
+		value, had, err = c.RemoveWithAttr(ctx, n.remote(path), attrName)
+		return err
+	})
+	switch {
+	case isUnsupported(err) || isRefusedQuery(err):
+		if n.noRemoveAttr.note() {
+			n.log.Debug("node does not say what it removes: removals read attributes first", "node", n.id, "err", err)
+		}
+		return nil, n.wrap("remove", path, node.ErrUnsupported)
+	case err != nil:
+		return nil, n.fail("remove", path, err)
+	case !had:
+		return nil, nil
+	}
+	return node.DecodeAttrs(value), nil
 }
 
 // Rename implements node.Node. Renaming onto a directory fails with

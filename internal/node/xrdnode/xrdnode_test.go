@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1172,5 +1173,96 @@ func TestObserveNamesRequestsAndBytes(t *testing.T) {
 	names, _, _, errs := take()
 	if strings.Join(names, " ") != "stat" || !errors.Is(errs[0], node.ErrNotExist) {
 		t.Errorf("stat of a missing path observed as %q, %v", names, errs)
+	}
+}
+
+// removeAttrRefusing is an ecstore node whose removal that says what it
+// removed is refused, as by a server that does not offer it.
+type removeAttrRefusing struct {
+	*dataserver.FS
+	asked atomic.Int32
+}
+
+func (r *removeAttrRefusing) RemoveWithAttr(context.Context, string, string) ([]byte, bool, error) {
+	r.asked.Add(1)
+	return nil, false, xrootd.Errorf(xrootd.ErrUnsupported, "not offered")
+}
+
+// RemoveWithAttrs removes a file of an `ecstore node` in one request and
+// returns its attributes; a directory is left alone. A server that
+// refuses the request removes nothing, and is not asked again while
+// the refusal is remembered.
+func TestRemoveWithAttrs(t *testing.T) {
+	s := startOurs(t, "", "127.0.0.1:0")
+	var requests []string
+	var mu sync.Mutex
+	n := newNode(t, "root://"+s.addr+"//d", Options{Fsync: true, Observe: func(op node.Operation) {
+		mu.Lock()
+		requests = append(requests, op.Name)
+		mu.Unlock()
+	}})
+	ctx := context.Background()
+	u, err := n.Create(ctx, "/a/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.(node.Attributes).SetAttrs(ctx, map[string]string{"v": "7", "n": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Write(ctx, []byte("archive")); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	putFile(t, n, "/a/plain", []byte("x"))
+
+	mu.Lock()
+	requests = nil
+	mu.Unlock()
+	attrs, err := n.RemoveWithAttrs(ctx, "/a/f")
+	if err != nil || attrs["v"] != "7" || attrs["n"] != "2" {
+		t.Errorf("RemoveWithAttrs = %v, %v; want v=7, n=2", attrs, err)
+	}
+	mu.Lock()
+	if !slices.Equal(requests, []string{"rm_attr"}) {
+		t.Errorf("requests sent: %v; want one rm_attr", requests)
+	}
+	mu.Unlock()
+	if attrs, err := n.RemoveWithAttrs(ctx, "/a/plain"); err != nil || attrs != nil {
+		t.Errorf("RemoveWithAttrs of a file without attributes = %v, %v", attrs, err)
+	}
+	for _, p := range []string{"/a/f", "/a/plain"} {
+		if _, err := n.Stat(ctx, p); !errors.Is(err, node.ErrNotExist) {
+			t.Errorf("stat of removed %s: %v", p, err)
+		}
+	}
+	if _, err := n.RemoveWithAttrs(ctx, "/a/f"); !errors.Is(err, node.ErrNotExist) {
+		t.Errorf("RemoveWithAttrs of a missing file: %v; want ErrNotExist", err)
+	}
+	if _, err := n.RemoveWithAttrs(ctx, "/a"); !errors.Is(err, node.ErrIsDir) {
+		t.Errorf("RemoveWithAttrs of a directory: %v; want ErrIsDir", err)
+	}
+	if fi, err := n.Stat(ctx, "/a"); err != nil || !fi.IsDir {
+		t.Errorf("the directory after RemoveWithAttrs: %+v, %v", fi, err)
+	}
+
+	var r *removeAttrRefusing
+	s2 := startServing(t, "", "127.0.0.1:0", func(fsys *dataserver.FS) xrootd.FileSystem {
+		r = &removeAttrRefusing{FS: fsys}
+		return r
+	})
+	n2 := newNode(t, "root://"+s2.addr+"//d", Options{})
+	putFile(t, n2, "/f", []byte("x"))
+	for range 2 {
+		if _, err := n2.RemoveWithAttrs(ctx, "/f"); !errors.Is(err, node.ErrUnsupported) {
+			t.Errorf("RemoveWithAttrs on a refusing server: %v; want ErrUnsupported", err)
+		}
+	}
+	if got := r.asked.Load(); got != 1 {
+		t.Errorf("the refusing server was asked %d times; want once, the refusal remembered", got)
+	}
+	if _, err := n2.Stat(ctx, "/f"); err != nil {
+		t.Errorf("the file a refusing server was asked to remove: %v", err)
 	}
 }
