@@ -11,6 +11,7 @@ import (
 	"github.com/ecstore/ecstore/internal/archive"
 	"github.com/ecstore/ecstore/internal/bufpool"
 	"github.com/ecstore/ecstore/internal/node"
+	"github.com/ecstore/ecstore/internal/workers"
 )
 
 // pagePiece is the part of one data chunk that a random read needs, read
@@ -89,17 +90,23 @@ func (r *Reader) readPages(ctx context.Context, pieces []pagePiece, keep bool, e
 		n := int(p.to - p.from + pages*4)
 		p.buf = bufpool.Get(max(n, bufpool.Granule))[:n]
 	}
-	go func() {
+	// Kept goroutines (workers), whose stacks have grown through the
+	// protocol client already.
+	workers.Go(func() {
 		defer close(done)
 		rctx, cancel := context.WithTimeout(r.bg, r.s.opts.ChunkTimeout)
 		defer cancel()
 		var wg sync.WaitGroup
 		for i := range pieces {
 			p := &pieces[i]
-			wg.Go(func() { p.err = r.readPiece(rctx, p) })
+			wg.Add(1)
+			workers.Go(func() {
+				defer wg.Done()
+				p.err = r.readPiece(rctx, p)
+			})
 		}
 		wg.Wait()
-	}()
+	})
 	// release gives the buffers back once no read writes into them: a
 	// read that node.Guard left running (its file system not answering)
 	// may still, and its buffer is dropped instead.
@@ -152,11 +159,11 @@ func (r *Reader) readPiece(ctx context.Context, p *pagePiece) error {
 	data := p.buf[:n]
 	var crcs []byte
 	errs := make(chan error, 1)
-	go func() {
+	workers.Go(func() {
 		var err error
 		crcs, err = r.pageCRCs(ctx, p)
 		errs <- err
-	}()
+	})
 	err := errors.Join(archive.ReadFull(ctx, p.ref.file, data, p.span.Data+p.from), <-errs)
 	if err != nil {
 		return fmt.Errorf("node %s: block %d: %w", p.ref.node.ID(), p.b, err)

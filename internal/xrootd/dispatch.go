@@ -801,7 +801,7 @@ func readVBatch(ctx context.Context, buf []byte, batch []readVItem, files map[Fi
 		)
 		for range min(len(batch), readVParallel) {
 			wg.Add(1)
-			go func() {
+			workers.Go(func() {
 				defer wg.Done()
 				// A File that panics fails the request (session.guard,
 				// where the panic is raised again), not the process.
@@ -814,7 +814,7 @@ func readVBatch(ctx context.Context, buf []byte, batch []readVItem, files map[Fi
 				for j := int(next.Add(1) - 1); j < len(batch); j = int(next.Add(1) - 1) {
 					read(j)
 				}
-			}()
+			})
 		}
 		wg.Wait()
 		if msg := panicked.Load(); msg != nil {
