@@ -301,8 +301,13 @@ func attrAt(dirfd int, name, key string) (value []byte, had bool, err error) {
 	default:
 		return nil, false, errNotRegular
 	}
-	buf := make([]byte, xrootd.MaxFattrValue)
+	// An archive's summary is short: a large buffer only if it is not.
+	buf := make([]byte, 512)
 	n, err := unix.Fgetxattr(fd, key, buf)
+	if err == unix.ERANGE {
+		buf = make([]byte, xrootd.MaxFattrValue)
+		n, err = unix.Fgetxattr(fd, key, buf)
+	}
 	switch {
 	case err == unix.ENODATA:
 		return nil, false, nil

@@ -1087,6 +1087,11 @@ func TestRemoveWithAttr(t *testing.T) {
 	if _, err := c.SetAttrs(ctx, "/d/f", []xrootd.Attr{{Name: "ecstore", Value: []byte("v=1&n=2")}}, false); err != nil {
 		t.Fatal(err)
 	}
+	put(t, c, "/d/big", []byte("z"))
+	long := strings.Repeat("v", 3000) // more than the first buffer
+	if _, err := c.SetAttrs(ctx, "/d/big", []xrootd.Attr{{Name: "ecstore", Value: []byte(long)}}, false); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Mkdir(ctx, "/d/e", 0o755, false); err != nil {
 		t.Fatal(err)
 	}
@@ -1102,6 +1107,7 @@ func TestRemoveWithAttr(t *testing.T) {
 		had         bool
 	}{
 		{"/d/f", "v=1&n=2", true},
+		{"/d/big", long, true},
 		{"/d/g", "", false},
 		{"/d/l", "", false},
 	} {

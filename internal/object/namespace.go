@@ -728,9 +728,8 @@ func (s *Store) removeEverywhere(ctx context.Context, path string, v archive.Ver
 // fewer than M+1 nodes answering none is written and the removal fails
 // with ErrQuorum, the object left readable by the archives that the
 // failed nodes keep (the two-step Remove leaves it whole: it writes
-// tombstones first). done
-// is false, and Remove goes on as usual, when nothing was removed and a
-// node failed or holds a directory at path.
+// tombstones first). done is false, and Remove goes on as usual, when
+// nothing was removed and a node failed or holds a directory at path.
 func (s *Store) removeBySummary(ctx context.Context, path string) (done bool, err error) {
 	idx := make(map[string]int, len(s.nodes))
 	for i, n := range s.nodes {
@@ -864,6 +863,8 @@ func removeReporting(ctx context.Context, n node.Node, path string) (removal, er
 	case errors.Is(err, errNoSummary):
 		fi, err := n.Stat(ctx, path)
 		switch {
+		case errors.Is(err, node.ErrNotExist):
+			return removal{}, nil // removed meanwhile
 		case err != nil:
 			return removal{}, err
 		case fi.IsDir:
