@@ -161,7 +161,11 @@ fs_type="$(df -PT "$work" | awk 'NR == 2 { print $2 }')"
 fs_dev="$(df -PT "$work" | awk 'NR == 2 { print $1 " mounted on " $7 }')"
 record info.mode "$([ "$quick" = 1 ] && echo quick || echo full)"
 record info.date "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-record info.cpu "$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
+# The model name alone ("AMD EPYC" on a virtual machine) does not tell
+# hosts apart whose checksum and copy speeds differ: family and model, and
+# the vector extensions the gateway's checksums use.
+cpu_isa="$(awk -F': ' '/^flags/ { n = split($2, f, " "); for (i = 1; i <= n; i++) if (f[i] ~ /^(avx2|avx512f|vpclmulqdq|gfni|sha_ni)$/) s = s (s ? " " : "") f[i]; print s; exit }' /proc/cpuinfo)"
+record info.cpu "$(awk -F': ' '/^model name/ { m = $2 } /^cpu family/ { f = $2 } /^model\t/ { n = $2 } END { printf "%s (family %s, model %s)", m, f, n }' /proc/cpuinfo), ${cpu_isa:-no vector extensions listed}"
 record info.cores "$(nproc)"
 record info.ram "$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
 record info.kernel "$(uname -sr)"
