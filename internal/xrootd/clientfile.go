@@ -262,6 +262,80 @@ func (f *ClientFile) writeAt(ctx context.Context, p []byte, off int64, pages boo
 	return acked, nil
 }
 
+// WriteAck is a write sent ahead by StartWriteAt, whose answers are yet
+// to be waited for (Wait) or given up (Abandon).
+type WriteAck struct {
+	f     *ClientFile
+	q     []writeChunk
+	off   int64
+	pages bool
+}
+
+// StartWriteAt sends p at off as WriteAt does (kXR_pgwrite requests with
+// pages) and returns once the requests are written to the connection,
+// without waiting for their answers: p may be reused at once, and the
+// caller may send the file's next bytes while these are on their way and
+// being written, which keeps a server that takes a write at a time busy.
+// The returned WriteAck's Wait collects the answers.
+//
+// A server that asks for such a write to be sent again (kXR_wait) fails
+// it, p being gone by then: send writes ahead only to a server that runs
+// a file's writes in the order they arrive and never asks, as this
+// package's Server (see FinishWrite).
+func (f *ClientFile) StartWriteAt(ctx context.Context, p []byte, off int64, pages bool) (*WriteAck, error) {
+	if off < 0 {
+		return nil, fmt.Errorf("xrootd: write %s: negative offset %d", f.name, off)
+	}
+	a := &WriteAck{f: f, off: off, pages: pages}
+	for pos := 0; pos < len(p); {
+		n := min(len(p)-pos, f.c.opts.WriteChunk)
+		pd, err := f.c.start(ctx, f.writeRequest(p[pos:pos+n], off+int64(pos), pages), nil)
+		if err != nil {
+			a.Abandon()
+			return nil, fmt.Errorf("xrootd: write %s at %d: %w", f.name, off+int64(pos), err)
+		}
+		a.q = append(a.q, writeChunk{p: pd, n: n})
+		pos += n
+	}
+	return a, nil
+}
+
+// Wait waits for the answers to the write and returns the number of
+// bytes the server acknowledged, in order from its offset. After an
+// error the answers still outstanding are given up.
+func (a *WriteAck) Wait(ctx context.Context) (int, error) {
+	acked := 0
+	for len(a.q) > 0 {
+		w := a.q[0]
+		a.q = a.q[1:]
+		fr, err := w.p.wait(ctx, nil)
+		if err == nil {
+			switch {
+			case fr.Status == StatusWait:
+				err = fmt.Errorf("%w: the server asked for a write sent ahead to be sent again", ErrMalformed)
+			default:
+				if err = statusError(fr); err == nil && a.pages {
+					err = checkPgWriteStatus(fr)
+				}
+			}
+		}
+		if err != nil {
+			a.Abandon()
+			return acked, fmt.Errorf("xrootd: write %s at %d: %w", a.f.name, a.off+int64(acked), err)
+		}
+		acked += w.n
+	}
+	return acked, nil
+}
+
+// Abandon gives up the answers not waited for yet.
+func (a *WriteAck) Abandon() {
+	for _, w := range a.q {
+		w.p.abandon()
+	}
+	a.q = nil
+}
+
 // writeRequest is the kXR_write, or with pages the kXR_pgwrite, of b at
 // off.
 func (f *ClientFile) writeRequest(b []byte, off int64, pages bool) Request {

@@ -37,7 +37,10 @@ type chunk struct {
 // at a time; an error it meets is reported by the next Write or by
 // Finish. A write of at least a buffer's size (an archive's chunk) is
 // sent from the caller's slice, without a copy, and Write returns once
-// the server has acknowledged it.
+// the server has acknowledged it. To a server that runs a file's writes
+// in order (`ecstore node`) every write is sent ahead instead, from the
+// caller's goroutine, and its answer collected writesAhead writes later
+// (writeAhead).
 type upload struct {
 	n          *Node
 	cn         *conn
@@ -61,7 +64,15 @@ type upload struct {
 	done      chan struct{} // closed when the writer exits
 	queueShut bool
 	werr      atomic.Pointer[error] // the writer's first error
+
+	// acks are the writes sent ahead (writeAhead), oldest first, whose
+	// answers are yet to be collected.
+	acks []*xrootd.WriteAck
 }
+
+// writesAhead is how many chunk writes an upload to a server that runs a
+// file's writes in order sends before it waits for the oldest answer.
+var writesAhead = 3 // a variable for BenchmarkWriteAhead
 
 var (
 	_ node.Upload     = (*upload)(nil)
@@ -173,7 +184,7 @@ func (u *upload) Write(ctx context.Context, p []byte) error {
 		u.buf = append(u.buf, p[:k]...)
 		p = p[k:]
 		if len(u.buf) == cap(u.buf) {
-			if err := u.send(ctx); err != nil {
+			if err := u.flush(ctx); err != nil {
 				return u.stick("write", err)
 			}
 		}
@@ -181,16 +192,35 @@ func (u *upload) Write(ctx context.Context, p []byte) error {
 	return nil
 }
 
+// flush sends the filled buffer: to a server that runs a file's writes in
+// order ahead of its answer (writeAhead), the buffer free again at once,
+// else through the writer.
+func (u *upload) flush(ctx context.Context) error {
+	if !u.cn.ordered {
+		return u.send(ctx)
+	}
+	err := u.writeAhead(ctx, u.buf)
+	u.buf = u.buf[:0]
+	return err
+}
+
 // writeDirect sends p at the upload's offset, after the writer has sent
-// the bytes buffered before it, and waits for the acknowledgement. The
+// the bytes buffered before it, and waits for the acknowledgement (to a
+// server that runs a file's writes in order: see writeAhead). The
 // server thus receives the file's bytes in order: a data server writing
 // sequential files specially (ecstore node's O_DIRECT appends) sees a
-// sequential file, for one round trip of a small write per chunk.
+// sequential file.
 func (u *upload) writeDirect(ctx context.Context, p []byte) error {
 	if len(u.buf) > 0 {
-		if err := u.send(ctx); err != nil {
+		if err := u.flush(ctx); err != nil {
 			return u.stick("write", err)
 		}
+	}
+	if u.cn.ordered {
+		if err := u.writeAhead(ctx, p); err != nil {
+			return u.stick("write", err)
+		}
+		return nil
 	}
 	if err := u.drain(ctx); err != nil {
 		return u.stick("write", err)
@@ -207,6 +237,62 @@ func (u *upload) writeDirect(ctx context.Context, p []byte) error {
 	}
 	u.off += int64(len(p))
 	return nil
+}
+
+// writeAhead sends p at the upload's offset without waiting for its
+// answer, once it has collected the oldest answer outstanding if
+// writesAhead are: a chunk is then on its way while the server writes the
+// one before, where a chunk a round trip kept each node idle between
+// its writes (on a host where a gateway's put waited about 20 ms per
+// chunk and node, most of it for wakeups, not for the disk). A failed
+// answer fails the upload at the next Write or at Finish. Only for a
+// server that runs a file's writes in order (conn.ordered), which takes
+// them as they come and never asks for one to be sent again.
+func (u *upload) writeAhead(ctx context.Context, p []byte) error {
+	if len(u.acks) >= writesAhead {
+		if err := u.waitAck(ctx); err != nil {
+			return err
+		}
+	}
+	a, err := u.f.StartWriteAt(ctx, p, u.off, u.n.pages)
+	if err != nil {
+		u.n.pool.observe(u.cn, err)
+		return err
+	}
+	u.acks = append(u.acks, a)
+	u.off += int64(len(p))
+	return nil
+}
+
+// waitAck collects the oldest answer to a write sent ahead. After an
+// error the others are given up: the upload has failed.
+func (u *upload) waitAck(ctx context.Context) error {
+	a := u.acks[0]
+	u.acks = u.acks[1:]
+	if _, err := a.Wait(ctx); err != nil {
+		u.abandonAcks()
+		u.n.pool.observe(u.cn, err)
+		return err
+	}
+	return nil
+}
+
+// waitAcks collects every answer to the writes sent ahead.
+func (u *upload) waitAcks(ctx context.Context) error {
+	for len(u.acks) > 0 {
+		if err := u.waitAck(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// abandonAcks gives up the answers to the writes sent ahead.
+func (u *upload) abandonAcks() {
+	for _, a := range u.acks {
+		a.Abandon()
+	}
+	u.acks = nil
 }
 
 // drain waits until the writer has sent every buffer handed to it.
@@ -310,6 +396,9 @@ func (u *upload) Finish(ctx context.Context) error {
 		return u.n.wrap("finish", u.path, err)
 	}
 	u.state = upFinished
+	if err := u.waitAcks(ctx); err != nil {
+		return u.stick("finish", err)
+	}
 	if len(u.buf) > 0 && !u.cn.ordered {
 		if err := u.send(ctx); err != nil {
 			return u.stick("finish", err)
@@ -457,6 +546,7 @@ func (u *upload) Abort(ctx context.Context) error {
 	}
 	u.state = upAborted
 	u.cancel()
+	u.abandonAcks()
 	// The writer's request was cancelled with u.ctx: this returns
 	// promptly.
 	_ = u.stopWriter(context.Background())
