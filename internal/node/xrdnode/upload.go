@@ -242,12 +242,12 @@ func (u *upload) writeDirect(ctx context.Context, p []byte) error {
 // writeAhead sends p at the upload's offset without waiting for its
 // answer, once it has collected the oldest answer outstanding if
 // writesAhead are: a chunk is then on its way while the server writes the
-// one before, where a chunk a round trip kept each node idle between
-// its writes (on a host where a gateway's put waited about 20 ms per
-// chunk and node, most of it for wakeups, not for the disk). A failed
-// answer fails the upload at the next Write or at Finish. Only for a
-// server that runs a file's writes in order (conn.ordered), which takes
-// them as they come and never asks for one to be sent again.
+// one before, where waiting for each answer left the node idle for a
+// round trip per chunk (BenchmarkWriteAhead: 1.6-1.8 times the MB/s of
+// one upload over round trips of 0.5-2 ms). A failed answer fails the
+// upload at the next Write or at Finish. Only for a server that runs a
+// file's writes in order (conn.ordered), which takes them as they come
+// and never asks for one to be sent again.
 func (u *upload) writeAhead(ctx context.Context, p []byte) error {
 	if len(u.acks) >= writesAhead {
 		if err := u.waitAck(ctx); err != nil {
