@@ -102,13 +102,14 @@ type FS struct {
 
 // Compile-time checks of the optional interfaces FS implements.
 var (
-	_ xrootd.FileSystem    = (*FS)(nil)
-	_ xrootd.Remover       = (*FS)(nil)
-	_ xrootd.Renamer       = (*FS)(nil)
-	_ xrootd.DirMaker      = (*FS)(nil)
-	_ xrootd.DirRemover    = (*FS)(nil)
-	_ xrootd.SpaceReporter = (*FS)(nil)
-	_ xrootd.WholeOpener   = (*FS)(nil)
+	_ xrootd.FileSystem     = (*FS)(nil)
+	_ xrootd.Remover        = (*FS)(nil)
+	_ xrootd.Renamer        = (*FS)(nil)
+	_ xrootd.DirMaker       = (*FS)(nil)
+	_ xrootd.DirRemover     = (*FS)(nil)
+	_ xrootd.SpaceReporter  = (*FS)(nil)
+	_ xrootd.ConfigReporter = (*FS)(nil)
+	_ xrootd.WholeOpener    = (*FS)(nil)
 )
 
 // New returns an FS serving dir, which must be an existing directory: a
@@ -306,6 +307,17 @@ func (s *FS) eachEntry(ctx context.Context, dir string, fn func(d *os.File, fi f
 			return err
 		}
 	}
+}
+
+// ConfigValue implements xrootd.ConfigReporter: xrootd.CloseSyncsKey.
+func (s *FS) ConfigValue(key string) (string, bool) {
+	if key != xrootd.CloseSyncsKey {
+		return "", false
+	}
+	if s.fsync {
+		return "1", true
+	}
+	return "0", true
 }
 
 // Remove implements xrootd.Remover: it removes a file or a symbolic

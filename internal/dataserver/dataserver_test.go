@@ -1138,3 +1138,16 @@ func TestRemoveWithAttr(t *testing.T) {
 		t.Error("remove of /../x succeeded")
 	}
 }
+
+// The server says whether its closes make files durable.
+func TestConfigSaysWhetherCloseSyncs(t *testing.T) {
+	for _, durable := range []bool{true, false} {
+		_, addr := serve(t, Options{Fsync: durable})
+		c := dial(t, addr)
+		vals, err := c.QueryConfig(testCtx(t), xrootd.CloseSyncsKey)
+		want := map[bool]string{true: "1", false: "0"}[durable]
+		if err != nil || len(vals) != 1 || vals[0] != want {
+			t.Errorf("fsync %v: %s = %q, %v; want %s", durable, xrootd.CloseSyncsKey, vals, err, want)
+		}
+	}
+}

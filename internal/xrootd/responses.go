@@ -218,6 +218,13 @@ func ParseDirlist(body []byte) ([]FileInfo, error) {
 // (AttrLister): the directory, then this key with the attribute's name.
 const AttrListArg = "ecstore.listattr"
 
+// CloseSyncsKey is the kXR_query config key by which ecstore's data
+// server says whether a file's close makes it durable ("1": it runs with
+// fsync on, and a close fsyncs what the file's last kXR_sync did not) or
+// not ("0"). A client that wants a file durable then need not send
+// kXR_sync before the close. Other servers echo the key.
+const CloseSyncsKey = "ecstore.closesyncs"
+
 // RemoveAttrArg is the query argument of a removal that says what it
 // removed (AttrRemover): the file's path, then this key with the name of
 // the attribute to answer with.

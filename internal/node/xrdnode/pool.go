@@ -42,6 +42,9 @@ type conn struct {
 	// file's write-side requests in the order they arrive: an upload then
 	// sends its last write, kXR_sync and kXR_close at once.
 	ordered bool
+	// closeSyncs is set when that server also makes a file durable at its
+	// close (xrootd.CloseSyncsKey): an upload then sends no kXR_sync.
+	closeSyncs bool
 }
 
 // failed reports whether the connection should be replaced: its dial
@@ -129,7 +132,7 @@ func (p *pool) dial() *conn {
 				n.prefixMade.Store(true)
 			}
 		}
-		cn.ordered = runsWritesInOrder(ctx, c)
+		cn.ordered, cn.closeSyncs = askServer(ctx, c)
 		if n.opts.CheckRoot != nil {
 			if err := n.checkRoot(ctx, c); err != nil {
 				c.Close()
@@ -142,11 +145,16 @@ func (p *pool) dial() *conn {
 	return cn
 }
 
-// runsWritesInOrder asks the server whether it is ecstore's own. Any
-// failure means no: the upload then waits for each answer.
-func runsWritesInOrder(ctx context.Context, c *xrootd.Client) bool {
-	vals, err := c.QueryConfig(ctx, "version")
-	return err == nil && len(vals) == 1 && vals[0] == xrootd.ServerVersion
+// askServer asks the server, in one request, whether it is ecstore's own
+// (ordered: it runs a file's writes in order) and whether its closes make
+// files durable. Any failure means no to both: an upload then waits for
+// each answer and sends kXR_sync.
+func askServer(ctx context.Context, c *xrootd.Client) (ordered, closeSyncs bool) {
+	vals, err := c.QueryConfig(ctx, "version", xrootd.CloseSyncsKey)
+	if err != nil || len(vals) != 2 || vals[0] != xrootd.ServerVersion {
+		return false, false
+	}
+	return true, vals[1] == "1"
 }
 
 // observe looks at the error of a request sent on cn. A closed

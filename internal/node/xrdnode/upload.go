@@ -412,8 +412,9 @@ func (u *upload) Finish(ctx context.Context) error {
 		return u.stick("finish", err)
 	}
 	if u.cn.ordered {
+		// A server whose close makes the file durable needs no kXR_sync.
 		attrErr, err := u.f.FinishWrite(ctx, u.buf, u.off, xrootd.FinishOptions{
-			Pages: u.n.pages, Sync: u.n.opts.Fsync, Attrs: u.fileAttrs()})
+			Pages: u.n.pages, Sync: u.n.opts.Fsync && !u.cn.closeSyncs, Attrs: u.fileAttrs()})
 		u.off += int64(len(u.buf))
 		u.releaseBufs()
 		u.n.pool.observe(u.cn, err)

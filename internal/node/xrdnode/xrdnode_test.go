@@ -49,10 +49,16 @@ func startOurs(t testing.TB, dir, addr string) *ourServer {
 // data server's.
 func startServing(t testing.TB, dir, addr string, wrap func(*dataserver.FS) xrootd.FileSystem) *ourServer {
 	t.Helper()
+	return startServingWith(t, dir, addr, dataserver.Options{}, wrap)
+}
+
+// startServingWith is startServing with the data server's options.
+func startServingWith(t testing.TB, dir, addr string, opts dataserver.Options, wrap func(*dataserver.FS) xrootd.FileSystem) *ourServer {
+	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	fsys, err := dataserver.New(dir, dataserver.Options{})
+	fsys, err := dataserver.New(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1264,5 +1270,39 @@ func TestRemoveWithAttrs(t *testing.T) {
 	}
 	if _, err := n2.Stat(ctx, "/f"); err != nil {
 		t.Errorf("the file a refusing server was asked to remove: %v", err)
+	}
+}
+
+// A durable `ecstore node` makes a file durable at its close
+// (xrootd.CloseSyncsKey): an upload that wants it durable sends no
+// kXR_sync to it, and does to one that runs without fsync.
+func TestNoSyncBeforeADurableClose(t *testing.T) {
+	for _, durable := range []bool{true, false} {
+		t.Run(fmt.Sprintf("durable=%v", durable), func(t *testing.T) {
+			s := startServingWith(t, "", "127.0.0.1:0", dataserver.Options{Fsync: durable}, func(fsys *dataserver.FS) xrootd.FileSystem { return fsys })
+			var mu sync.Mutex
+			var names []string
+			n := newNode(t, "root://"+s.addr+"//d", Options{Fsync: true, NoDirCheck: true, Observe: func(op node.Operation) {
+				mu.Lock()
+				defer mu.Unlock()
+				if op.Name != "query_config" && op.Name != "mkdir" {
+					names = append(names, op.Name)
+				}
+			}})
+			putFile(t, n, "/f", []byte("small archive"))
+			want := "open write sync close mv"
+			if durable {
+				want = "open write close mv"
+			}
+			mu.Lock()
+			got := strings.Join(names, " ")
+			mu.Unlock()
+			if got != want {
+				t.Errorf("requests %q; want %q", got, want)
+			}
+			if b, err := os.ReadFile(filepath.Join(s.dir, "d", "f")); err != nil || string(b) != "small archive" {
+				t.Errorf("committed file: %q, %v", b, err)
+			}
+		})
 	}
 }
