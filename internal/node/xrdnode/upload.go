@@ -40,7 +40,7 @@ type chunk struct {
 // the server has acknowledged it. To a server that runs a file's writes
 // in order (`ecstore node`) every write is sent ahead instead, from the
 // caller's goroutine, and its answer collected writesAhead writes later
-// (writeAhead).
+// (writeAhead): such an upload has no writer goroutine.
 type upload struct {
 	n          *Node
 	cn         *conn
@@ -89,6 +89,13 @@ func newUpload(n *Node, cn *conn, f *xrootd.ClientFile, path, tmp string) *uploa
 		queue: make(chan chunk),
 		free:  make(chan []byte, buffersPerUpload),
 		done:  make(chan struct{}),
+	}
+	if cn.ordered {
+		// Every write is sent ahead from the caller's goroutine: no
+		// writer, and no context of its own.
+		u.cancel = func() {}
+		close(u.done)
+		return u
 	}
 	u.ctx, u.cancel = context.WithCancel(n.base)
 	go u.writer()
