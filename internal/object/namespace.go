@@ -147,23 +147,67 @@ func (s *Store) forNodesWithin(ctx context.Context, nodes []node.Node,
 // to hang is not asked (its answer would be the error of a timeout): the
 // directories are on every node.
 func (s *Store) statDir(ctx context.Context, path string) (bool, error) {
-	var isDir sync.Map
+	k, err := s.statKinds(ctx, path)
+	if k.dir {
+		return true, nil
+	}
+	return false, err
+}
+
+// pathKinds is what the nodes hold at a path: a directory on some, a
+// file (an archive, or debris) on some.
+type pathKinds struct{ dir, file bool }
+
+// statKinds asks every node not known to hang what it holds at path (one
+// kXR_stat each, at once); the error is the first that is not "does not
+// exist".
+func (s *Store) statKinds(ctx context.Context, path string) (pathKinds, error) {
+	var dirs, files atomic.Int32
 	errs := s.forEach(ctx, func(ctx context.Context, n node.Node) error {
 		if s.isHung(n.ID()) {
 			return errHung
 		}
 		fi, err := n.Stat(ctx, path)
-		if err == nil && fi.IsDir {
-			isDir.Store(n.ID(), true)
+		switch {
+		case err != nil:
+		case fi.IsDir:
+			dirs.Add(1)
+		default:
+			files.Add(1)
 		}
 		return err
 	})
-	found := false
-	isDir.Range(func(_, _ any) bool { found = true; return false })
-	if found {
+	return pathKinds{dir: dirs.Load() > 0, file: files.Load() > 0}, firstReal(errs)
+}
+
+// IsDir reports whether path is a directory (true) or an object (false),
+// as Stat would say, or fails with ErrNotExist when it is neither. Where
+// no node holds a file at path, the nodes' kXR_stat answers (one round
+// trip) decide it; otherwise the object is looked up as Stat does. It
+// is the check for a path that must be a directory (an S3 bucket, a
+// key's prefix): Stat of a directory opens no archive but probes for one
+// on every node, then asks every node again for the directory's time.
+func (s *Store) IsDir(ctx context.Context, path string) (bool, error) {
+	if err := checkPath(path); err != nil {
+		return false, err
+	}
+	if path == "/" {
 		return true, nil
 	}
-	return false, firstReal(errs)
+	k, err := s.statKinds(ctx, path)
+	switch {
+	case k.file:
+		info, err := s.Stat(ctx, path)
+		if err != nil {
+			return false, err
+		}
+		return info.IsDir, nil
+	case k.dir:
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("object: stat %s: %w", path, err)
+	}
+	return false, fmt.Errorf("object: stat %s: %w", path, ErrNotExist)
 }
 
 // firstReal returns the first error that is not "does not exist".

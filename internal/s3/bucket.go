@@ -32,9 +32,9 @@ func (h *handler) createBucket(req *request) error {
 	if _, err := readAll(req.r, req.auth, 64<<10); err != nil {
 		return err
 	}
-	info, err := h.store.Stat(req.ctx, bucketPath(req.bucket))
+	isDir, err := h.store.IsDir(req.ctx, bucketPath(req.bucket))
 	switch {
-	case err == nil && info.IsDir:
+	case err == nil && isDir:
 		return ErrBucketAlreadyOwnedByYou
 	case err == nil:
 		return ErrBucketAlreadyExists.with("a top-level object named %q exists", req.bucket)

@@ -118,7 +118,7 @@ func (h *handler) createUpload(req *request) error {
 	if dir {
 		return ErrInvalidArgument.with("key %q ends in '/', which names a directory in ecstore; it cannot be uploaded in parts", req.key)
 	}
-	if err := h.bucketExists(req.ctx, req.bucket); err != nil {
+	if err := h.checkParents(req.ctx, req.bucket, path); err != nil {
 		return err
 	}
 	if _, err := readAll(req.r, req.auth, 64<<10); err != nil {
@@ -126,9 +126,6 @@ func (h *handler) createUpload(req *request) error {
 	}
 	meta, err := userMetadata(req.r)
 	if err != nil {
-		return err
-	}
-	if err := h.checkParents(req.ctx, req.bucket, path); err != nil {
 		return err
 	}
 	now := h.opts.Now()

@@ -131,23 +131,31 @@ func setObjectHeaders(hdr http.Header, info *object.Info) {
 	}
 }
 
-// checkParents makes sure no directory that path needs is an object
-// ("a/b" cannot be written while "a" is an object). It stops at the first
-// ancestor that is a directory.
+// checkParents makes sure that the bucket exists and that no directory
+// path needs is an object ("a/b" cannot be written while "a" is an
+// object). It asks from path's parent up, one round trip per level
+// (object.Store.IsDir), and stops at the first directory: the bucket's
+// is then there too. A key right under the bucket costs what
+// bucketExists does.
 func (h *handler) checkParents(ctx context.Context, bucket, path string) error {
+	if !bucketPathOK(bucket) {
+		return ErrNoSuchBucket
+	}
 	root := bucketPath(bucket)
-	for d := parentDir(path); d != root && strings.HasPrefix(d, root+"/"); d = parentDir(d) {
-		info, err := h.store.Stat(ctx, d)
+	for d := parentDir(path); d == root || strings.HasPrefix(d, root+"/"); d = parentDir(d) {
+		isDir, err := h.store.IsDir(ctx, d)
 		switch {
-		case err == nil && info.IsDir:
+		case err == nil && isDir:
 			return nil
+		case err != nil && !errors.Is(err, object.ErrNotExist):
+			return err
+		case d == root:
+			return ErrNoSuchBucket
 		case err == nil:
 			return ErrKeyConflict.with("key prefix %q is an object; it cannot also be a directory", strings.TrimPrefix(d, root+"/"))
-		case !errors.Is(err, object.ErrNotExist):
-			return err
 		}
 	}
-	return nil
+	return ErrNoSuchBucket // path is not in the bucket: not reached
 }
 
 // conflict explains an engine error about a key that is a directory or
@@ -164,7 +172,13 @@ func (h *handler) putObject(req *request) error {
 	if err != nil {
 		return err
 	}
-	if err := h.bucketExists(req.ctx, req.bucket); err != nil {
+	// The bucket and the key's prefixes (a marker's own path too) are
+	// checked before the body is read.
+	need := path
+	if dir {
+		need = path + "/x"
+	}
+	if err := h.checkParents(req.ctx, req.bucket, need); err != nil {
 		return err
 	}
 	p, err := newPayload(req.r, req.auth, h.opts.MaxObjectSize)
@@ -176,9 +190,6 @@ func (h *handler) putObject(req *request) error {
 	}
 	meta, err := userMetadata(req.r)
 	if err != nil {
-		return err
-	}
-	if err := h.checkParents(req.ctx, req.bucket, path); err != nil {
 		return err
 	}
 	etag, err := h.write(req.ctx, path, meta, p.size, req.createOnly, func(w *object.Writer) (string, error) {
@@ -232,9 +243,6 @@ func (h *handler) putDirMarker(req *request, path string, p *payload) error {
 		return ErrInvalidArgument.with("key %q ends in '/', which names a directory in ecstore; only an empty body can be stored under it", req.key)
 	}
 	if _, err := io.Copy(io.Discard, p); err != nil { // verify the (empty) payload
-		return err
-	}
-	if err := h.checkParents(req.ctx, req.bucket, path+"/x"); err != nil {
 		return err
 	}
 	if err := h.store.Mkdir(req.ctx, path); err != nil {
@@ -607,7 +615,7 @@ func (h *handler) copyObject(req *request) error {
 	if dir {
 		return ErrInvalidArgument.with("cannot copy onto directory marker %q", req.key)
 	}
-	if err := h.bucketExists(req.ctx, req.bucket); err != nil {
+	if err := h.checkParents(req.ctx, req.bucket, path); err != nil {
 		return err
 	}
 	if _, err := readAll(req.r, req.auth, 0); err != nil {
@@ -632,9 +640,6 @@ func (h *handler) copyObject(req *request) error {
 		}
 	default:
 		return ErrInvalidArgument.with("unknown metadata directive %q", d)
-	}
-	if err := h.checkParents(req.ctx, req.bucket, path); err != nil {
-		return err
 	}
 	ka := h.startKeepAlive(req)
 	etag, err := h.write(req.ctx, path, meta, src.Size, req.createOnly, func(w *object.Writer) (string, error) {

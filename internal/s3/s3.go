@@ -368,9 +368,9 @@ func (h *handler) bucketExists(ctx context.Context, bucket string) error {
 	if !bucketPathOK(bucket) {
 		return ErrNoSuchBucket
 	}
-	info, err := h.store.Stat(ctx, bucketPath(bucket))
+	isDir, err := h.store.IsDir(ctx, bucketPath(bucket))
 	switch {
-	case err == nil && info.IsDir:
+	case err == nil && isDir:
 		return nil
 	case err == nil, errors.Is(err, object.ErrNotExist):
 		return ErrNoSuchBucket
