@@ -676,6 +676,12 @@ func (s *Store) Remove(ctx context.Context, path string) error {
 	if path == "/" {
 		return fmt.Errorf("object: remove /: %w", ErrIsDir)
 	}
+	// After a commit of path through this gateway, not amid its renames.
+	unlock, err := s.paths.lock(ctx, path)
+	if err != nil {
+		return fmt.Errorf("object: remove %s: %w", path, err)
+	}
+	defer unlock()
 	if done, err := s.removeBySummary(ctx, path); done {
 		return err
 	}

@@ -46,7 +46,12 @@ var (
 	ErrNotEmpty      = errors.New("object: directory not empty")
 	ErrUnrecoverable = errors.New("object: unrecoverable")
 	ErrQuorum        = errors.New("object: quorum not reached") // too few nodes took a write or listed a directory
-	ErrClosed        = errors.New("object: use of closed writer or reader")
+	// ErrInDoubt comes with ErrQuorum from a commit that renamed more
+	// than M archives but fewer than K: the write failed for now, and a
+	// read or repair completes it once the nodes of its other archives
+	// (finished under temporary names) answer.
+	ErrInDoubt = errors.New("object: outcome in doubt")
+	ErrClosed  = errors.New("object: use of closed writer or reader")
 )
 
 // UnrecoverableError reports a block of which fewer than K verified chunks
@@ -339,6 +344,8 @@ type Store struct {
 	probeLatency latencyEstimate
 	// pageSums holds page checksums for random reads; nil for none.
 	pageSums *pageSums
+	// paths orders this gateway's commits and removals of a path.
+	paths pathLocks
 }
 
 // transfer counts a reader or writer opening (delta 1) or closing (-1),

@@ -787,6 +787,16 @@ func (w *Writer) Close() error {
 }
 
 func (w *Writer) commit() error {
+	// Commits and removals of the path through this gateway take their
+	// turns, so that their renames and removals do not interleave node by
+	// node; the version is chosen in turn, so that the newest commit is
+	// the one renamed last.
+	unlock, err := w.s.paths.lock(w.ctx, w.path)
+	if err != nil {
+		w.abortAll()
+		return fmt.Errorf("object: write %s: %w", w.path, err)
+	}
+	defer unlock()
 	now := w.s.opts.Now()
 	meta := archive.Metadata{
 		Path: w.path, Version: archive.NewVersion(now), Size: w.size,
@@ -796,7 +806,7 @@ func (w *Writer) commit() error {
 		User: w.user,
 	}
 	// Finish every healthy archive in parallel.
-	w.eachSlot(func(ctx context.Context, sw *slotWriter) bool {
+	w.eachSlot(w.ctx, func(ctx context.Context, sw *slotWriter) bool {
 		m := meta
 		m.Slot = sw.slot
 		if err := sw.aw.Close(&m); err != nil {
@@ -815,18 +825,31 @@ func (w *Writer) commit() error {
 		}
 		return true
 	})
+	if err := w.stickyErr(); err == nil && w.ctx.Err() != nil {
+		w.fail(fmt.Errorf("object: write %s: %w", w.path, w.ctx.Err()))
+	}
 	if err := w.stickyErr(); err != nil {
 		w.abortAll()
 		return err
 	}
-	// Commit: rename into place.
-	committed := w.eachSlot(func(ctx context.Context, sw *slotWriter) bool {
+	// Commit: rename into place. Once a rename may have landed, the
+	// commit is seen through even if the client goes away: renames cut
+	// short would leave the new version on some nodes and the old one's
+	// archives replaced there, neither whole. A client gone leaves the
+	// renames still running WriteTimeout to end.
+	renames, stopRenames := context.WithCancel(context.WithoutCancel(w.ctx))
+	defer stopRenames()
+	stopGrace := context.AfterFunc(w.ctx, func() { time.AfterFunc(w.s.opts.WriteTimeout, stopRenames) })
+	defer stopGrace()
+	var renameFailed sync.Map // slot -> true
+	committed := w.eachSlot(renames, func(ctx context.Context, sw *slotWriter) bool {
 		if err := sw.up.Commit(ctx); err != nil {
 			if w.s.holdsVersion(ctx, sw.node, w.path, meta.Version) {
 				// A reader completed this commit, taking us for dead.
 				return true
 			}
 			err = w.straggled(ctx, err)
+			renameFailed.Store(sw.slot, true)
 			sw.dropped.Store(true)
 			sw.err = err
 			w.s.opts.Logger.Warn("archive commit failed", "obj", w.path, "node", sw.node.ID(), "err", err)
@@ -834,10 +857,20 @@ func (w *Writer) commit() error {
 		}
 		return true
 	})
+	// More than M archives renamed but fewer than K: the path's older
+	// version, if any, has lost those archives and may no longer be
+	// readable. The archives whose rename failed are finished and
+	// durable under their temporary names: they are kept, so that a read
+	// (rollForward) or repair completes the commit once their nodes
+	// answer, rather than removed with the last whole version.
+	keepTemps := committed > w.geo.M && committed < w.geo.K
 	var missing []int
 	for _, sw := range w.slots {
 		if sw.dropped.Load() {
 			missing = append(missing, sw.slot)
+			if _, ok := renameFailed.Load(sw.slot); ok && keepTemps {
+				continue
+			}
 			if sw.up != nil {
 				// In the background: a dropped node may be one that
 				// hangs, and its abort waits for it up to the node's
@@ -857,6 +890,9 @@ func (w *Writer) commit() error {
 	// failure that the visible object would contradict. Below K the new
 	// version is invisible and the write failed.
 	if c := committed; c < w.geo.K {
+		if keepTemps {
+			return fmt.Errorf("object: write %s: %w: only %d of %d archives committed; %w: the others are finished under temporary names, and a read or repair completes the commit once their nodes answer", w.path, ErrQuorum, c, w.geo.Width(), ErrInDoubt)
+		}
 		return fmt.Errorf("object: write %s: %w: only %d of %d archives committed; run fsck", w.path, ErrQuorum, c, w.geo.Width())
 	}
 	if len(missing) > 0 {
@@ -938,9 +974,10 @@ func (s *Store) clearReplaced(ctx context.Context, path string, v archive.Versio
 // answering between its last chunk and its sync or rename (after the
 // write's watch has stopped) would otherwise hold the client's close for
 // as long as it hangs, while a disk that syncs a little slower than the
-// others is waited for. fn reports success.
-func (w *Writer) eachSlot(fn func(ctx context.Context, sw *slotWriter) bool) int {
-	ctx, cancel := context.WithCancel(w.ctx)
+// others is waited for. fn's contexts derive from parent; fn reports
+// success.
+func (w *Writer) eachSlot(parent context.Context, fn func(ctx context.Context, sw *slotWriter) bool) int {
+	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	start := time.Now()
 	results := make(chan bool, len(w.slots))

@@ -325,6 +325,12 @@ func (s *schedule) doPut() []string {
 	case r.timedOut:
 		s.slow(r)
 		s.model.widen(p, "put timed out", body)
+	case r.err != nil && strings.Contains(r.out, "outcome in doubt"):
+		// object.ErrInDoubt: more than M archives renamed, fewer than K;
+		// the next read completes the commit if the other archives'
+		// nodes answer.
+		s.counts["puts failed"]++
+		s.model.widen(p, "put in doubt", body)
 	case r.err != nil:
 		s.counts["puts failed"]++
 		s.logf("put %s %v via %s FAILED (model keeps %v): %s", p, body, via, old, strings.TrimSpace(r.out))
