@@ -17,6 +17,7 @@ import (
 	"net/netip"
 	"strconv"
 	"syscall"
+	"sync/atomic"
 	"time"
 
 	"github.com/ecstore/ecstore/internal/archive"
@@ -372,6 +373,10 @@ type writeFile struct {
 	name  string
 	hooks *Hooks
 	err   error // the first write failure, repeated to later writes
+	// written is the bytes written, for a kXR_stat of the handle, which
+	// runs beside the writes (the Writer's own count is not to be read
+	// while it writes).
+	written atomic.Int64
 }
 
 var (
@@ -404,6 +409,7 @@ func (wf *writeFile) WriteAt(_ context.Context, p []byte, off int64) (int, error
 	}
 	start := time.Now()
 	n, err := wf.w.Write(p)
+	wf.written.Add(int64(n))
 	if err != nil {
 		wf.err = err
 	}
@@ -423,6 +429,7 @@ func (wf *writeFile) WriteFrom(_ context.Context, r io.Reader, off, n int64) (in
 	start := time.Now()
 	lr := &io.LimitedReader{R: r, N: n}
 	got, err := wf.w.ReadFrom(lr)
+	wf.written.Add(got)
 	if err == nil && got < n {
 		err = fmt.Errorf("%s: write payload ended after %d of %d bytes: %w", wf.name, got, n, io.ErrUnexpectedEOF)
 	}
@@ -439,7 +446,7 @@ func (wf *writeFile) ReadAt(context.Context, []byte, int64) (int, error) {
 }
 
 func (wf *writeFile) Stat(context.Context) (xrootd.FileInfo, error) {
-	return xrootd.FileInfo{Size: wf.w.Size(), Mode: 0o644}, nil
+	return xrootd.FileInfo{Size: wf.written.Load(), Mode: 0o644}, nil
 }
 
 // Close commits the object: the client hears "closed" only once it is

@@ -100,10 +100,60 @@ func (s *session) dispatch(f *RequestFrame) {
 			return
 		}
 	}
+	// The files a read names are taken here, in the order the requests
+	// came, so that a close sent after the read waits for it rather than
+	// closing the file before the read's goroutine looks for it.
+	held := s.holdFiles(req)
 	workers.Go(func() {
 		defer s.finish(f)
-		s.guard(sid, id, func() { s.handle(sid, req) })
+		defer held.release()
+		s.guard(sid, id, func() { s.handle(sid, req, held) })
 	})
+}
+
+// heldFiles are the open files a request names, each counted as read
+// (openFile.readers) until release; a handle that was not open maps to
+// nil.
+type heldFiles map[FileHandle]*openFile
+
+// holdFiles holds the files named by a request that reads through file
+// handles on its own goroutine: kXR_read, kXR_pgread, kXR_readv and
+// kXR_stat of a handle.
+func (s *session) holdFiles(req Request) heldFiles {
+	var handles []FileHandle
+	switch r := req.(type) {
+	case *ReadRequest:
+		handles = []FileHandle{r.Handle}
+	case *PgReadRequest:
+		handles = []FileHandle{r.Handle}
+	case *ReadVRequest:
+		for _, seg := range r.Segments {
+			handles = append(handles, seg.Handle)
+		}
+	case *StatRequest:
+		if r.Path == "" && r.Options&StatVFS == 0 {
+			handles = []FileHandle{r.Handle}
+		}
+	}
+	if len(handles) == 0 {
+		return nil
+	}
+	held := make(heldFiles, 1)
+	for _, fh := range handles {
+		if _, ok := held[fh]; !ok {
+			held[fh] = s.acquireFile(fh)
+		}
+	}
+	return held
+}
+
+// release ends the reads of the held files.
+func (h heldFiles) release() {
+	for _, of := range h {
+		if of != nil {
+			of.readers.Done()
+		}
+	}
 }
 
 // queueFileOp queues a write-side operation on an open file, or answers
@@ -125,8 +175,9 @@ func (s *session) queueFileOp(sid StreamID, id RequestID, fh FileHandle, f *Requ
 	}
 }
 
-// handle serves the requests that run on their own goroutine.
-func (s *session) handle(sid StreamID, req Request) {
+// handle serves the requests that run on their own goroutine; held are
+// the files they name (holdFiles).
+func (s *session) handle(sid StreamID, req Request, held heldFiles) {
 	ctx := s.ctx
 	var err error
 	switch r := req.(type) {
@@ -135,17 +186,17 @@ func (s *session) handle(sid StreamID, req Request) {
 		// online: nothing to do.
 		err = s.sendOK(sid, nil)
 	case *StatRequest:
-		err = s.doStat(ctx, sid, r)
+		err = s.doStat(ctx, sid, held, r)
 	case *StatxRequest:
 		err = s.doStatx(ctx, sid, r)
 	case *OpenRequest:
 		err = s.doOpen(ctx, sid, r)
 	case *ReadRequest:
-		err = s.doRead(ctx, sid, r)
+		err = s.doRead(ctx, sid, held, r)
 	case *PgReadRequest:
-		err = s.doPgRead(ctx, sid, r)
+		err = s.doPgRead(ctx, sid, held, r)
 	case *ReadVRequest:
-		err = s.doReadV(ctx, sid, r)
+		err = s.doReadV(ctx, sid, held, r)
 	case *DirlistRequest:
 		err = s.doDirlist(ctx, sid, r)
 	case *MkdirRequest:
@@ -415,19 +466,18 @@ func (s *session) doAuth(sid StreamID, r *AuthRequest) {
 	s.sendOK(sid, nil)
 }
 
-func (s *session) doStat(ctx context.Context, sid StreamID, r *StatRequest) error {
+func (s *session) doStat(ctx context.Context, sid StreamID, held heldFiles, r *StatRequest) error {
 	if r.Options&StatVFS != 0 {
 		return s.doStatVFS(ctx, sid, r)
 	}
 	var fi FileInfo
 	if r.Path == "" {
-		of := s.acquireFile(r.Handle)
+		of := held[r.Handle]
 		if of == nil {
 			return Errorf(ErrFileNotOpen, "stat: file handle %x is not open", r.Handle)
 		}
 		var err error
 		fi, err = of.f.Stat(ctx)
-		of.readers.Done()
 		if err != nil {
 			return fmt.Errorf("stat %s: %w", of.name, err)
 		}
@@ -571,15 +621,14 @@ func checkRead(off int64, length int32) error {
 	return nil
 }
 
-func (s *session) doRead(ctx context.Context, sid StreamID, r *ReadRequest) error {
+func (s *session) doRead(ctx context.Context, sid StreamID, held heldFiles, r *ReadRequest) error {
 	if err := checkRead(r.Offset, r.Length); err != nil {
 		return err
 	}
-	of := s.acquireFile(r.Handle)
+	of := held[r.Handle]
 	if of == nil {
 		return Errorf(ErrFileNotOpen, "read: file handle %x is not open", r.Handle)
 	}
-	defer of.readers.Done()
 	remaining, off := int(r.Length), r.Offset
 	if remaining == 0 {
 		return sent(s.sendOK(sid, nil))
@@ -655,15 +704,14 @@ func (s *session) readSlices(ctx context.Context, sid StreamID, name string, f F
 	}
 }
 
-func (s *session) doPgRead(ctx context.Context, sid StreamID, r *PgReadRequest) error {
+func (s *session) doPgRead(ctx context.Context, sid StreamID, held heldFiles, r *PgReadRequest) error {
 	if err := checkRead(r.Offset, r.Length); err != nil {
 		return err
 	}
-	of := s.acquireFile(r.Handle)
+	of := held[r.Handle]
 	if of == nil {
 		return Errorf(ErrFileNotOpen, "pgread: file handle %x is not open", r.Handle)
 	}
-	defer of.readers.Done()
 	remaining, off := int(r.Length), r.Offset
 	chunk := s.limits.ResponseChunk
 	// One buffer for data and page CRCs: the data is read into its end
@@ -699,7 +747,7 @@ func (s *session) doPgRead(ctx context.Context, sid StreamID, r *PgReadRequest) 
 	}
 }
 
-func (s *session) doReadV(ctx context.Context, sid StreamID, r *ReadVRequest) error {
+func (s *session) doReadV(ctx context.Context, sid StreamID, held heldFiles, r *ReadVRequest) error {
 	if len(r.Segments) == 0 {
 		return Errorf(ErrArgMissing, "readv: empty read list")
 	}
@@ -711,21 +759,11 @@ func (s *session) doReadV(ctx context.Context, sid StreamID, r *ReadVRequest) er
 			return Errorf(ErrArgTooLong, "readv element %d: length %d exceeds %d", i, seg.Length, MaxReadVItemLen)
 		}
 	}
-	files := make(map[FileHandle]*openFile)
-	defer func() {
-		for _, of := range files {
-			of.readers.Done()
-		}
-	}()
+	files := held
 	for _, seg := range r.Segments {
-		if files[seg.Handle] != nil {
-			continue
-		}
-		of := s.acquireFile(seg.Handle)
-		if of == nil {
+		if files[seg.Handle] == nil {
 			return Errorf(ErrFileNotOpen, "readv: file handle %x is not open", seg.Handle)
 		}
-		files[seg.Handle] = of
 	}
 	// The segments that fit in one response frame are read at once,
 	// up to readVParallel of them (a vector read is ROOT's way of asking
