@@ -16,8 +16,8 @@ import (
 	"log/slog"
 	"net/netip"
 	"strconv"
-	"syscall"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/ecstore/ecstore/internal/archive"
