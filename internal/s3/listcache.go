@@ -9,19 +9,24 @@ import (
 // pages that continue a listing. Without it, every page of a flat
 // directory of n keys lists all n names from every node again (100000
 // keys in pages of 1000 on 10 nodes: 2 s a page, 206 s in all). A page
-// that continues a listing (a marker, start-after or continuation token)
-// takes the directory's listing if one made less than listingCacheAge
-// ago is kept, and gives it back when done; the first page of a listing
-// always lists afresh. Objects removed since are found gone when the
-// page describes them; objects written since, in the part of the
-// directory not yet paged through, are missed by the pages that take
-// the cached listing, for at most listingCacheAge. A listing is used by
-// one page at a time (DescribeListed keeps what it reads in it): one
-// taken is out of the cache until given back, and a concurrent page
+// that continues a ListObjectsV2 listing (its continuation token, which
+// only this gateway's pages hand out) takes the directory's listing if
+// one made less than listingCacheAge ago is kept, and gives it back when
+// done; any other page lists afresh, start-after and V1's marker
+// included (a client that wrote a key and lists from scratch must see
+// it). Objects removed since are found gone when the page describes
+// them. A key written through this S3 front end drops the kept listing of
+// its directory (changed), and a listing made before the write is not
+// kept again; objects written otherwise (root://, another gateway) in the
+// part of the directory not yet paged through are missed by the pages
+// that take the cached listing, for at most listingCacheAge. A listing is
+// used by one page at a time (DescribeListed keeps what it reads in it):
+// one taken is out of the cache until given back, and a concurrent page
 // lists afresh.
 type listingCache struct {
 	mu      sync.Mutex
 	kept    map[string]keptListing // by directory path
+	changed map[string]time.Time   // directories written to in the last maxAge, when
 	names   int                    // names of every kept listing
 	now     func() time.Time
 	minLen  int // smaller listings are not kept: relisting them is cheap
@@ -41,7 +46,7 @@ const (
 )
 
 func newListingCache(now func() time.Time) *listingCache {
-	return &listingCache{kept: map[string]keptListing{}, now: now,
+	return &listingCache{kept: map[string]keptListing{}, changed: map[string]time.Time{}, now: now,
 		minLen: listingCacheMinLen, maxAge: listingCacheAge, maxKept: listingCacheNames}
 }
 
@@ -75,7 +80,13 @@ func (c *listingCache) keep(dir string, l *dirListing, at time.Time) {
 	if now.Sub(at) >= c.maxAge {
 		return
 	}
+	if w, ok := c.changed[dir]; ok && !at.After(w) {
+		return // listed before a write to the directory
+	}
 	if old, ok := c.kept[dir]; ok {
+		if old.at.After(at) {
+			return // a newer listing is kept
+		}
 		c.names -= len(old.l.infos)
 		delete(c.kept, dir)
 	}
@@ -91,4 +102,25 @@ func (c *listingCache) keep(dir string, l *dirListing, at time.Time) {
 	}
 	c.kept[dir] = keptListing{l: l, at: at}
 	c.names += len(l.infos)
+}
+
+// changedDir drops the kept listing of dir, to which a key was just
+// written or from which one was removed, and keeps any listing made
+// before now from being kept again.
+func (c *listingCache) changedDir(dir string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	if len(c.changed) >= 1024 {
+		for d, t := range c.changed {
+			if now.Sub(t) >= c.maxAge {
+				delete(c.changed, d)
+			}
+		}
+	}
+	c.changed[dir] = now
+	if old, ok := c.kept[dir]; ok {
+		c.names -= len(old.l.infos)
+		delete(c.kept, dir)
+	}
 }

@@ -1,6 +1,7 @@
 package s3
 
 import (
+	"context"
 	"fmt"
 	"net/http/httptest"
 	"sync/atomic"
@@ -63,7 +64,7 @@ func pageKeys(t *testing.T, ts *testServer, listed func() int64, size int, betwe
 // listing from the page before: the nodes list the directory for the
 // first page only, and every key comes once, in order.
 func TestListingCacheServesContinuedPages(t *testing.T) {
-	ts, _, listed, _ := listedServer(t)
+	ts, _, listed, clock := listedServer(t)
 	ts.must(200, "PUT", "/bkt", nil, nil)
 	var want []string
 	for i := range 24 {
@@ -71,6 +72,7 @@ func TestListingCacheServesContinuedPages(t *testing.T) {
 		ts.must(200, "PUT", "/bkt/"+k, []byte(k), nil)
 		want = append(want, k)
 	}
+	clock.Add(int64(time.Millisecond)) // the listing comes after the writes
 	keys, perPage := pageKeys(t, ts, listed, 5, nil)
 	if fmt.Sprint(keys) != fmt.Sprint(want) {
 		t.Fatalf("keys %v, want %v", keys, want)
@@ -90,8 +92,9 @@ func TestListingCacheServesContinuedPages(t *testing.T) {
 }
 
 // A kept listing is not used once listingCacheAge has passed, nor after
-// a new listing started; objects removed since it was made are not
-// listed, and an object written since is listed by a fresh listing.
+// a key of its directory was written or removed through S3, nor by a
+// page that does not continue a listing (start-after, V1's marker);
+// objects removed otherwise since it was made are not listed.
 func TestListingCacheAgeAndChanges(t *testing.T) {
 	ts, h, listed, clock := listedServer(t)
 	ts.must(200, "PUT", "/bkt", nil, nil)
@@ -99,15 +102,24 @@ func TestListingCacheAgeAndChanges(t *testing.T) {
 		k := fmt.Sprintf("k%02d", i)
 		ts.must(200, "PUT", "/bkt/"+k, []byte(k), nil)
 	}
+	clock.Add(int64(time.Millisecond))
+	ctx := context.Background()
 	nodes := int64(len(ts.c.Nodes))
 	keys, perPage := pageKeys(t, ts, listed, 5, func(page int) {
+		clock.Add(int64(time.Millisecond))
 		switch page {
 		case 0:
-			ts.must(204, "DELETE", "/bkt/k07", nil, nil) // on page 1, from the kept listing
+			// Removed over root://: page 1 takes the kept listing and
+			// finds k07 gone.
+			if err := h.store.Remove(ctx, "/bkt/k07"); err != nil {
+				t.Fatal(err)
+			}
 		case 1:
 			clock.Add(int64(h.listings.maxAge)) // page 2 lists afresh
-			ts.must(200, "PUT", "/bkt/k20x", []byte("new"), nil)
+		case 2:
+			ts.must(200, "PUT", "/bkt/k20x", []byte("new"), nil) // page 3 lists afresh
 		}
+		clock.Add(int64(time.Millisecond))
 	})
 	var want []string
 	for i := range 24 {
@@ -121,14 +133,27 @@ func TestListingCacheAgeAndChanges(t *testing.T) {
 	if fmt.Sprint(keys) != fmt.Sprint(want) {
 		t.Fatalf("keys %v, want %v", keys, want)
 	}
-	if perPage[1] != 0 || perPage[2] < nodes {
-		t.Errorf("node listings per page %v: want none for page 1 (kept), one per node for page 2 (too old)", perPage)
+	if len(perPage) != 5 || perPage[1] != 0 || perPage[2] < nodes || perPage[3] < nodes || perPage[4] != 0 {
+		t.Errorf("node listings per page %v: want none for page 1 (kept), one per node for page 2 (too old) and page 3 (a key written), none for page 4", perPage)
 	}
-	// A new listing starts afresh even with a fresh listing kept.
-	before := listed()
-	decodeXML(t, ts.must(200, "GET", "/bkt?list-type=2&max-keys=5", nil, nil), &listObjectsResult{})
-	if n := listed() - before; n < nodes {
-		t.Errorf("a first page made %d node listings with a listing kept, want a fresh one", n)
+	// A new listing starts afresh even with a fresh listing kept, and so
+	// does one from a key on (start-after), which sees a key written
+	// over root:// since.
+	for _, q := range []string{"/bkt?list-type=2&max-keys=5", "/bkt?list-type=2&start-after=k21", "/bkt?marker=k21"} {
+		if q != "/bkt?list-type=2&max-keys=5" {
+			if err := putObject(ctx, h.store, "/bkt/k21y"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := listed()
+		var res listObjectsResult
+		decodeXML(t, ts.must(200, "GET", q, nil, nil), &res)
+		if n := listed() - before; n < nodes {
+			t.Errorf("%s made %d node listings with a listing kept, want a fresh one", q, n)
+		}
+		if q != "/bkt?list-type=2&max-keys=5" && (len(res.Contents) == 0 || res.Contents[0].Key != "k21y") {
+			t.Errorf("%s listed %+v first, want k21y", q, res.Contents)
+		}
 	}
 }
 
@@ -170,4 +195,18 @@ func TestListingCacheBounds(t *testing.T) {
 	if c.names != 0 {
 		t.Errorf("%d names counted in an empty cache", c.names)
 	}
+}
+
+// putObject writes a small object at path through the store, as a
+// root:// client would: the S3 front end does not see the write.
+func putObject(ctx context.Context, store *object.Store, path string) error {
+	w, err := store.Create(ctx, path, nil)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write([]byte("x")); err != nil {
+		w.Abort()
+		return err
+	}
+	return w.Close()
 }

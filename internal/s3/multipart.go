@@ -450,7 +450,11 @@ func removeUpload(ctx context.Context, store *object.Store, bucket, id string) e
 	if err := store.Remove(ctx, dir+"/"+uploadInfoName); err != nil && !missing(err) {
 		return err
 	}
-	if err := store.Rmdir(ctx, dir); err != nil && !missing(err) {
+	// With the record gone the upload is aborted. A part still being
+	// written (its temporary archives keep the directory from being
+	// removed) finds the record gone when it ends, and removes itself and
+	// the directory then (stillOpen).
+	if err := store.Rmdir(ctx, dir); err != nil && !missing(err) && !errors.Is(err, object.ErrNotEmpty) {
 		return err
 	}
 	_ = store.Rmdir(ctx, uploadsRoot+"/"+bucket) // when it was the last upload

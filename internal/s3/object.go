@@ -226,7 +226,9 @@ func (h *handler) write(ctx context.Context, path string, meta map[string]string
 		return "", err
 	}
 	w.SetUser(etagKey, etag)
-	if err := w.Close(); err != nil {
+	err = w.Close()
+	h.listings.changedDir(parentDir(path)) // even failed: a write in doubt may show
+	if err != nil {
 		return "", err
 	}
 	return etag, nil
@@ -245,7 +247,9 @@ func (h *handler) putDirMarker(req *request, path string, p *payload) error {
 	if _, err := io.Copy(io.Discard, p); err != nil { // verify the (empty) payload
 		return err
 	}
-	if err := h.store.Mkdir(req.ctx, path); err != nil {
+	err = h.store.Mkdir(req.ctx, path)
+	h.listings.changedDir(parentDir(path))
+	if err != nil {
 		if errors.Is(err, object.ErrExist) {
 			return ErrKeyConflict.with("key %q is an object; %q cannot be a directory", strings.TrimSuffix(req.key, "/"), req.key)
 		}
@@ -297,10 +301,21 @@ func (h *handler) getObject(req *request, head bool) error {
 
 func (h *handler) sendObject(req *request, info *object.Info, rd *object.Reader, head bool) error {
 	hdr := req.w.Header()
-	setObjectHeaders(hdr, info)
+	// An error (304 and 412 included) carries none of the object's own
+	// headers (its Content-Encoding would mislabel the XML): only what
+	// identifies the version, and a 416 its size.
+	hdr.Set("ETag", quote(etagOf(info)))
+	hdr.Set("Last-Modified", info.MTime.UTC().Format(http.TimeFormat))
 	if err := checkPreconditions(req.r, etagOf(info), info.MTime); err != nil {
 		return err
 	}
+	size := info.Size
+	start, length, partial, err := parseRange(req.r.Header.Get("Range"), size)
+	if err != nil {
+		hdr.Set("Content-Range", "bytes */"+strconv.FormatInt(size, 10))
+		return err
+	}
+	setObjectHeaders(hdr, info)
 	q := req.r.URL.Query()
 	for _, o := range []struct{ param, header string }{
 		{"response-content-type", "Content-Type"}, {"response-content-language", "Content-Language"},
@@ -310,12 +325,6 @@ func (h *handler) sendObject(req *request, info *object.Info, rd *object.Reader,
 		if v := q.Get(o.param); v != "" {
 			hdr.Set(o.header, v)
 		}
-	}
-	size := info.Size
-	start, length, partial, err := parseRange(req.r.Header.Get("Range"), size)
-	if err != nil {
-		hdr.Set("Content-Range", "bytes */"+strconv.FormatInt(size, 10))
-		return err
 	}
 	hdr.Set("Content-Length", strconv.FormatInt(length, 10))
 	if partial {
@@ -450,6 +459,7 @@ func (h *handler) remove(ctx context.Context, bucket, key string) error {
 	if err != nil {
 		return nil // no such key can exist
 	}
+	defer h.listings.changedDir(parentDir(path))
 	if dir {
 		err = h.store.Rmdir(ctx, path)
 		if err == nil || missing(err) || errors.Is(err, object.ErrNotEmpty) {

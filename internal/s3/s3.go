@@ -293,6 +293,13 @@ func (h *handler) serve(req *request) error {
 		}
 		return h.listBuckets(req)
 	case req.key == "":
+		if r.Method == http.MethodPut && q.Has("versioning") {
+			// Not a CreateBucket: a missing bucket is not made.
+			if err := h.bucketExists(req.ctx, req.bucket); err != nil {
+				return err
+			}
+			return ErrNotImplemented.with("bucket versioning is not implemented by ecstore: an overwrite replaces an object")
+		}
 		if r.Method == http.MethodPut && !q.Has("acl") {
 			return h.createBucket(req)
 		}
