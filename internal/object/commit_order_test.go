@@ -151,3 +151,45 @@ func TestRemoveWaitsForACommitInFlight(t *testing.T) {
 		t.Errorf("archives left: %v", left)
 	}
 }
+
+// A write's Precondition sees, at commit, the object the path holds then
+// (nil for none); refused, the write leaves the path as it was.
+func TestPreconditionAtCommit(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t, 6, layout.Geometry{K: 4, M: 2, ChunkSize: 256})
+	old := bytes.Repeat([]byte("o"), 3000)
+	refuse := errors.New("refused")
+	var seen []*Info
+	write := func(path string, data []byte, ok bool) error {
+		w, err := c.store.Create(ctx, path, &CreateOptions{Precondition: func(cur *Info) error {
+			seen = append(seen, cur)
+			if !ok {
+				return refuse
+			}
+			return nil
+		}})
+		if err != nil {
+			return err
+		}
+		w.Write(data)
+		return w.Close()
+	}
+	if err := write("/p", old, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := write("/p", []byte("new"), false); !errors.Is(err, refuse) {
+		t.Fatalf("refused write: %v", err)
+	}
+	if len(seen) != 2 || seen[0] != nil || seen[1] == nil || seen[1].Size != int64(len(old)) {
+		t.Errorf("preconditions saw %+v; want nothing, then the object of %d bytes", seen, len(old))
+	}
+	if got, err := get(c.store, "/p"); err != nil || !bytes.Equal(got, old) {
+		t.Errorf("after the refused write: %d bytes, %v; want the old object", len(got), err)
+	}
+	if tmp := c.tempFiles(t); len(tmp) != 0 {
+		c.store.Drain()
+		if tmp = c.tempFiles(t); len(tmp) != 0 {
+			t.Errorf("temporary archives left: %v", tmp)
+		}
+	}
+}

@@ -32,8 +32,10 @@ type Writer struct {
 	quorum int // archives that must be durable
 	codec  *erasure.Codec
 	user   map[string]string
-	ctx    context.Context // governs the whole write; see Create
-	cancel context.CancelFunc
+	// precondition is CreateOptions.Precondition.
+	precondition func(current *Info) error
+	ctx          context.Context // governs the whole write; see Create
+	cancel       context.CancelFunc
 
 	slots     []*slotWriter
 	nodeIDs   []string
@@ -136,6 +138,13 @@ type CreateOptions struct {
 	// commit are not atomic: two exclusive writers racing for one path may
 	// both succeed, the later commit winning.
 	Exclusive bool
+	// Precondition, when set, is shown at commit what path holds then
+	// (nil when nothing): after this gateway's other commits and
+	// removals of the path (pathLocks) and before any archive is renamed,
+	// so that two conditional writes through one gateway cannot both
+	// pass. An error from it aborts the write and is Close's error. S3's
+	// conditional writes (If-Match, If-None-Match) use it.
+	Precondition func(current *Info) error
 }
 
 // Create starts writing a new version of the object at path, replacing
@@ -159,6 +168,10 @@ func (s *Store) Create(ctx context.Context, path string, opt *CreateOptions) (*W
 			geo = layout.Geometry{K: 1, M: geo.M, ChunkSize: geo.ChunkSize}
 		}
 		user = maps.Clone(opt.User)
+	}
+	var precondition func(*Info) error
+	if opt != nil {
+		precondition = opt.Precondition
 	}
 	if err := geo.Validate(); err != nil {
 		return nil, err
@@ -193,7 +206,7 @@ func (s *Store) Create(ctx context.Context, path string, opt *CreateOptions) (*W
 		return nil, fmt.Errorf("object: create %s: %w", path, err)
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	w := &Writer{s: s, path: path, geo: geo, quorum: s.quorum(geo), codec: codec, user: user, ctx: wctx, cancel: cancel,
+	w := &Writer{s: s, path: path, geo: geo, quorum: s.quorum(geo), codec: codec, user: user, precondition: precondition, ctx: wctx, cancel: cancel,
 		inflight: make(chan struct{}, s.opts.InFlight), order: make(chan *blockJob, s.opts.InFlight),
 		sums: erasure.NewObjectSums()}
 	if opt != nil && opt.SizeHint > 0 && opt.SizeHint < geo.BlockSize() {
@@ -797,6 +810,22 @@ func (w *Writer) commit() error {
 		return fmt.Errorf("object: write %s: %w", w.path, err)
 	}
 	defer unlock()
+	if w.precondition != nil {
+		current, err := w.s.Stat(w.ctx, w.path)
+		switch {
+		case errors.Is(err, ErrNotExist):
+			current, err = nil, nil
+		case err != nil:
+			err = fmt.Errorf("object: write %s: checking its precondition: %w", w.path, err)
+		}
+		if err == nil {
+			err = w.precondition(current)
+		}
+		if err != nil {
+			w.abortAll()
+			return err
+		}
+	}
 	now := w.s.opts.Now()
 	meta := archive.Metadata{
 		Path: w.path, Version: archive.NewVersion(now), Size: w.size,

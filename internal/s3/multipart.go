@@ -170,7 +170,7 @@ func (h *handler) uploadPart(req *request) error {
 	if err != nil {
 		return err
 	}
-	etag, err := h.write(req.ctx, partPath(up.bucket, up.id, n), nil, p.size, false, func(w *object.Writer) (string, error) {
+	etag, err := h.write(req.ctx, partPath(up.bucket, up.id, n), nil, p.size, false, nil, func(w *object.Writer) (string, error) {
 		n, err := w.ReadFrom(p)
 		h.bytes("write", n)
 		if err != nil {
@@ -232,7 +232,7 @@ func (h *handler) uploadPartCopy(req *request, up *upload, n int) error {
 		return ErrEntityTooLarge.with("a part is at most %d bytes", h.opts.MaxPartSize)
 	}
 	ka := h.startKeepAlive(req)
-	etag, err := h.write(req.ctx, partPath(up.bucket, up.id, n), nil, length, false, func(w *object.Writer) (string, error) {
+	etag, err := h.write(req.ctx, partPath(up.bucket, up.id, n), nil, length, false, nil, func(w *object.Writer) (string, error) {
 		sum := md5.New()
 		if _, err := rd.WriteRange(req.ctx, io.MultiWriter(w, sum), start, length); err != nil {
 			return "", err
@@ -307,13 +307,17 @@ func (h *handler) completeUpload(req *request) error {
 	if err := h.checkParents(req.ctx, up.bucket, path); err != nil {
 		return err
 	}
+	cond, err := h.writeCondition(req, path)
+	if err != nil {
+		return err
+	}
 	ka := h.startKeepAlive(req)
 	all := md5.Sum(sums)
 	numbers := make([]int, len(c.Parts))
 	for i, p := range c.Parts {
 		numbers[i] = p.PartNumber
 	}
-	etag, err := h.write(req.ctx, path, s3Metadata(up.user), total, req.createOnly, func(w *object.Writer) (string, error) {
+	etag, err := h.write(req.ctx, path, s3Metadata(up.user), total, req.createOnly, cond, func(w *object.Writer) (string, error) {
 		if err := h.appendParts(req.ctx, w, up, numbers, infos); err != nil {
 			return "", err
 		}

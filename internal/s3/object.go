@@ -158,6 +158,53 @@ func (h *handler) checkParents(ctx context.Context, bucket, path string) error {
 	return ErrNoSuchBucket // path is not in the bucket: not reached
 }
 
+// writeCond is what a conditional write asks of the object its key
+// holds when it commits (nil: nothing there); see writeCondition.
+type writeCond = func(current *object.Info) error
+
+// writeCondition reads a write's conditions on what its key holds: with
+// If-None-Match: * it is written only where no object is, with If-Match
+// only over the object of one of the ETags named (S3's conditional
+// writes, which lock files and commit protocols rely on). They are
+// checked now, before the body is read, and again when the write commits
+// (object.CreateOptions.Precondition), after this gateway's other
+// commits of the key. nil when the request names none.
+func (h *handler) writeCondition(req *request, path string) (writeCond, error) {
+	none, match := req.r.Header.Get("If-None-Match"), req.r.Header.Get("If-Match")
+	if none == "" && match == "" {
+		return nil, nil
+	}
+	if none != "" && strings.TrimSpace(none) != "*" {
+		return nil, ErrNotImplemented.with("If-None-Match on a write takes only *")
+	}
+	cond := func(current *object.Info) error {
+		there := current != nil && !current.IsDir
+		if none != "" && there {
+			return ErrPreconditionFailed
+		}
+		if match != "" {
+			if !there {
+				return ErrNoSuchKey
+			}
+			if !etagMatches(match, etagOf(current)) {
+				return ErrPreconditionFailed
+			}
+		}
+		return nil
+	}
+	current, err := h.store.Stat(req.ctx, path)
+	switch {
+	case missing(err):
+		current = nil
+	case err != nil:
+		return nil, err
+	}
+	if err := cond(current); err != nil {
+		return nil, err
+	}
+	return cond, nil
+}
+
 // conflict explains an engine error about a key that is a directory or
 // lies under an object.
 func conflict(err error, key string) error {
@@ -181,6 +228,10 @@ func (h *handler) putObject(req *request) error {
 	if err := h.checkParents(req.ctx, req.bucket, need); err != nil {
 		return err
 	}
+	cond, err := h.writeCondition(req, path)
+	if err != nil {
+		return err
+	}
 	p, err := newPayload(req.r, req.auth, h.opts.MaxObjectSize)
 	if err != nil {
 		return err
@@ -192,7 +243,7 @@ func (h *handler) putObject(req *request) error {
 	if err != nil {
 		return err
 	}
-	etag, err := h.write(req.ctx, path, meta, p.size, req.createOnly, func(w *object.Writer) (string, error) {
+	etag, err := h.write(req.ctx, path, meta, p.size, req.createOnly, cond, func(w *object.Writer) (string, error) {
 		n, err := w.ReadFrom(p)
 		h.bytes("write", n)
 		if err != nil {
@@ -209,11 +260,12 @@ func (h *handler) putObject(req *request) error {
 }
 
 // write creates the object at path, lets fill stream its content, and
-// commits it with the ETag fill returns; on any error it aborts the
-// write, leaving nothing new visible. size is the expected size (-1:
-// unknown), a hint for the engine's small-object path.
-func (h *handler) write(ctx context.Context, path string, meta map[string]string, size int64, createOnly bool, fill func(*object.Writer) (string, error)) (string, error) {
-	w, err := h.store.Create(ctx, path, &object.CreateOptions{User: meta, SizeHint: max(size, 0), Exclusive: createOnly})
+// commits it with the ETag fill returns, if cond (nil: none) holds then;
+// on any error it aborts the write, leaving nothing new visible. size is
+// the expected size (-1: unknown), a hint for the engine's small-object
+// path.
+func (h *handler) write(ctx context.Context, path string, meta map[string]string, size int64, createOnly bool, cond writeCond, fill func(*object.Writer) (string, error)) (string, error) {
+	w, err := h.store.Create(ctx, path, &object.CreateOptions{User: meta, SizeHint: max(size, 0), Exclusive: createOnly, Precondition: cond})
 	if createOnly && errors.Is(err, object.ErrExist) {
 		return "", ErrAccessDenied.with("the key exists, and the access key's scopes allow creating only")
 	}
@@ -628,6 +680,10 @@ func (h *handler) copyObject(req *request) error {
 	if err := h.checkParents(req.ctx, req.bucket, path); err != nil {
 		return err
 	}
+	cond, err := h.writeCondition(req, path)
+	if err != nil {
+		return err
+	}
 	if _, err := readAll(req.r, req.auth, 0); err != nil {
 		return err
 	}
@@ -652,7 +708,7 @@ func (h *handler) copyObject(req *request) error {
 		return ErrInvalidArgument.with("unknown metadata directive %q", d)
 	}
 	ka := h.startKeepAlive(req)
-	etag, err := h.write(req.ctx, path, meta, src.Size, req.createOnly, func(w *object.Writer) (string, error) {
+	etag, err := h.write(req.ctx, path, meta, src.Size, req.createOnly, cond, func(w *object.Writer) (string, error) {
 		sum := md5.New()
 		if _, err := rd.WriteTo(req.ctx, io.MultiWriter(w, sum)); err != nil {
 			return "", err
