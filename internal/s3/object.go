@@ -667,6 +667,45 @@ func (h *handler) openSource(req *request) (*object.Reader, error) {
 	return rd, nil
 }
 
+// copyMarker copies a directory marker (a key ending in '/', listed as an
+// empty object) onto the marker key at path: the directory is made, as a
+// PUT of the marker makes it (aws s3 sync, and folder renames in
+// graphical clients, copy markers as they copy objects).
+func (h *handler) copyMarker(req *request, path string) error {
+	bucket, key, err := copySource(req.r.Header.Get("X-Amz-Copy-Source"))
+	if err != nil {
+		return err
+	}
+	if err := h.allowed(req, jwtauth.Read, "/"+bucket+"/"+key); err != nil {
+		return err
+	}
+	src, srcDir, err := objectPath(bucket, key)
+	if err != nil || !srcDir {
+		return ErrInvalidArgument.with("key %q ends in '/', which names a directory in ecstore; only a directory marker can be copied onto it", req.key)
+	}
+	if isDir, err := h.store.IsDir(req.ctx, src); err != nil || !isDir {
+		if err != nil && !missing(err) {
+			return err
+		}
+		return h.noSuchKey(req.ctx, bucket)
+	}
+	if err := h.checkParents(req.ctx, req.bucket, path+"/x"); err != nil {
+		return err
+	}
+	if _, err := readAll(req.r, req.auth, 0); err != nil {
+		return err
+	}
+	err = h.store.Mkdir(req.ctx, path)
+	h.listings.changedDir(parentDir(path))
+	if err != nil {
+		if errors.Is(err, object.ErrExist) {
+			return ErrKeyConflict.with("key %q is an object; %q cannot be a directory", strings.TrimSuffix(req.key, "/"), req.key)
+		}
+		return err
+	}
+	return writeXML(req.w, copyObjectResult{LastModified: xmlTime(h.opts.Now()), ETag: quote(emptyMD5)})
+}
+
 // copyObject copies an object (PUT with x-amz-copy-source), streaming it
 // from a Reader into a Writer. The copy's ETag is the MD5 of its content.
 func (h *handler) copyObject(req *request) error {
@@ -675,7 +714,7 @@ func (h *handler) copyObject(req *request) error {
 		return err
 	}
 	if dir {
-		return ErrInvalidArgument.with("cannot copy onto directory marker %q", req.key)
+		return h.copyMarker(req, path)
 	}
 	if err := h.checkParents(req.ctx, req.bucket, path); err != nil {
 		return err

@@ -148,3 +148,25 @@ func TestConditionalCreatesRace(t *testing.T) {
 		t.Errorf("%d of %d racing conditional creates succeeded, want 1", won, writers)
 	}
 }
+
+// Regression: an empty folder marker, listed as a key of size 0, could
+// not be copied (400), which failed aws s3 sync between buckets and
+// folder renames in graphical clients.
+func TestCopyFolderMarker(t *testing.T) {
+	ts := newTestServer(t)
+	ts.must(200, "PUT", "/bk1", nil, nil)
+	ts.must(200, "PUT", "/bk2", nil, nil)
+	ts.must(200, "PUT", "/bk1/folder/", nil, nil)
+	ts.must(200, "PUT", "/bk1/file", []byte("x"), nil)
+	r := ts.must(200, "PUT", "/bk2/folder/", nil, map[string]string{"X-Amz-Copy-Source": "/bk1/folder/"})
+	if !bytes.Contains(r.body, []byte(emptyMD5)) {
+		t.Errorf("copy result %s: want the empty marker's ETag", r.body)
+	}
+	var res listObjectsResult
+	decodeXML(t, ts.must(200, "GET", "/bk2?list-type=2", nil, nil), &res)
+	if len(res.Contents) != 1 || res.Contents[0].Key != "folder/" || res.Contents[0].Size != 0 {
+		t.Errorf("bk2 lists %+v, want the marker folder/", res.Contents)
+	}
+	ts.fails(404, "NoSuchKey", "PUT", "/bk2/other/", nil, map[string]string{"X-Amz-Copy-Source": "/bk1/missing/"})
+	ts.fails(400, "InvalidArgument", "PUT", "/bk2/other/", nil, map[string]string{"X-Amz-Copy-Source": "/bk1/file"})
+}
