@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ecstore/ecstore/internal/archive"
 	"github.com/ecstore/ecstore/internal/node"
@@ -93,6 +94,26 @@ func (s *Store) rollForward(ctx context.Context, path string, results []probeRes
 	}
 	if loc.found+len(missing) < loc.meta.K {
 		return nil, nil // not enough to complete: leave it to repair's judgement
+	}
+	// A removal may have taken the version's renamed archives while the
+	// temporary ones were looked for (a removal need not wait for a
+	// reader): completing the commit then would bring back what was
+	// removed. It goes on only while a node still holds the version.
+	var kept atomic.Bool
+	var holding []node.Node
+	for _, n := range s.nodes {
+		if holders[n.ID()] {
+			holding = append(holding, n)
+		}
+	}
+	s.forNodes(ctx, holding, func(ctx context.Context, n node.Node) error {
+		if s.holdsVersion(ctx, n, path, v) {
+			kept.Store(true)
+		}
+		return nil
+	})
+	if !kept.Load() {
+		return nil, nil
 	}
 	var (
 		mu   sync.Mutex

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/node"
@@ -279,5 +280,53 @@ func TestRebuildAvoidsNodesHoldingANewerVersion(t *testing.T) {
 	}
 	if got, err := get(c.store, "/rb"); err != nil || !bytes.Equal(got, old) {
 		t.Errorf("read after the rebuild: %d bytes, %v; want the old version", len(got), err)
+	}
+}
+
+// Regression (found by review): a read that completed an interrupted
+// commit could bring back an object removed while it looked for the
+// commit's temporary archives. It completes the commit only while a node
+// still holds the version.
+func TestRollForwardDoesNotUndoARemoval(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 256}
+	c, fs := faultyCluster(t, 6, g, func(o *Options) { o.Spares = -1; o.WriteQuorum = 6 })
+	nodes := slices.Clone(c.nodes)
+	for i := range 3 {
+		nodes[i] = node.Wrap(fs[i], node.Inject(node.OpCommit|node.OpAbort, node.Fail(errors.New("gateway gone"))))
+	}
+	s := c.storeOver(t, nodes, nil)
+	w, err := s.Create(ctx, "/rf", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(randBytes(rand.New(rand.NewPCG(seed(t), 14)), 2*g.BlockSize()))
+	if err := w.Close(); !errors.Is(err, ErrQuorum) {
+		t.Fatalf("close with 3 renames failing: %v", err)
+	}
+	// The reader lists the directories for the temporary archives slowly;
+	// the removal happens meanwhile.
+	slow := slices.Clone(c.nodes)
+	for i := range fs {
+		slow[i] = node.Wrap(fs[i], node.Inject(node.OpList, node.Delay(200*time.Millisecond)))
+	}
+	reader := c.storeOver(t, slow, nil)
+	rolled := make(chan []RolledForward, 1)
+	go func() {
+		done, err := reader.RollForward(ctx, "/rf")
+		if err != nil {
+			t.Error(err)
+		}
+		rolled <- done
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if err := c.store.Remove(ctx, "/rf"); err != nil {
+		t.Fatalf("remove: %v", err)
+	}
+	if done := <-rolled; len(done) != 0 {
+		t.Errorf("the removed object's commit was completed: %v", done)
+	}
+	if _, err := c.store.Stat(ctx, "/rf"); !errors.Is(err, ErrNotExist) {
+		t.Errorf("stat after the removal: %v; want ErrNotExist", err)
 	}
 }
