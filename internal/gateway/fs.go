@@ -22,6 +22,7 @@ import (
 
 	"github.com/ecstore/ecstore/internal/archive"
 	"github.com/ecstore/ecstore/internal/jwtauth"
+	"github.com/ecstore/ecstore/internal/netfence"
 	"github.com/ecstore/ecstore/internal/node"
 	"github.com/ecstore/ecstore/internal/object"
 	"github.com/ecstore/ecstore/internal/xrdtpc"
@@ -37,6 +38,8 @@ type FS struct {
 	hooks    Hooks
 	tpcKeys  *xrdtpc.Keys
 	tpcPulls chan struct{} // a slot per pull in progress
+	// fence keeps pulls off the storage nodes (NodeFence).
+	fence    *netfence.Fence
 	readOnly bool
 	// tokenRequired: reads need a token too (see access.go).
 	tokenRequired bool
@@ -97,7 +100,20 @@ func NewFS(store *object.Store, log *slog.Logger, hooks Hooks) *FS {
 	keys.Refused = func(_, origin, path string, puller netip.Addr, reason error) {
 		log.Warn("third-party pull refused", "obj", path, "puller", puller.String(), "origin", origin, "reason", reason)
 	}
-	return &FS{store: store, log: log, hooks: hooks, tpcKeys: keys, tpcPulls: make(chan struct{}, MaxPulls)}
+	return &FS{store: store, log: log, hooks: hooks, tpcKeys: keys, tpcPulls: make(chan struct{}, MaxPulls),
+		fence: NodeFence(store)}
+}
+
+// NodeFence returns the fence (netfence) that keeps the transfers a
+// client directs, third-party copies, off store's remote nodes.
+func NodeFence(store *object.Store) *netfence.Fence {
+	var addrs []string
+	for _, n := range store.Nodes() {
+		if a, ok := n.(interface{ Addr() string }); ok {
+			addrs = append(addrs, a.Addr())
+		}
+	}
+	return netfence.New(addrs)
 }
 
 // Compile-time checks of the optional capabilities FS offers.

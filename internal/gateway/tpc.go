@@ -177,7 +177,7 @@ func (d *tpcDestination) pull(ctx context.Context) {
 	start := time.Now()
 	d.fs.log.Info("third-party copy started", "obj", d.name, "src", d.src.Addr, "src_path", d.src.Path, "tls", d.src.TLS)
 	n, err := xrdtpc.Pull(ctx, d.src, objectWriter{d.writeFile}, xrdtpc.PullOptions{
-		Dial:  xrootd.DialOptions{Logger: d.fs.log, AppName: "ecstore-tpc"},
+		Dial:  xrootd.DialOptions{Logger: d.fs.log, AppName: "ecstore-tpc", Dial: d.fs.fence.DialContext},
 		Moved: &d.moved,
 	})
 	d.fs.hooks.done("tpc_pull", start, err)

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ecstore/ecstore/internal/netfence"
 	"github.com/ecstore/ecstore/internal/object"
 	"github.com/ecstore/ecstore/internal/tlsfiles"
 	"github.com/ecstore/ecstore/internal/watchdog"
@@ -64,11 +65,14 @@ type tpcClient interface {
 
 // defaultTPCClient trusts the authorities a grid host trusts. A transfer
 // has no overall deadline (files are large); connecting, the TLS
-// handshake and the other server's first answer are bounded.
-func defaultTPCClient() *http.Client {
+// handshake and the other server's first answer are bounded. It connects
+// through fence: never to a storage node or a link-local address, even
+// when a redirect points there.
+func defaultTPCClient(fence *netfence.Fence) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSHandshakeTimeout = 30 * time.Second
 	tr.ResponseHeaderTimeout = 2 * time.Minute
+	tr.DialContext = fence.DialContext
 	tr.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		cfg, err := tlsfiles.ClientConfig()
 		if err != nil {
@@ -77,7 +81,7 @@ func defaultTPCClient() *http.Client {
 		host, _, _ := net.SplitHostPort(addr)
 		cfg = cfg.Clone()
 		cfg.ServerName = host
-		conn, err := (&net.Dialer{Timeout: 30 * time.Second}).DialContext(ctx, network, addr)
+		conn, err := fence.DialContext(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/adler32"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -145,4 +146,49 @@ func TestThirdPartyPush(t *testing.T) {
 		t.Errorf("push to a destination that redirects (its query holding a credential):\n%s", r.body)
 	}
 	ts.must(http.StatusNotFound, "COPY", "/out/missing", nil, map[string]string{"Destination": dst.URL + "/in/x"})
+}
+
+// Regression (found by review): a COPY's Source or Destination could be
+// any address the gateway reaches, a cloud's metadata service or the
+// storage nodes included, directly or by a redirect. The gateway's
+// transfers never connect to link-local addresses or to its nodes.
+func TestThirdPartyCopyIsFenced(t *testing.T) {
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", http.StatusFound)
+	}))
+	defer redirect.Close()
+	var logged lockedBuffer
+	ts := newTestServer(t, func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&logged, nil)) })
+	ts.must(http.StatusCreated, "MKCOL", "/tpc", nil, nil)
+	for _, source := range []string{"http://169.254.169.254/latest/meta-data/", "http://[fe80::1]:80/x", redirect.URL + "/x"} {
+		before := strings.Count(logged.String(), "not reachable by client-directed transfers")
+		r := ts.do("COPY", "/tpc/fenced", nil, map[string]string{"Source": source})
+		if r.StatusCode/100 == 2 && !strings.Contains(string(r.body), "failure: ") {
+			t.Errorf("pull from %s: %d %s", source, r.StatusCode, r.body)
+		}
+		if strings.Count(logged.String(), "not reachable by client-directed transfers") == before {
+			t.Errorf("pull from %s: not refused by the fence; log:\n%s", source, logged.String())
+		}
+		if _, err := ts.c.Get("/tpc/fenced"); err == nil {
+			t.Errorf("the pull from %s left an object", source)
+		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use (a log).
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -125,7 +125,7 @@ func NewHandler(store *object.Store, opts Options) http.Handler {
 	if opts.TPCClient != nil {
 		h.tpc = opts.TPCClient
 	} else {
-		h.tpc = defaultTPCClient()
+		h.tpc = defaultTPCClient(gateway.NodeFence(store))
 	}
 	return h
 }
