@@ -100,7 +100,7 @@ func (a *authenticator) check(req *request, write bool) error {
 		}
 		return nil
 	}
-	if !write && a.anonRead || write && a.anonWrite && loopbackConn(req.r) {
+	if !write && a.anonRead || write && a.anonWrite && loopbackConn(req.r) && !proxied(req.r) {
 		return nil
 	}
 	for _, c := range a.challenge {
@@ -138,6 +138,19 @@ func (a *authenticator) bearer(token string) bool {
 		ok |= subtle.ConstantTimeCompare([]byte(token), t)
 	}
 	return ok == 1 && token != ""
+}
+
+// proxied reports whether the request names a proxy that forwarded it
+// (Forwarded, X-Forwarded-*, X-Real-IP, Via): a proxy on this host makes
+// every request arrive on loopback, wherever its client is, so that such
+// a request is not taken for a local one.
+func proxied(r *http.Request) bool {
+	for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip", "Via"} {
+		if _, ok := r.Header[h]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // loopbackConn reports whether the request arrived on a loopback address

@@ -122,3 +122,25 @@ func TestLoopbackConn(t *testing.T) {
 		}
 	}
 }
+
+// Regression (found by review): behind a proxy on the same host, every
+// request arrives on loopback, so anonymous writes allowed on a loopback
+// listener were open to whoever reached the proxy. A request that names a
+// proxy is not taken for a local one.
+func TestAnonymousWriteThroughAProxyIsRefused(t *testing.T) {
+	c := testcluster.New(t, 4, testGeometry)
+	h := NewHandler(c.Store, Options{Tokens: []string{testToken}, AnonymousWrite: true})
+	loop := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
+	for hdr, want := range map[string]int{"": 201, "X-Forwarded-For": 401, "Forwarded": 401, "Via": 401, "X-Real-IP": 401} {
+		r := httptest.NewRequest("PUT", "/pub/p-"+hdr, strings.NewReader("body"))
+		if hdr != "" {
+			r.Header.Set(hdr, "203.0.113.9")
+		}
+		r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, net.Addr(loop)))
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != want {
+			t.Errorf("anonymous PUT on loopback with %q: %d, want %d", hdr, w.Code, want)
+		}
+	}
+}
