@@ -105,6 +105,8 @@ func cmdRepair(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("repair: %d objects could not be repaired (listed above)", len(failed))
 	case len(rep.Check.NodeErrors) > 0:
 		return fmt.Errorf("repair: %d nodes could not be scanned: %v", len(rep.Check.NodeErrors), rep.Check.NodeErrors[0])
+	case len(rep.DebrisFailed) > 0:
+		return fmt.Errorf("repair: %d debris files or remnants could not be removed (listed above)", len(rep.DebrisFailed))
 	}
 	return nil
 }

@@ -76,6 +76,17 @@ func Drain(ctx context.Context, s *object.Store, id string, opts DrainOptions) (
 				slots = append(slots, sl.Slot)
 			}
 		}
+		// An archive the inspection could not read there (the node failed
+		// the probe) is not known to be stale: it may be the only one of
+		// its slot. It is kept, and the drain reports it.
+		known := false
+		for _, st := range in.Stale {
+			known = known || st.Node == id && (st.Err == nil || st.Malformed)
+		}
+		if len(slots) == 0 && !known {
+			rep.Failed = append(rep.Failed, fmt.Errorf("%s: the archive on node %s could not be read; kept", p, id))
+			continue
+		}
 		if len(slots) == 0 {
 			// Not an archive readers use: stale, a duplicate or a remnant.
 			if in.Health != object.Unrecoverable {

@@ -316,6 +316,26 @@ func (d *debrisRemover) object(in *object.Inspection) {
 		return
 	}
 	d.done[in.Path] = true
+	if len(in.Stale) == 0 {
+		return
+	}
+	// Act on what the path holds now: the check may be hours old (a
+	// repair at --rate), and the path written or removed since; what was
+	// debris then may be a new object's archives now (removed by path,
+	// they would take it below K).
+	fresh, err := d.s.Inspect(d.ctx, in.Path, d.deep)
+	if err != nil || fresh.Health != in.Health || (in.Info == nil) != (fresh.Info == nil) ||
+		in.Info != nil && in.Info.Version != fresh.Info.Version {
+		return // changed since the check: the next repair decides
+	}
+	in = fresh
+	// A node that did not answer may hold more archives of a newer
+	// version than the check saw: that version may be the object, out of
+	// sight for a while, and is not judged as debris meanwhile.
+	unanswered := false
+	for _, st := range in.Stale {
+		unanswered = unanswered || st.Err != nil && !st.Malformed
+	}
 	if in.Health == object.Removed {
 		for _, st := range in.Stale {
 			if st.Malformed {
@@ -339,8 +359,8 @@ func (d *debrisRemover) object(in *object.Inspection) {
 		if st.Err != nil || st.Version == "" {
 			continue // unreadable node or archive: not ours to judge
 		}
-		if st.Version > in.Info.Version && time.Since(st.Version.Time()) < d.age {
-			continue // maybe a write committing right now
+		if st.Version > in.Info.Version && (unanswered || time.Since(st.Version.Time()) < d.age) {
+			continue // maybe a write committing right now, or the object with its other archives out of sight
 		}
 		if st.Version == in.Info.Version && (!duplicateSlot(in, st.Node) || !copiesRemovable) {
 			continue
