@@ -195,7 +195,84 @@ type call struct {
 	// pending.detach takes it to make sure it never will again.
 	smu  sync.Mutex
 	sink []byte
+
+	// late, when set, takes the final answer of a call whose caller
+	// gave up on it (lateFor): an open's answer holds a file handle that
+	// only a close releases. lmu orders readLoop's delivery against
+	// abandon, so that the answer reaches exactly one of them.
+	late      func(f *ResponseFrame)
+	lmu       sync.Mutex
+	abandoned bool
 }
+
+// deliver hands f to the call's caller, or to late when the caller gave
+// up (readLoop).
+func (cl *call) deliver(f *ResponseFrame) {
+	if cl.late == nil {
+		select {
+		case cl.frames <- f:
+		case <-cl.gone:
+		}
+		return
+	}
+	cl.lmu.Lock()
+	defer cl.lmu.Unlock()
+	if !cl.abandoned {
+		select {
+		case cl.frames <- f:
+			return
+		case <-cl.gone:
+		}
+	}
+	if isFinal(f) {
+		go cl.late(f)
+	}
+}
+
+// lateFor returns what to do with the answer to req once its caller gave
+// up: close the file that an open opened (kXR_open, and ecstore's open
+// that sends a small file whole), which would otherwise stay open on the
+// server for as long as the connection lives. nil for other requests.
+func (c *Client) lateFor(req Request) func(f *ResponseFrame) {
+	var handle func(body []byte) (FileHandle, bool)
+	switch r := req.(type) {
+	case *OpenRequest:
+		handle = func(body []byte) (FileHandle, bool) {
+			or, err := ParseOpenResponse(body)
+			return or.Handle, err == nil
+		}
+	case *QueryRequest:
+		if r.InfoType != QueryOpaqueFile || !bytes.Contains(r.Args, []byte("?"+OpenWholeArg+"=")) {
+			return nil
+		}
+		handle = func(body []byte) (FileHandle, bool) {
+			_, or, err := ParseOpenWhole(body)
+			if err != nil || or == nil {
+				return FileHandle{}, false
+			}
+			return or.Handle, true
+		}
+	default:
+		return nil
+	}
+	return func(f *ResponseFrame) {
+		if f.Status != StatusOK {
+			return
+		}
+		fh, ok := handle(f.Body)
+		if !ok {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), lateCloseTimeout)
+		defer cancel()
+		if err := c.roundTrip(ctx, &CloseRequest{Handle: fh}, nil); err != nil {
+			c.log.Debug("xrootd client could not close a file whose open was abandoned", "handle", fmt.Sprintf("%x", fh), "err", err)
+		}
+	}
+}
+
+// lateCloseTimeout bounds the close of a file whose open was abandoned.
+const lateCloseTimeout = 30 * time.Second
 
 // receive reads the n-byte body of f straight into the call's sink when
 // it fits there; it reports whether it did. An error is a read error.
@@ -497,10 +574,7 @@ func (c *Client) readLoop() {
 			c.log.Debug("xrootd client drops response for unknown stream", "stream", f.StreamID.String(), "status", f.Status.String())
 			continue
 		}
-		select {
-		case cl.frames <- f:
-		case <-cl.gone:
-		}
+		cl.deliver(f)
 	}
 }
 
@@ -700,7 +774,7 @@ func (c *Client) send(ctx context.Context, reqs []Request, sink []byte, pds []*p
 				break
 			}
 		}
-		calls[i] = &call{frames: make(chan *ResponseFrame, 4), gone: make(chan struct{}), sink: sink}
+		calls[i] = &call{frames: make(chan *ResponseFrame, 4), gone: make(chan struct{}), sink: sink, late: c.lateFor(reqs[i])}
 		c.calls[sids[i]] = calls[i]
 	}
 	c.mu.Unlock()

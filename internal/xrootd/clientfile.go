@@ -40,10 +40,29 @@ var errAbandoned = errors.New("xrootd: request abandoned before its answer")
 // abandon stops listening for the answer of p.
 func (p *pending) abandon() {
 	p.observe(nil, errAbandoned)
+	cl := p.cl
 	select {
-	case <-p.cl.gone:
+	case <-cl.gone:
+		return
 	default:
-		close(p.cl.gone)
+		close(cl.gone)
+	}
+	if cl.late == nil {
+		return
+	}
+	// An answer already handed over, and not taken, goes to late.
+	cl.lmu.Lock()
+	defer cl.lmu.Unlock()
+	cl.abandoned = true
+	for {
+		select {
+		case f := <-cl.frames:
+			if isFinal(f) {
+				go cl.late(f)
+			}
+		default:
+			return
+		}
 	}
 }
 
