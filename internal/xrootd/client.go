@@ -171,7 +171,10 @@ type Client struct {
 	sess  [16]byte
 	tls   bool // the connection is under TLS
 
-	wmu sync.Mutex // serializes request frames
+	// wmu serializes request frames: a token held by the sender. A
+	// channel, so that a request waiting behind a write that a server no
+	// longer reads gives up with its own context.
+	wmu chan struct{}
 
 	mu    sync.Mutex
 	calls map[StreamID]*call
@@ -320,6 +323,7 @@ func Dial(ctx context.Context, addr string, opts *DialOptions) (*Client, error) 
 		done:     make(chan struct{}),
 		slots:    make(chan struct{}, o.MaxInflight),
 		batching: make(chan struct{}, 1),
+		wmu:      make(chan struct{}, 1),
 	}
 	if err := c.setup(ctx); err != nil {
 		conn.Close()
@@ -789,11 +793,19 @@ func (c *Client) send(ctx context.Context, reqs []Request, sink []byte, pds []*p
 		}
 		sent[i] = len(frame.Payload)
 	}
-	c.wmu.Lock()
+	select {
+	case c.wmu <- struct{}{}:
+	case <-ctx.Done():
+		// Nothing of these requests was sent: the stream is intact.
+		c.unsent(sids, calls)
+		return ctx.Err()
+	case <-c.done:
+		return c.connErr()
+	}
 	release := deadlineOnDone(ctx, c.conn.SetWriteDeadline)
 	err := writeFrames(c.conn, bufs)
 	release()
-	c.wmu.Unlock()
+	<-c.wmu
 	if err != nil {
 		// A partly written frame leaves the stream unusable.
 		c.fail(fmt.Errorf("send %v request: %w", reqs[0].RequestID(), err))
@@ -816,6 +828,21 @@ func (c *Client) send(ctx context.Context, reqs []Request, sink []byte, pds []*p
 		}
 	}
 	return nil
+}
+
+// unsent forgets the calls of requests that were never sent, and gives
+// back their slots.
+func (c *Client) unsent(sids []StreamID, calls []*call) {
+	c.mu.Lock()
+	n := 0
+	for i, sid := range sids {
+		if c.calls[sid] == calls[i] {
+			delete(c.calls, sid)
+			n++
+		}
+	}
+	c.mu.Unlock()
+	c.releaseSlots(n)
 }
 
 // BuffersWriter is a connection that writes several buffers with one
