@@ -940,9 +940,11 @@ var nodeErrors = []error{node.ErrNotExist, node.ErrExist, node.ErrNotEmpty, node
 
 // mapErr adds the node sentinel that matches a kXR_error, keeping the
 // original error in the chain. "Not a directory" and "directory not
-// empty" have no protocol code (xrootd sends kXR_FSError), so the text
-// of the message decides. Errors that already carry a sentinel, and
-// those with none, are returned as they are.
+// empty" have no protocol code (xrootd sends kXR_FSError), so the end of
+// a kXR_FSError's message decides: the error text, which both xrootd and
+// ecstore's node put after the path (a path may hold those words; an
+// I/O error on it is no namespace answer). Errors that already carry a
+// sentinel, and those with none, are returned as they are.
 func mapErr(err error) error {
 	var xe *xrootd.Error
 	if err == nil || !errors.As(err, &xe) {
@@ -954,7 +956,8 @@ func mapErr(err error) error {
 		}
 	}
 	var sentinel error
-	msg := strings.ToLower(xe.Message)
+	msg := strings.ToLower(strings.TrimSpace(xe.Message))
+	says := func(text string) bool { return xe.Code == xrootd.ErrFSError && strings.HasSuffix(msg, text) }
 	switch {
 	case xe.Code == xrootd.ErrNotFound:
 		sentinel = node.ErrNotExist
@@ -964,15 +967,15 @@ func mapErr(err error) error {
 		sentinel = node.ErrNoSpace
 	case xe.Code == xrootd.ErrArgTooLong:
 		sentinel = node.ErrPath
-	case strings.Contains(msg, "directory not empty"):
+	case says("directory not empty"):
 		sentinel = node.ErrNotEmpty
-	case strings.Contains(msg, "not a directory"):
+	case says("not a directory"):
 		sentinel = node.ErrNotDir
 	case xe.Code == xrootd.ErrItExists:
 		sentinel = node.ErrExist
-	case strings.Contains(msg, "is a directory"):
+	case says("is a directory"):
 		sentinel = node.ErrIsDir
-	case strings.Contains(msg, "no space left"):
+	case says("no space left on device"):
 		sentinel = node.ErrNoSpace
 	default:
 		return err
