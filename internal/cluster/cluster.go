@@ -278,12 +278,50 @@ func openConfig(stored *Config, file string, opts Options) (*Cluster, error) {
 	return build(&cfg, file, filepath.Dir(file), opts)
 }
 
+// idWidth is the width node ids are padded to: 2 ("00".."99", then
+// "100", "101"...), so that a node's id, which archives record in their
+// placements and node directories in their markers, never changes as
+// nodes are appended. Earlier versions padded every id to the width of
+// the list's last index, so that the 101st node renamed the 100 before it
+// ("05" became "005") and the cluster opened no node: a cluster of more
+// than 100 nodes made so keeps that width, which the marker of its first
+// local directory shows ("000").
+func idWidth(paths []string, base string) int {
+	if len(paths) <= 100 {
+		return 2
+	}
+	legacy := len(strconv.Itoa(len(paths) - 1))
+	for _, p := range paths[:100] {
+		if strings.Contains(p, "://") {
+			continue
+		}
+		dir, err := localDir(p, base)
+		if err != nil {
+			return 2
+		}
+		read := make(chan markerState, 1)
+		go func() {
+			m, _ := readMarker(dir)
+			read <- m
+		}()
+		select {
+		case m := <-read:
+			if n, err := strconv.Atoi(m.node); m.marked && err == nil && n < 100 && len(m.node) > 2 {
+				return legacy
+			}
+		case <-time.After(localOpenTimeout):
+		}
+		return 2
+	}
+	return 2
+}
+
 // build opens the nodes of cfg (relative paths against base) and the
 // engine over them.
 func build(cfg *Config, file, base string, opts Options) (*Cluster, error) {
 	g := cfg.Geometry()
 	paths := cfg.Nodes()
-	width := len(strconv.Itoa(len(paths) - 1))
+	width := idWidth(paths, base)
 	c := &Cluster{config: cfg, file: file}
 	var (
 		nodes  []node.Node
@@ -291,7 +329,7 @@ func build(cfg *Config, file, base string, opts Options) (*Cluster, error) {
 		up     = 0
 		dirs   = map[string]string{} // local node directories by id
 	)
-	nodeID := func(i int) string { return fmt.Sprintf("%0*d", max(2, width), i) }
+	nodeID := func(i int) string { return fmt.Sprintf("%0*d", width, i) }
 	for i, p := range paths {
 		if !strings.Contains(p, "://") {
 			dir, err := localDir(p, base)

@@ -579,3 +579,63 @@ func TestRemoteNodesOverTLSWithToken(t *testing.T) {
 		t.Fatalf("without the node token: %v, want every node refused for want of a token", err)
 	}
 }
+
+// Regression (found by review): node ids were padded to the width of the
+// list's last index, so that appending a 101st node renamed every other
+// ("05" became "005"), their markers no longer matched, and the cluster
+// opened no node. Ids keep two digits; a cluster whose markers show the
+// old three-digit ids keeps those.
+func TestNodeIDsSurviveTheHundredAndFirstNode(t *testing.T) {
+	dir := t.TempDir()
+	var list []string
+	for i := range 101 {
+		d := filepath.Join(dir, fmt.Sprint("d", i))
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		list = append(list, d)
+	}
+	geo := flags(t, "ec", "2+1", "fsync", "false")
+	c, err := Open(Options{Nodes: list[:100], Flags: geo, Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("z"), 20000)
+	putGet(t, c, "/f", data)
+	c.Close()
+	c, err = Open(Options{Nodes: list, Flags: geo, Adopt: []string{"100"}})
+	if err != nil {
+		t.Fatalf("open with a 101st node: %v", err)
+	}
+	if ids := c.Nodes(); ids[5].ID != "05" || ids[100].ID != "100" {
+		t.Errorf("ids %s and %s; want 05 and 100", ids[5].ID, ids[100].ID)
+	}
+	putGet(t, c, "/g", data)
+	if _, err := c.Store().Stat(context.Background(), "/f"); err != nil {
+		t.Errorf("the object written before the node was added: %v", err)
+	}
+	c.Close()
+
+	// A cluster that an earlier version made with 101 nodes from the
+	// start has three-digit ids in its markers, and keeps them.
+	old := t.TempDir()
+	list = list[:0]
+	for i := range 101 {
+		d := filepath.Join(old, fmt.Sprint("d", i))
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, MarkerName), []byte(fmt.Sprintf("node = %03d\n", i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		list = append(list, d)
+	}
+	c, err = Open(Options{Nodes: list, Flags: geo, Create: true})
+	if err != nil {
+		t.Fatalf("open of a cluster with three-digit ids: %v", err)
+	}
+	if id := c.Nodes()[5].ID; id != "005" {
+		t.Errorf("id %s; want 005", id)
+	}
+	c.Close()
+}
