@@ -103,8 +103,8 @@ func cmdCp(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		defer f.Close()
-		if st, err := f.Stat(); err == nil {
-			size = st.Size()
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			size = st.Size() // a pipe or device says 0
 		}
 		in = f
 	}
@@ -232,10 +232,24 @@ func uploadTo(ctx context.Context, dst rootURL, r io.Reader, force, noCksum bool
 }
 
 // downloadTo writes r to local (or stdout for "-"): into a temporary file
-// renamed into place only when the copy and verify succeed.
+// renamed into place only when the copy and verify succeed, or straight
+// into a device or FIFO (specialTarget).
 func downloadTo(local string, r io.Reader, stdout io.Writer, force bool, verify func() error) (int64, error) {
 	if local == "-" {
 		n, err := io.CopyBuffer(stdout, r, make([]byte, copyBuffer))
+		if err == nil {
+			err = verify()
+		}
+		return n, err
+	}
+	if f, ok, err := specialTarget(local); ok {
+		if err != nil {
+			return 0, fmt.Errorf("cp: %w", err)
+		}
+		n, err := io.CopyBuffer(f, r, make([]byte, copyBuffer))
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
 		if err == nil {
 			err = verify()
 		}
@@ -305,4 +319,19 @@ func thirdPartyCopy(ctx context.Context, src, dst rootURL, force, noCksum bool) 
 		}
 	}
 	return nil
+}
+
+// specialTarget opens local for writing when it exists and is neither a
+// regular file nor a directory (a device such as /dev/null, a FIFO, a
+// terminal, or a symbolic link to one such as /dev/stdout): such a file is
+// written in place, never replaced by a renamed temporary file (which
+// turned /dev/null into a regular file for everyone). ok is false for any
+// other local.
+func specialTarget(local string) (f *os.File, ok bool, err error) {
+	fi, err := os.Stat(local)
+	if err != nil || fi.Mode().IsRegular() || fi.IsDir() {
+		return nil, false, nil
+	}
+	f, err = os.OpenFile(local, os.O_WRONLY, 0)
+	return f, true, err
 }

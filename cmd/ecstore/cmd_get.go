@@ -68,6 +68,16 @@ func cmdGet(ctx context.Context, e *env, args []string) error {
 		_, base := filepath.Split(path)
 		local = filepath.Join(local, base)
 	}
+	if f, ok, err := specialTarget(local); ok {
+		if err != nil {
+			return fmt.Errorf("get %s: %w", path, err)
+		}
+		err := copyObject(ctx, e, r, path, f, want, true)
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("get %s: %w", path, cerr)
+		}
+		return err
+	}
 	dir, base := filepath.Split(local)
 	if dir == "" {
 		dir = "."
