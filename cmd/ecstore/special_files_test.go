@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ecstore/ecstore/internal/testcluster"
 )
@@ -35,6 +36,19 @@ func readFIFO(t *testing.T, dir string) (string, <-chan []byte) {
 	return p, got
 }
 
+// within returns what got delivers, failing the test if it delivers
+// nothing for 10 s (a FIFO replaced by a regular file is never written).
+func within(t *testing.T, got <-chan []byte) []byte {
+	t.Helper()
+	select {
+	case b := <-got:
+		return b
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing was written into the FIFO")
+		return nil
+	}
+}
+
 // Regression (found by review): get and cp wrote into a temporary file
 // renamed over the destination even when it was a device or a FIFO: run
 // as root, `ecstore get /x /dev/null` made /dev/null a regular file full
@@ -46,7 +60,7 @@ func TestGetAndCpIntoAFIFO(t *testing.T) {
 	dir := t.TempDir()
 	fifo, got := readFIFO(t, dir)
 	mustRun(t, nil, c.cmd("get", "/a/f", fifo)...)
-	if b := <-got; !bytes.Equal(b, data) {
+	if b := within(t, got); !bytes.Equal(b, data) {
 		t.Errorf("the FIFO's reader got %d bytes, want %d", len(b), len(data))
 	}
 	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
@@ -59,7 +73,7 @@ func TestGetAndCpIntoAFIFO(t *testing.T) {
 	mustRun(t, nil, "cp", src, url+"/run/f")
 	fifo2, got2 := readFIFO(t, t.TempDir())
 	mustRun(t, nil, "cp", url+"/run/f", fifo2)
-	if b := <-got2; !bytes.Equal(b, data) {
+	if b := within(t, got2); !bytes.Equal(b, data) {
 		t.Errorf("cp: the FIFO's reader got %d bytes, want %d", len(b), len(data))
 	}
 	if fi, err := os.Lstat(fifo2); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
