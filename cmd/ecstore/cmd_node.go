@@ -118,8 +118,10 @@ func cmdNode(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// readTokenFile reads tokens, one per line ('#' starts a comment). A
-// file that others may read is worth a warning, not a refusal.
+// readTokenFile reads tokens, one per line; a line whose first non-blank
+// character is '#' is a comment ('#' inside a token is part of it, as in
+// the gateway's node-token line). A file that others may read is worth a
+// warning, not a refusal.
 func readTokenFile(name string) ([]string, error) {
 	b, err := os.ReadFile(name)
 	if err != nil {
@@ -127,9 +129,8 @@ func readTokenFile(name string) ([]string, error) {
 	}
 	var tokens []string
 	for i, line := range strings.Split(string(b), "\n") {
-		line, _, _ = strings.Cut(line, "#")
 		line = strings.TrimSpace(line)
-		if line == "" {
+		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
 		if len(line) < cluster.MinTokenLen || strings.ContainsAny(line, " \t") {

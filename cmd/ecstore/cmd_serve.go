@@ -101,6 +101,13 @@ may be at any offset. SIGINT or SIGTERM stops the gateway gracefully.
 
 // cmdServe is "ecstore serve".
 func cmdServe(ctx context.Context, e *env, args []string) (err error) {
+	// SIGHUP is taken from the start: a reload asked for while the
+	// cluster opens (a hung node can make that seconds) must not kill the
+	// gateway, as the signal's default action does; it is served once
+	// the credentials are loaded.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	fs := newFlagSet(e, "serve", "serve [flags]", serveHelp)
 	cf := fs.addClusterFlags()
 	rootAddr := fs.String("root-addr", "127.0.0.1:1094", "root:// listen `HOST:PORT`")
@@ -263,7 +270,7 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 	if rootTokens {
 		checkToken = tokenChecker(creds)
 	}
-	go reloadOnHangup(ctx, creds, log, func() (*access.Set, error) {
+	go reloadOnHangup(ctx, hup, creds, log, func() (*access.Set, error) {
 		return reloadAccess(c.ConfigFile(), *authFile, *httpAnonRead, log)
 	})
 	var s3h http.Handler
@@ -422,11 +429,8 @@ func reloadAccess(configFile, authFile string, anonRead bool, log *slog.Logger) 
 }
 
 // reloadOnHangup replaces the credentials with load's on every SIGHUP
-// until ctx ends; a load that fails keeps the current ones.
-func reloadOnHangup(ctx context.Context, creds *access.Live, log *slog.Logger, load func() (*access.Set, error)) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+// (hup) until ctx ends; a load that fails keeps the current ones.
+func reloadOnHangup(ctx context.Context, hup <-chan os.Signal, creds *access.Live, log *slog.Logger, load func() (*access.Set, error)) {
 	for {
 		select {
 		case <-ctx.Done():
