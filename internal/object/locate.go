@@ -27,7 +27,10 @@ type probeResult struct {
 	node  node.Node
 	ref   *archiveRef // nil when absent or unreadable
 	isDir bool
-	err   error // other than "not there"
+	// belowFile: absent because the node holds a file where a parent
+	// directory of the path would be.
+	belowFile bool
+	err       error // other than "not there""
 	// malformed is set (with err) when the node answered and the file at
 	// the path is not a well-formed archive: damaged bytes, not a node
 	// failure.
@@ -338,7 +341,10 @@ func probeOne(ctx context.Context, path string, n node.Node) probeResult {
 	r := probeResult{node: n}
 	f, err := n.Open(ctx, path)
 	switch {
-	case errors.Is(err, node.ErrNotExist) || errors.Is(err, node.ErrNotDir):
+	case errors.Is(err, node.ErrNotDir):
+		r.belowFile = true
+		return r
+	case errors.Is(err, node.ErrNotExist):
 		return r
 	case errors.Is(err, node.ErrIsDir):
 		r.isDir = true
@@ -885,9 +891,10 @@ func (s *Store) resolve(ctx context.Context, path string, results []probeResult)
 		loc.close()
 	}
 	var errs []error
-	isDir := false
+	isDir, belowFile := false, false
 	for _, r := range results {
 		isDir = isDir || r.isDir
+		belowFile = belowFile || r.belowFile
 		if r.err != nil {
 			errs = append(errs, r.err)
 		}
@@ -902,9 +909,15 @@ func (s *Store) resolve(ctx context.Context, path string, results []probeResult)
 		return nil, &UnrecoverableError{Path: path, Block: -1, Available: loc.found, Need: loc.meta.K, Causes: errs}
 	case len(errs) > 0:
 		return nil, fmt.Errorf("object %s: %w (and %d nodes failed: %w)", path, ErrNotExist, len(errs), errors.Join(errs...))
+	case belowFile:
+		return nil, fmt.Errorf("object %s: %w", path, errBelowFile)
 	}
 	return nil, fmt.Errorf("object %s: %w", path, ErrNotExist)
 }
+
+// errBelowFile is ErrNotExist for a path where a node holds a file in
+// place of one of its parent directories: maybe an object.
+var errBelowFile = fmt.Errorf("%w (a node holds a file where a parent directory would be)", ErrNotExist)
 
 // dropHidden leaves out of results, newest first, every readable version
 // choose picks that may be remnants (mayBeRemnants) and that path's

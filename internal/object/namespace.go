@@ -155,20 +155,23 @@ func (s *Store) statDir(ctx context.Context, path string) (bool, error) {
 }
 
 // pathKinds is what the nodes hold at a path: a directory on some, a
-// file (an archive, or debris) on some.
-type pathKinds struct{ dir, file bool }
+// file (an archive, or debris) on some; belowFile: some hold a file
+// where a parent directory of the path would be.
+type pathKinds struct{ dir, file, belowFile bool }
 
 // statKinds asks every node not known to hang what it holds at path (one
 // kXR_stat each, at once); the error is the first that is not "does not
 // exist".
 func (s *Store) statKinds(ctx context.Context, path string) (pathKinds, error) {
-	var dirs, files atomic.Int32
+	var dirs, files, belowFile atomic.Int32
 	errs := s.forEach(ctx, func(ctx context.Context, n node.Node) error {
 		if s.isHung(n.ID()) {
 			return errHung
 		}
 		fi, err := n.Stat(ctx, path)
 		switch {
+		case errors.Is(err, node.ErrNotDir):
+			belowFile.Add(1)
 		case err != nil:
 		case fi.IsDir:
 			dirs.Add(1)
@@ -177,7 +180,28 @@ func (s *Store) statKinds(ctx context.Context, path string) (pathKinds, error) {
 		}
 		return err
 	})
-	return pathKinds{dir: dirs.Load() > 0, file: files.Load() > 0}, firstReal(errs)
+	return pathKinds{dir: dirs.Load() > 0, file: files.Load() > 0, belowFile: belowFile.Load() > 0}, firstReal(errs)
+}
+
+// checkParents fails with ErrNotDir when a parent directory of path is an
+// object: writing or moving there would put an object below an object,
+// the nodes that hold its archives refusing and the others making
+// directories. It asks from the parent up, one round trip per level, and
+// stops at the first directory; a parent it cannot judge (nodes failing)
+// is let be, as the write itself then meets the nodes' refusals.
+func (s *Store) checkParents(ctx context.Context, path string) error {
+	for d, _ := node.Split(path); d != "/" && d != ""; d, _ = node.Split(d) {
+		isDir, err := s.IsDir(ctx, d)
+		switch {
+		case err == nil && isDir:
+			return nil
+		case err == nil:
+			return fmt.Errorf("object: %s: %w: %s is an object", path, ErrNotDir, d)
+		case !errors.Is(err, ErrNotExist):
+			return nil
+		}
+	}
+	return nil
 }
 
 // IsDir reports whether path is a directory (true) or an object (false),
@@ -981,6 +1005,12 @@ func (s *Store) Rename(ctx context.Context, oldPath, newPath string) error {
 	if strings.HasPrefix(newPath, oldPath+"/") {
 		return fmt.Errorf("object: rename %s into itself: %w", oldPath, node.ErrPath)
 	}
+	// A parent of the new name that is an object: the nodes holding its
+	// archives would refuse the rename and the others make directories
+	// and move their archives, splitting the object between two names.
+	if err := s.checkParents(ctx, newPath); err != nil {
+		return err
+	}
 	src, err := s.Stat(ctx, oldPath)
 	if err != nil {
 		return err
@@ -1102,6 +1132,16 @@ func (s *Store) Rmdir(ctx context.Context, path string) error {
 	if path == "/" {
 		return fmt.Errorf("object: rmdir /: %w", node.ErrPath)
 	}
+	// Where some node holds a file at path, it may be an object (whose
+	// archives some nodes refused to make a directory over, leaving the
+	// others' directories): that is no directory to remove, and a node's
+	// file is never removed as one.
+	k, _ := s.statKinds(ctx, path)
+	if k.file {
+		if info, err := s.Stat(ctx, path); err == nil && !info.IsDir {
+			return fmt.Errorf("object: rmdir %s: %w", path, ErrNotDir)
+		}
+	}
 	entries, err := s.List(ctx, path)
 	if err != nil {
 		return err
@@ -1111,6 +1151,11 @@ func (s *Store) Rmdir(ctx context.Context, path string) error {
 	}
 	var removed atomic.Int32
 	errs := s.forEach(ctx, func(ctx context.Context, n node.Node) error {
+		if k.file {
+			if fi, err := n.Stat(ctx, path); err == nil && !fi.IsDir {
+				return nil // a file here is not the directory's
+			}
+		}
 		err := n.Remove(ctx, path)
 		if errors.Is(err, node.ErrNotEmpty) && s.leftovers.removeIn(ctx, n.ID(), path) {
 			err = n.Remove(ctx, path) // it held what failed writes left

@@ -251,12 +251,20 @@ func (s *Store) Create(ctx context.Context, path string, opt *CreateOptions) (*W
 	return w, nil
 }
 
-// checkCreate fails with ErrIsDir when path is a directory and, when
+// checkCreate fails with ErrIsDir when path is a directory, with
+// ErrNotDir when one of its parents is an object (checkParents, asked
+// only when a node holds a file where a parent would be) and, when
 // exclusive, with ErrExist when it holds a readable object.
 func (s *Store) checkCreate(ctx context.Context, path string, exclusive bool) error {
 	if !exclusive {
-		if st, err := s.statDir(ctx, path); err == nil && st {
+		k, err := s.statKinds(ctx, path)
+		switch {
+		case k.dir:
 			return ErrIsDir
+		case k.belowFile:
+			return s.checkParents(ctx, path)
+		case err != nil:
+			return nil // the nodes that fail are the write's to meet
 		}
 		return nil
 	}
@@ -269,6 +277,8 @@ func (s *Store) checkCreate(ctx context.Context, path string, exclusive bool) er
 		return ErrExist
 	case errors.Is(err, ErrIsDir):
 		return ErrIsDir
+	case errors.Is(err, errBelowFile):
+		return s.checkParents(ctx, path)
 	}
 	return nil // absent, or unreadable: a new version replaces it
 }
