@@ -167,10 +167,22 @@ func (f *FS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (_ 
 	// xrdcp announces the file's size as oss.asize: small objects are
 	// stored as 1+M replicas.
 	hint, _ := strconv.ParseInt(opts.CGI.Get("oss.asize"), 10, 64)
-	w, err := f.store.Create(ctx, name, &object.CreateOptions{
+	co := &object.CreateOptions{
 		SizeHint:  hint,
 		Exclusive: createOnly || opts.Flags&xrootd.OpenNew != 0 && opts.Flags&xrootd.OpenDelete == 0,
-	})
+	}
+	if createOnly {
+		// A write that storage.create alone allows must not replace an
+		// object written meanwhile (the exclusive check is made at the
+		// open): it is checked again when it commits.
+		co.Precondition = func(cur *object.Info) error {
+			if cur != nil && !cur.IsDir {
+				return xrootd.Errorf(xrootd.ErrNotAuthorized, "%s: written meanwhile, and your token allows creating it only", name)
+			}
+			return nil
+		}
+	}
+	w, err := f.store.Create(ctx, name, co)
 	if errors.Is(err, object.ErrExist) {
 		return nil, xrootd.Errorf(xrootd.ErrItExists, "%s exists", name)
 	}

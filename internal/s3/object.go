@@ -158,6 +158,20 @@ func (h *handler) checkParents(ctx context.Context, bucket, path string) error {
 	return ErrNoSuchBucket // path is not in the bucket: not reached
 }
 
+// onlyCreates is cond, and no object at the key: the commit-time check
+// of a write that the access key's scopes allow only where nothing is.
+func onlyCreates(cond writeCond) writeCond {
+	return func(current *object.Info) error {
+		if current != nil && !current.IsDir {
+			return ErrAccessDenied.with("the key exists, and the access key's scopes allow creating only")
+		}
+		if cond != nil {
+			return cond(current)
+		}
+		return nil
+	}
+}
+
 // writeCond is what a conditional write asks of the object its key
 // holds when it commits (nil: nothing there); see writeCondition.
 type writeCond = func(current *object.Info) error
@@ -265,6 +279,11 @@ func (h *handler) putObject(req *request) error {
 // the expected size (-1: unknown), a hint for the engine's small-object
 // path.
 func (h *handler) write(ctx context.Context, path string, meta map[string]string, size int64, createOnly bool, cond writeCond, fill func(*object.Writer) (string, error)) (string, error) {
+	if createOnly {
+		// Allowed by storage.create alone: it must not replace an object
+		// written meanwhile either (checked again at commit).
+		cond = onlyCreates(cond)
+	}
 	w, err := h.store.Create(ctx, path, &object.CreateOptions{User: meta, SizeHint: max(size, 0), Exclusive: createOnly, Precondition: cond})
 	if createOnly && errors.Is(err, object.ErrExist) {
 		return "", ErrAccessDenied.with("the key exists, and the access key's scopes allow creating only")

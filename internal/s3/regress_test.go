@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/ecstore/ecstore/internal/jwtauth"
 )
 
 // Regression: PUT ?versioning was served as CreateBucket, making a
@@ -169,4 +171,40 @@ func TestCopyFolderMarker(t *testing.T) {
 	}
 	ts.fails(404, "NoSuchKey", "PUT", "/bk2/other/", nil, map[string]string{"X-Amz-Copy-Source": "/bk1/missing/"})
 	ts.fails(400, "InvalidArgument", "PUT", "/bk2/other/", nil, map[string]string{"X-Amz-Copy-Source": "/bk1/file"})
+}
+
+// Regression: a PUT that the access key's storage.create scope alone
+// allows was checked to be new before its body came; an object written at
+// the key meanwhile was then replaced. The commit checks again.
+func TestCreateOnlyKeyDoesNotReplaceAnObjectWrittenMeanwhile(t *testing.T) {
+	const ak, sk = "CREATOR", "creator/secret"
+	g, err := jwtauth.StaticGrant(ak, "storage.read:/data storage.create:/data/in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := newTestServer(t, func(o *Options) {
+		o.Credentials[ak] = sk
+		o.Grants = map[string]*jwtauth.Grant{ak: g}
+	})
+	ts.must(200, "PUT", "/data", nil, nil)
+	lim := *ts
+	lim.signer = testSigner{ak: ak, sk: sk, region: "us-east-1", now: time.Now}
+	const size = 1 << 20
+	pr, pw := io.Pipe()
+	r := lim.newRequest("PUT", "/data/in/race", nil, nil)
+	lim.signer.sign(r, unsignedPayload)
+	r.Body, r.ContentLength = pr, size
+	done := make(chan *response)
+	go func() { done <- lim.send(r) }()
+	pw.Write(bytes.Repeat([]byte("c"), 200_000))
+	time.Sleep(200 * time.Millisecond)
+	ts.must(200, "PUT", "/data/in/race", []byte("written meanwhile"), nil)
+	pw.Write(bytes.Repeat([]byte("c"), size-200_000))
+	pw.Close()
+	if res := <-done; res.StatusCode != 403 {
+		t.Errorf("the create-only PUT over an object written meanwhile: %d %s", res.StatusCode, res.body)
+	}
+	if got := ts.get("/data/in/race"); string(got) != "written meanwhile" {
+		t.Errorf("the object is now %d bytes of the create-only PUT", len(got))
+	}
 }
