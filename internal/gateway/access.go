@@ -56,7 +56,10 @@ func (f *FS) decide(ctx context.Context, op jwtauth.Op, what, name string) error
 			return nil // an opaque token, or a scope for it
 		}
 	}
-	anonymous := op == jwtauth.Read && !f.tokenRequired || op != jwtauth.Read && !f.readOnly
+	// What anonymous clients may do, which a token's holder may do
+	// beyond its scopes; nothing where every client must bring a token
+	// (--root-token-required, even with --root-anonymous-writes).
+	anonymous := !f.tokenRequired && (op == jwtauth.Read || !f.readOnly)
 	switch {
 	case anonymous:
 		return nil
