@@ -425,8 +425,16 @@ func (wf *writeFile) check(off int64) error {
 		return mapErr(err)
 	}
 	if off != wf.w.Size() {
-		return xrootd.Errorf(xrootd.ErrUnsupported,
+		err := xrootd.Errorf(xrootd.ErrUnsupported,
 			"%s: objects are written sequentially: write at offset %d, expected %d", wf.name, off, wf.w.Size())
+		if wf.w.Size() > 0 {
+			// Bytes the client meant to follow what was written are
+			// refused: the object would be cut short, so it is never
+			// committed (Close fails). Before any byte, the client may
+			// still start at offset 0.
+			wf.err = err
+		}
+		return err
 	}
 	return nil
 }

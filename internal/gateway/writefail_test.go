@@ -98,3 +98,26 @@ func TestStreamedWriteFailureIsNotCommitted(t *testing.T) {
 		t.Fatalf("partial streamed write is visible: %v", err)
 	}
 }
+
+// Regression (found by review): a write at the wrong offset, after bytes
+// were written, was refused but left the write open, and the close then
+// stored the object cut short, replacing the complete one.
+func TestRefusedWriteAfterBytesIsNotCommitted(t *testing.T) {
+	c, cl := serve(t)
+	ctx := context.Background()
+	upload(t, cl, "/h/x", []byte("old complete object"))
+	f, err := cl.Open(ctx, "/h/x", xrootd.OpenDelete|xrootd.OpenUpdate, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(ctx, []byte("first "), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(ctx, []byte("third"), 12); !hasCode(err, xrootd.ErrUnsupported) {
+		t.Fatalf("out-of-order write: %v", err)
+	}
+	cerr := f.Close(ctx)
+	if got, _ := c.Get("/h/x"); cerr == nil || string(got) != "old complete object" {
+		t.Fatalf("close after a refused write: %v; object now %q", cerr, got)
+	}
+}
