@@ -938,7 +938,41 @@ func (s *Store) dropHidden(ctx context.Context, path string, results []probeResu
 		results = dropVersion(results, loc.meta.Version)
 		loc, ok = choose(results)
 	}
+	// A version of no more than M archives written for another path (a
+	// moved object that lost archives, or a well-formed archive that a
+	// node should not hold: another object's, copied or renamed there)
+	// yields to a version written for this path that more nodes hold and
+	// no tombstone hides: one node's stray archive must not stand for the
+	// object that the others keep.
+	for ok && loc.mayBeRemnants() && loc.meta.Path != path {
+		alt, altOK := choose(withoutVersion(results, loc.meta.Version))
+		if !altOK || alt.meta.Path != path || alt.found <= loc.found {
+			break
+		}
+		if tomb == nil {
+			t := s.tombstoneOf(ctx, path)
+			tomb = &t
+		}
+		if tomb.hides(alt.meta.Version) {
+			break
+		}
+		results = dropVersion(results, loc.meta.Version)
+		loc, ok = choose(results)
+	}
 	return results, loc, ok
+}
+
+// withoutVersion is results without the archives of version v, which
+// stay open (see dropVersion).
+func withoutVersion(results []probeResult, v archive.Version) []probeResult {
+	out := make([]probeResult, 0, len(results))
+	for _, r := range results {
+		if r.ref != nil && r.ref.idx.Meta.Version == v {
+			r.ref = nil
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // choose groups the archives found by version and picks the newest version
