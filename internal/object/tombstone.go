@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ecstore/ecstore/internal/archive"
 	"github.com/ecstore/ecstore/internal/node"
@@ -208,8 +209,22 @@ func parseTombstone(b []byte) (tombstone, bool) {
 func (s *Store) tombstoneOf(ctx context.Context, path string) tombstone {
 	var mu sync.Mutex
 	var latest tombstone
+	// A tombstone is plain text without a checksum: one that records a
+	// version from the future (a digit flipped upward on a damaged disk)
+	// would hide every version of the path, the live object's included.
+	// Versions are commit times: one later than now, beyond any clock
+	// skew, was never written.
+	future := s.opts.Now().Add(tombstoneSkew)
+	implausible := func(v archive.Version) bool {
+		tm := v.Time() // the zero time when it does not fit in 64 bits
+		return tm.IsZero() || tm.After(future)
+	}
 	s.forEach(ctx, func(ctx context.Context, n node.Node) error {
 		t, err := readTombstone(ctx, n, path)
+		if err == nil && (implausible(t.upTo) || t.moved != "" && implausible(t.moved)) {
+			s.opts.Logger.Warn("tombstone ignored: it records a version from the future (damaged?)", "obj", path, "node", n.ID(), "version", string(t.upTo))
+			return nil
+		}
 		if err == nil {
 			mu.Lock()
 			if t.after(latest) {
@@ -221,6 +236,10 @@ func (s *Store) tombstoneOf(ctx context.Context, path string) tombstone {
 	})
 	return latest
 }
+
+// tombstoneSkew is how far in the future a tombstone's versions may lie
+// (gateways' clocks differ) before it is taken for damaged.
+const tombstoneSkew = 24 * time.Hour
 
 // deletedUpTo returns the newest deleted version of path recorded on any
 // node ("" if none).
