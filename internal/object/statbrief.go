@@ -73,8 +73,9 @@ func (s *Store) statBySummaryOnly(ctx context.Context, path string) (info *Info,
 			case first == nil:
 				first = sum
 				slots[sum.slot] = true
-			case sum.version != first.version || sum.geo != first.geo || slots[sum.slot]:
-				return nil, false, nil // two versions, or a slot twice
+			case sum.version != first.version || sum.geo != first.geo || slots[sum.slot] ||
+				sum.size != first.size || !sum.mtime.Equal(first.mtime):
+				return nil, false, nil // two versions, a slot twice, or a summary that disagrees (damaged)
 			default:
 				slots[sum.slot] = true
 			}

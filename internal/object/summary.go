@@ -181,6 +181,11 @@ func summaryFromFiles(path, name string, files []listedFile) (*Info, bool) {
 	if len(files) == 0 || !visibleBySummaries(n, newest.geo.K, newest.geo.M) {
 		return nil, false // Stat asks the tombstones
 	}
+	for _, f := range files {
+		if f.sum.version == newest.version && (f.sum.size != newest.size || !f.sum.mtime.Equal(newest.mtime) || f.sum.geo != newest.geo) {
+			return nil, false // a summary that disagrees (damaged): Stat reads the archives
+		}
+	}
 	info := &Info{Path: path, Name: name, Size: newest.size, MTime: newest.mtime,
 		Version: newest.version, Archives: n, Geometry: newest.geo, NoUserMeta: newest.noUser}
 	for _, f := range files {
