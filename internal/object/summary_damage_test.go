@@ -10,7 +10,6 @@ import (
 	"github.com/ecstore/ecstore/internal/layout"
 )
 
-
 // Regression (found by review): a brief stat (kXR_stat) and a listing
 // took an object's size from one archive's summary without comparing it
 // with the others': one node's damaged summary changed the size xrdfs
