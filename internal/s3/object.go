@@ -601,8 +601,13 @@ func (h *handler) deleteObjects(req *request) error {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if errs[i] = h.allowed(req, jwtauth.Modify, "/"+req.bucket+"/"+o.Key); errs[i] == nil {
-				errs[i] = h.remove(req.ctx, req.bucket, o.Key)
+			switch {
+			case !nullVersion(o.VersionID):
+				errs[i] = errVersions // not the current object: nothing is removed
+			default:
+				if errs[i] = h.allowed(req, jwtauth.Modify, "/"+req.bucket+"/"+o.Key); errs[i] == nil {
+					errs[i] = h.remove(req.ctx, req.bucket, o.Key)
+				}
 			}
 		}()
 	}
@@ -619,12 +624,23 @@ func (h *handler) deleteObjects(req *request) error {
 	return writeXML(req.w, res)
 }
 
+// errVersions answers a request for an object version other than the
+// current one ("null", as S3 calls the version of an object written
+// without versioning): ecstore keeps no versions, and a request that
+// names one must not act on the current object instead (a DELETE of an
+// old version removed the object).
+var errVersions = ErrNotImplemented.with("object versions are not implemented by ecstore: only versionId=null, the current object, can be named")
+
+// nullVersion reports whether a versionId names the current object: none
+// given, or "null".
+func nullVersion(id string) bool { return id == "" || id == "null" }
+
 // copySource parses x-amz-copy-source ("[/]bucket/key[?versionId=...]",
 // URL-encoded).
 func copySource(v string) (bucket, key string, err error) {
 	if i := strings.Index(v, "?"); i >= 0 {
-		if q, _ := url.ParseQuery(v[i+1:]); q.Get("versionId") != "" && q.Get("versionId") != "null" {
-			return "", "", ErrNotImplemented.with("object versions are not implemented by ecstore")
+		if q, _ := url.ParseQuery(v[i+1:]); !nullVersion(q.Get("versionId")) {
+			return "", "", errVersions
 		}
 		v = v[:i]
 	}

@@ -208,3 +208,29 @@ func TestCreateOnlyKeyDoesNotReplaceAnObjectWrittenMeanwhile(t *testing.T) {
 		t.Errorf("the object is now %d bytes of the create-only PUT", len(got))
 	}
 }
+
+// Regression (found by review): a request naming an object version
+// (?versionId=, or VersionId in a multi-object delete) acted on the
+// current object: deleting an old version by its id removed the object.
+// ecstore keeps no versions: only versionId=null, the current object, is
+// served; others are NotImplemented and change nothing.
+func TestVersionIDsOtherThanNullAreRefused(t *testing.T) {
+	ts := newTestServer(t)
+	ts.must(200, "PUT", "/bkt", nil, nil)
+	ts.must(200, "PUT", "/bkt/k", []byte("current"), nil)
+	for _, m := range []string{"GET", "HEAD", "DELETE", "PUT"} {
+		r := ts.do(m, "/bkt/k?versionId=3HL4kqtJlcpXroDTDmjVBH40Nrjfkd", []byte("x"), nil)
+		if r.StatusCode != 501 {
+			t.Errorf("%s with a versionId: %d", m, r.StatusCode)
+		}
+	}
+	r := ts.must(200, "POST", "/bkt?delete", []byte(`<Delete><Object><Key>k</Key><VersionId>3HL4kqtJlcpXroDTDmjVBH40Nrjfkd</VersionId></Object></Delete>`), nil)
+	if !bytes.Contains(r.body, []byte("<Error>")) {
+		t.Errorf("multi-object delete of a version: %s", r.body)
+	}
+	if got := ts.get("/bkt/k"); string(got) != "current" {
+		t.Fatalf("the object is now %q", got)
+	}
+	ts.must(200, "GET", "/bkt/k?versionId=null", nil, nil)
+	ts.must(204, "DELETE", "/bkt/k?versionId=null", nil, nil)
+}

@@ -335,6 +335,9 @@ func (h *handler) serve(req *request) error {
 	if !bucketPathOK(req.bucket) {
 		return ErrNoSuchBucket
 	}
+	if !nullVersion(q.Get("versionId")) {
+		return errVersions
+	}
 	switch r.Method {
 	case http.MethodGet:
 		switch {
