@@ -36,15 +36,11 @@ const maxPathLen = 4096
 // keep a slice of f.Payload beyond that, since the buffer is recycled.
 func (s *session) dispatch(f *RequestFrame) {
 	sid, id := f.StreamID, f.ID
-	req, err := ParseRequest(f)
-	if err != nil {
-		s.sendError(sid, &Error{Code: ErrArgInvalid, Message: fmt.Sprintf("malformed %v request: %v", id, err)})
-		s.finish(f)
-		return
-	}
+	// Refused by its id before it is parsed: a client that has not logged
+	// in costs no parsing (a list request parses into many strings).
 	if !s.loggedIn.Load() {
-		switch req.(type) {
-		case *ProtocolRequest, *LoginRequest, *PingRequest, *AuthRequest:
+		switch id {
+		case ReqProtocol, ReqLogin, ReqPing, ReqAuth:
 		default:
 			s.sendError(sid, Errorf(ErrNotAuthorized, "%v request before login", id))
 			s.finish(f)
@@ -52,13 +48,19 @@ func (s *session) dispatch(f *RequestFrame) {
 		}
 	}
 	if s.needAuth.Load() {
-		switch req.(type) {
-		case *ProtocolRequest, *LoginRequest, *PingRequest, *AuthRequest, *EndsessRequest:
+		switch id {
+		case ReqProtocol, ReqLogin, ReqPing, ReqAuth, ReqEndsess:
 		default:
 			s.sendError(sid, Errorf(ErrNotAuthorized, "%v request before authentication (kXR_auth)", id))
 			s.finish(f)
 			return
 		}
+	}
+	req, err := ParseRequest(f)
+	if err != nil {
+		s.sendError(sid, &Error{Code: ErrArgInvalid, Message: fmt.Sprintf("malformed %v request: %v", id, err)})
+		s.finish(f)
+		return
 	}
 	// Requests that change connection state run inline, so that a client
 	// that pipelines login and its first request is served in order.

@@ -49,7 +49,11 @@ func ParseRequest(f *RequestFrame) (Request, error) {
 		copy(r.Handle[:], p[12:16])
 		return r, nil
 	case ReqStatx:
-		return &StatxRequest{Paths: splitList(cstring(pl))}, nil
+		paths, err := splitList(pl)
+		if err != nil {
+			return nil, err
+		}
+		return &StatxRequest{Paths: paths}, nil
 	case ReqOpen:
 		return &OpenRequest{Mode: getU16(p[0:]), Options: OpenFlags(getU16(p[2:])), Path: cstring(pl)}, nil
 	case ReqClose:
@@ -110,7 +114,11 @@ func ParseRequest(f *RequestFrame) (Request, error) {
 	case ReqSet:
 		return &SetRequest{Modifier: p[15], Data: cstring(pl)}, nil
 	case ReqPrepare:
-		return &PrepareRequest{Options: p[0], Priority: p[1], Port: getU16(p[2:]), OptionsX: getU16(p[4:]), Paths: splitList(cstring(pl))}, nil
+		paths, err := splitList(pl)
+		if err != nil {
+			return nil, err
+		}
+		return &PrepareRequest{Options: p[0], Priority: p[1], Port: getU16(p[2:]), OptionsX: getU16(p[4:]), Paths: paths}, nil
 	case ReqChmod:
 		return &ChmodRequest{Mode: getU16(p[14:]), Path: cstring(pl)}, nil
 	case ReqFattr:
@@ -123,15 +131,25 @@ func ParseRequest(f *RequestFrame) (Request, error) {
 // (xrdfs terminates some arguments with one).
 func cstring(b []byte) string { return string(bytes.TrimRight(b, "\x00")) }
 
-// splitList splits a newline-separated list, dropping empty items.
-func splitList(s string) []string {
+// maxListItems bounds the paths of a kXR_statx or kXR_prepare: a list
+// of short items costs many times its bytes once split (a 16 MiB list of
+// one-character paths: 8 million strings).
+const maxListItems = 4096
+
+// splitList splits a NUL-terminated, newline-separated list, dropping
+// empty items; more than maxListItems is an error.
+func splitList(pl []byte) ([]string, error) {
+	pl = bytes.TrimRight(pl, "\x00")
+	if n := bytes.Count(pl, []byte("\n")) + 1; n > maxListItems {
+		return nil, fmt.Errorf("%w: a list of %d paths, at most %d", ErrMalformed, n, maxListItems)
+	}
 	var out []string
-	for _, item := range strings.Split(s, "\n") {
-		if item != "" {
-			out = append(out, item)
+	for _, item := range bytes.Split(pl, []byte("\n")) {
+		if len(item) > 0 {
+			out = append(out, string(item))
 		}
 	}
-	return out
+	return out, nil
 }
 
 func handleAt(p *[16]byte, off int) FileHandle {
