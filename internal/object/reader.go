@@ -51,6 +51,10 @@ type Reader struct {
 	ends   [recentReads]int64
 	next   int
 	active int // ReadAt calls in progress
+	// idle trims the cache of a reader that no read has used for
+	// idleTrim (trimIdle); idleSince is when the last read ended.
+	idle      *time.Timer
+	idleSince time.Time
 
 	// fetching bounds the chunks being fetched at once to those of
 	// readAhead+1 blocks: a block's fetch takes K units, a random read's
@@ -185,6 +189,9 @@ func (r *Reader) Close() error {
 		return nil
 	}
 	r.closed = true
+	if r.idle != nil {
+		r.idle.Stop()
+	}
 	for _, f := range r.cache {
 		f.unref()
 	}
@@ -316,6 +323,14 @@ func (r *Reader) read(ctx context.Context, off int64, length int, keep bool, emi
 	defer func() {
 		r.mu.Lock()
 		r.active--
+		if r.active == 0 {
+			r.idleSince = time.Now()
+			if r.idle == nil {
+				r.idle = time.AfterFunc(idleTrim, r.trimIdle)
+			} else {
+				r.idle.Reset(idleTrim)
+			}
+		}
 		for i, f := range fetches {
 			// A block read to its end once is done with: sequential
 			// readers do not come back, so its buffers go now.
@@ -507,6 +522,26 @@ func (r *Reader) inMemory(b int64, need []bool) ([][]byte, bool) {
 		chunks[s] = data
 	}
 	return chunks, true
+}
+
+// idleTrim is how long a reader goes without reads before its cache is
+// cut to what read-ahead keeps: the blocks a client read only part of
+// (a one-byte read at each of 19 block boundaries) otherwise stay while
+// the file is open, beyond the memory the reader counts, in every one of
+// the files a connection may hold open.
+const idleTrim = 2 * time.Second
+
+// trimIdle cuts the cache of a reader idle for idleTrim to its
+// readAhead+1 newest blocks.
+func (r *Reader) trimIdle() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed || r.active > 0 || time.Since(r.idleSince) < idleTrim {
+		return
+	}
+	for len(r.fifo) > r.readAhead+1 {
+		r.evictLocked(r.fifo[0])
+	}
 }
 
 // evictLocked drops block b from the cache. r.mu must be held.
