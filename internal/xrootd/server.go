@@ -55,6 +55,12 @@ type Limits struct {
 	IdleTimeout time.Duration
 	// WriteTimeout bounds the sending of one response frame. Default 60 s.
 	WriteTimeout time.Duration
+	// ReadTimeout bounds the silence of a client within a request frame
+	// (once its header has come, until its payload has), and the time it
+	// takes to log in after the handshake, so that a client cannot hold
+	// a connection's goroutine and buffers by stopping half-way. Default
+	// 60 s.
+	ReadTimeout time.Duration
 	// WaitRespAfter is how long a kXR_sync may run before the client is
 	// answered kXR_waitresp, the answer following as kXR_attn
 	// kXR_asynresp (the sync that ends a third-party copy lasts as long
@@ -97,6 +103,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.WriteTimeout <= 0 {
 		l.WriteTimeout = 60 * time.Second
+	}
+	if l.ReadTimeout <= 0 {
+		l.ReadTimeout = 60 * time.Second
 	}
 	if l.WaitRespAfter <= 0 {
 		l.WaitRespAfter = 2 * time.Second

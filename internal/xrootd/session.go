@@ -28,6 +28,9 @@ type session struct {
 	limits Limits
 	log    *slog.Logger
 	in     *bufio.Reader // requests, read only by the reading goroutine
+	// frameRd is what s.in reads the connection through (a TLS layer
+	// too): it holds a client to ReadTimeout within a frame.
+	frameRd *frameReader
 
 	ctx    context.Context // cancelled when the connection ends
 	cancel context.CancelFunc
@@ -121,13 +124,14 @@ func newSession(ctx context.Context, srv *Server, conn net.Conn, limits Limits, 
 		srv:    srv,
 		conn:   conn,
 		out:    conn,
-		in:     bufio.NewReaderSize(conn, 64<<10),
 		limits: limits,
 		log:    log.With("conn", id, "remote", conn.RemoteAddr().String()),
 		slots:  make(chan struct{}, limits.MaxInflight),
 		budget: budget{avail: limits.PayloadBudget, wake: make(chan struct{}, 1)},
 		files:  make(map[FileHandle]*openFile),
 	}
+	s.frameRd = &frameReader{s: s}
+	s.in = bufio.NewReaderSize(s.frameRd, 64<<10)
 	s.ident.Store(&Identity{Remote: remoteAddrPort(conn)})
 	ctx = context.WithValue(ctx, identityKey{}, identityOf(func() Identity { return *s.ident.Load() }))
 	s.ctx, s.cancel = context.WithCancel(ctx)
@@ -154,6 +158,34 @@ func (s *session) drain() {
 
 // setReadDeadline sets the read deadline unless the session is draining,
 // in which case the deadline stays in the past.
+// frameReader reads the connection for s.in. While a frame's payload
+// is being read (inFrame, set by the reading goroutine only), every read
+// renews a deadline of ReadTimeout: a client silent in the middle of a
+// frame is cut off.
+type frameReader struct {
+	s       *session
+	inFrame bool
+	armed   bool // a deadline was set within the frame
+}
+
+func (r *frameReader) Read(p []byte) (int, error) {
+	if r.inFrame {
+		r.s.setReadDeadline(time.Now().Add(r.s.limits.ReadTimeout))
+		r.armed = true
+	}
+	return r.s.conn.Read(p)
+}
+
+// inFrame marks the reading of a frame's payload (see frameReader); the
+// deadline is cleared when it ends.
+func (s *session) inFrame(on bool) {
+	s.frameRd.inFrame = on
+	if !on && s.frameRd.armed {
+		s.frameRd.armed = false
+		s.setReadDeadline(time.Time{})
+	}
+}
+
 func (s *session) setReadDeadline(t time.Time) {
 	s.conn.SetReadDeadline(t)
 	if s.draining.Load() {
@@ -194,11 +226,24 @@ func (s *session) run() (graceful bool) {
 	if err := s.writeRaw(AppendHandshakeResponse(nil, s.protocolVersion(), DataServer)); err != nil {
 		return false
 	}
-	s.setReadDeadline(time.Time{})
+	// A client has ReadTimeout to log in (and authenticate where it
+	// must): one that connects and stays silent holds nothing for long.
+	loginBy := time.Now().Add(s.limits.ReadTimeout)
+	s.setReadDeadline(loginBy)
 
 	var hb [RequestHeaderLen]byte
-	for {
-		if err := s.readHeader(hb[:]); err != nil {
+	for loggingIn := true; ; {
+		if loggingIn && s.loggedIn.Load() && !s.needAuth.Load() {
+			loggingIn = false
+			s.setReadDeadline(time.Time{})
+		}
+		var err error
+		if loggingIn {
+			_, err = io.ReadFull(s.in, hb[:])
+		} else {
+			err = s.readHeader(hb[:])
+		}
+		if err != nil {
 			return s.readEnded(err)
 		}
 		h := ParseRequestHeader(&hb)
@@ -227,7 +272,12 @@ func (s *session) run() (graceful bool) {
 			<-s.slots
 			return false
 		}
+		s.inFrame(true)
 		payload, err := readPayload(s.in, int(h.Dlen))
+		s.inFrame(false)
+		if loggingIn {
+			s.setReadDeadline(loginBy)
+		}
 		if err != nil {
 			s.budget.release(size)
 			<-s.slots

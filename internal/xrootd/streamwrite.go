@@ -71,6 +71,8 @@ func (s *session) streamWrite(h RequestHeader) (served, ok bool) {
 		return true, false
 	}
 
+	s.inFrame(true)
+	defer s.inFrame(false)
 	payload := &countingReader{r: io.LimitReader(s.in, int64(h.Dlen))}
 	var data io.Reader = payload
 	var pages *pageReader
