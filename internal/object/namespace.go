@@ -143,17 +143,6 @@ func (s *Store) forNodesWithin(ctx context.Context, nodes []node.Node,
 	return errs
 }
 
-// statDir reports whether path is a directory on any node. A node known
-// to hang is not asked (its answer would be the error of a timeout): the
-// directories are on every node.
-func (s *Store) statDir(ctx context.Context, path string) (bool, error) {
-	k, err := s.statKinds(ctx, path)
-	if k.dir {
-		return true, nil
-	}
-	return false, err
-}
-
 // pathKinds is what the nodes hold at a path: a directory on some, a
 // file (an archive, or debris) on some; belowFile: some hold a file
 // where a parent directory of the path would be.
