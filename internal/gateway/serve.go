@@ -97,7 +97,9 @@ func Serve(ctx context.Context, cfg Config) error {
 		if tlsConfig != nil {
 			hl = tls.NewListener(hl, tlsConfig)
 		}
-		hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		// Idle keep-alive connections go after 2 minutes, as the HTTP
+		// listener's do; writes are bounded by httpmeter.WriteStall.
+		hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 		https = append(https, hs)
 		log.Info("serving "+what, "addr", hl.Addr().String())
 		wg.Add(1)

@@ -4,7 +4,10 @@
 // reported as a status).
 package httpmeter
 
-import "net/http"
+import (
+	"net/http"
+	"time"
+)
 
 // Writer wraps an http.ResponseWriter and records the response.
 type Writer struct {
@@ -14,7 +17,19 @@ type Writer struct {
 	Status int
 	// Bytes counts the body bytes written.
 	Bytes int64
+	// Stall overrides WriteStall (tests).
+	Stall time.Duration
+	// renewed is when the write deadline was last pushed (see Write).
+	renewed time.Time
 }
+
+// WriteStall bounds how long one write of a response may wait for a
+// client that does not read: the connection's write deadline, pushed
+// forward as the response goes out. A client that stops reading in the
+// middle of a download would otherwise hold the handler, its object
+// reader and the archives it has open on the nodes, forever; a long
+// download that keeps going is never cut.
+const WriteStall = 60 * time.Second
 
 // WriteHeader records the first final status and forwards it.
 func (w *Writer) WriteHeader(code int) {
@@ -28,6 +43,15 @@ func (w *Writer) WriteHeader(code int) {
 func (w *Writer) Write(p []byte) (int, error) {
 	if w.Status == 0 {
 		w.Status = http.StatusOK
+	}
+	stall := WriteStall
+	if w.Stall > 0 {
+		stall = w.Stall
+	}
+	if now := time.Now(); now.Sub(w.renewed) > min(time.Second, stall/4) {
+		// Not at every write: a deadline is a timer to move.
+		w.renewed = now
+		_ = http.NewResponseController(w.ResponseWriter).SetWriteDeadline(now.Add(stall))
 	}
 	n, err := w.ResponseWriter.Write(p)
 	w.Bytes += int64(n)
