@@ -118,10 +118,10 @@ func cmdNode(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// readTokenFile reads tokens, one per line; a line whose first non-blank
-// character is '#' is a comment ('#' inside a token is part of it, as in
-// the gateway's node-token line). A file that others may read is worth a
-// warning, not a refusal.
+// readTokenFile reads tokens, one per line; '#' starts a comment at the
+// start of a line or after a blank, as in the cluster config ('#' inside
+// a token is part of it, as the gateway's node-token line reads it). A
+// file that others may read is worth a warning, not a refusal.
 func readTokenFile(name string) ([]string, error) {
 	b, err := os.ReadFile(name)
 	if err != nil {
@@ -129,6 +129,13 @@ func readTokenFile(name string) ([]string, error) {
 	}
 	var tokens []string
 	for i, line := range strings.Split(string(b), "\n") {
+		// As in the cluster config: a comment starts a line, or follows
+		// a blank; '#' inside a token is part of it.
+		if i := strings.IndexAny(line, " \t"); i >= 0 {
+			if j := strings.Index(line[i:], "#"); j >= 0 && strings.TrimSpace(line[i:i+j]) == "" {
+				line = line[:i]
+			}
+		}
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue

@@ -17,7 +17,7 @@ import (
 func TestTokenFileKeepsHashInTokens(t *testing.T) {
 	const token = "s3cr3t-n0de-t0ken#2024-rotation"
 	name := filepath.Join(t.TempDir(), "tokens")
-	if err := os.WriteFile(name, []byte("# node tokens\n  # indented comment\n"+token+"\n\nsecond-token-0123456789\n"), 0o600); err != nil {
+	if err := os.WriteFile(name, []byte("# node tokens\n  # indented comment\n"+token+"\n\nsecond-token-0123456789 # rotated in May\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	got, err := readTokenFile(name)
