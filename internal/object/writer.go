@@ -845,7 +845,7 @@ func (w *Writer) commit() error {
 		User: w.user,
 	}
 	// Finish every healthy archive in parallel.
-	w.eachSlot(w.ctx, func(ctx context.Context, sw *slotWriter) bool {
+	w.eachSlot(w.ctx, w.finishBound(), func(ctx context.Context, sw *slotWriter) bool {
 		m := meta
 		m.Slot = sw.slot
 		if err := sw.aw.Close(&m); err != nil {
@@ -881,7 +881,7 @@ func (w *Writer) commit() error {
 	stopGrace := context.AfterFunc(w.ctx, func() { time.AfterFunc(w.s.opts.WriteTimeout, stopRenames) })
 	defer stopGrace()
 	var renameFailed sync.Map // slot -> true
-	committed := w.eachSlot(renames, func(ctx context.Context, sw *slotWriter) bool {
+	committed := w.eachSlot(renames, 4*w.s.opts.WriteTimeout, func(ctx context.Context, sw *slotWriter) bool {
 		if err := sw.up.Commit(ctx); err != nil {
 			if w.s.holdsVersion(ctx, sw.node, w.path, meta.Version) {
 				// A reader completed this commit, taking us for dead.
@@ -1013,12 +1013,17 @@ func (s *Store) clearReplaced(ctx context.Context, path string, v archive.Versio
 // answering between its last chunk and its sync or rename (after the
 // write's watch has stopped) would otherwise hold the client's close for
 // as long as it hangs, while a disk that syncs a little slower than the
-// others is waited for. fn's contexts derive from parent; fn reports
-// success.
-func (w *Writer) eachSlot(parent context.Context, fn func(ctx context.Context, sw *slotWriter) bool) int {
+// others is waited for. No slot runs past bound, quorum or not. fn's
+// contexts derive from parent; fn reports success.
+func (w *Writer) eachSlot(parent context.Context, bound time.Duration, fn func(ctx context.Context, sw *slotWriter) bool) int {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	start := time.Now()
+	// However the quorum fares, no slot runs past bound: a node that
+	// hangs in its sync or rename while the quorum needs it would hold
+	// the client's close (and the path's turn) for as long as it hangs.
+	limit := time.NewTimer(bound)
+	defer limit.Stop()
 	results := make(chan bool, len(w.slots))
 	running := 0
 	for _, sw := range w.slots {
@@ -1044,9 +1049,20 @@ func (w *Writer) eachSlot(parent context.Context, fn func(ctx context.Context, s
 			}
 		case <-lag:
 			cancel() // the slots still running hang; fn returns promptly
+		case <-limit.C:
+			cancel()
 		}
 	}
 	return ok
+}
+
+// finishBound is how long the archives' Finish (their sync) may take
+// at most: 4 WriteTimeouts, and a second more per 10 MB of each archive
+// (a sync that a plain xrootd node makes of a page-cached archive writes
+// it all then).
+func (w *Writer) finishBound() time.Duration {
+	perArchive := w.size / int64(w.geo.K)
+	return 4*w.s.opts.WriteTimeout + time.Duration(perArchive/10e6)*time.Second
 }
 
 // straggled wraps err, a slot's failure in eachSlot, with why when the
@@ -1092,14 +1108,15 @@ func (w *Writer) wait() {
 
 func (w *Writer) abortAll() {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), 10*time.Second)
-	defer cancel()
 	var wg sync.WaitGroup
 	for _, sw := range w.slots {
 		if sw.up == nil {
 			continue // never opened
 		}
 		wg.Add(1)
-		go func() {
+		// In the background (Drain waits for it): the caller waits for
+		// the aborts for WriteLag at most, not for a node that hangs.
+		w.s.inBackground(func() {
 			defer wg.Done()
 			select {
 			case <-sw.exited: // not while its writer may still write to it
@@ -1110,7 +1127,18 @@ func (w *Writer) abortAll() {
 				return
 			}
 			w.s.discard(ctx, sw.node.ID(), sw.up)
-		}()
+		})
 	}
-	wg.Wait()
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		cancel()
+		close(done)
+	}()
+	t := time.NewTimer(w.s.opts.WriteLag)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
