@@ -91,6 +91,9 @@ func (s *Store) querySpaces(ctx context.Context) []placement.Node {
 	ask := func(ctx context.Context, n node.Node) error {
 		sp, err := n.Space(ctx)
 		byID[n.ID()].Free = sp.Free
+		if sp.Total <= 0 {
+			byID[n.ID()].Free = -1 // the node does not say: unknown, not full
+		}
 		return err
 	}
 	errs := s.forNodes(ctx, nodes, func(ctx context.Context, n node.Node) error {

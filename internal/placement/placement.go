@@ -29,7 +29,7 @@ var ErrNotEnoughNodes = errors.New("placement: not enough usable nodes")
 // Node is what placement knows of a storage node.
 type Node struct {
 	ID   string
-	Free int64 // free bytes; <= 0 with Total unknown means "unknown"
+	Free int64 // free bytes (0: full); negative: unknown
 	Down bool  // unreachable or excluded from new writes
 }
 
@@ -66,19 +66,22 @@ func Rank(path string, nodes []Node) []Node {
 
 // Choose picks width distinct up nodes for a new object at path, plus up
 // to spares further up nodes to fall back on, in rank order. Nodes with
-// less than minFree bytes free are used only when nothing else is left.
+// less than minFree bytes free are used only when nothing else is left,
+// full ones (no byte free) last of all.
 func Choose(path string, nodes []Node, width, spares int, minFree int64) (primary, spare []string, err error) {
-	var roomy, tight []string
+	var roomy, tight, full []string
 	for _, n := range Rank(path, nodes) {
 		switch {
 		case n.Down:
+		case n.Free == 0:
+			full = append(full, n.ID)
 		case n.Free > 0 && n.Free < minFree:
 			tight = append(tight, n.ID)
-		default:
+		default: // room, or unknown
 			roomy = append(roomy, n.ID)
 		}
 	}
-	all := append(roomy, tight...)
+	all := append(append(roomy, tight...), full...)
 	if len(all) < width {
 		return nil, nil, fmt.Errorf("%w: %d up, object needs %d", ErrNotEnoughNodes, len(all), width)
 	}

@@ -102,3 +102,40 @@ func TestRemovingANodeMovesLittle(t *testing.T) {
 		t.Fatalf("%d of 1000 objects moved", moved)
 	}
 }
+
+// Regression (found by review): a node with no free space (Free 0) was
+// taken for one whose space is unknown and ranked with the roomy ones,
+// ahead of nodes with room below minFree: full nodes were placed first,
+// and their writes then failed with ENOSPC after the open. Only a
+// negative Free means unknown.
+func TestFullNodeIsLastResort(t *testing.T) {
+	ns := nodes(11, 1<<40)
+	ns[3].Free = 0        // full
+	ns[5].Free = 10 << 20 // tight: below minFree
+	ns[7].Free = -1       // unknown: as roomy
+	full, unknown := 0, 0
+	for i := range 1000 {
+		p, _, err := Choose(fmt.Sprintf("/o/%d", i), ns, 10, 1, 64<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full += count(p, ns[3].ID)
+		unknown += count(p, ns[7].ID)
+	}
+	if full > 0 {
+		t.Errorf("the full node was a primary for %d of 1000 objects while a node with room was left out", full)
+	}
+	if unknown != 1000 {
+		t.Errorf("the node of unknown space was a primary for %d of 1000 objects, want all (10 of 9 roomy + it)", unknown)
+	}
+}
+
+func count(ids []string, id string) int {
+	n := 0
+	for _, x := range ids {
+		if x == id {
+			n++
+		}
+	}
+	return n
+}
