@@ -4,10 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/ecstore/ecstore/internal/jwtauth"
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/testcluster"
-	"github.com/ecstore/ecstore/internal/testissuer"
 	"github.com/ecstore/ecstore/internal/xrootd"
 )
 
@@ -17,18 +15,7 @@ import (
 // replace anything. The commit checks again.
 func TestCreateScopeDoesNotReplaceAnObjectWrittenMeanwhile(t *testing.T) {
 	c := testcluster.New(t, 6, layout.Geometry{K: 3, M: 2, ChunkSize: 1024})
-	is := testissuer.New(t)
-	checker, err := jwtauth.New(jwtauth.Options{Issuers: []jwtauth.Issuer{{URL: is.URL, Base: "/atlas"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	check := func(ctx context.Context, tok string) (string, any, error) {
-		g, err := checker.Check(ctx, tok)
-		if err != nil {
-			return "", nil, err
-		}
-		return g.Subject, g, nil
-	}
+	is, check := issuerCheck(t)
 	ctx := context.Background()
 	dial := tokenGateway(t, c, check, true)
 	creator := dial(is.Token(t, is.Claims("alice", "storage.read:/ storage.create:/shared")))

@@ -330,18 +330,7 @@ func TestTokenScopes(t *testing.T) {
 	c := testcluster.New(t, 6, layout.Geometry{K: 3, M: 2, ChunkSize: 1024})
 	c.Put(t, "/atlas/data/f", []byte("data"))
 	c.Put(t, "/cms/f", []byte("cms data"))
-	is := testissuer.New(t)
-	checker, err := jwtauth.New(jwtauth.Options{Issuers: []jwtauth.Issuer{{URL: is.URL, Base: "/atlas"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	check := func(ctx context.Context, tok string) (string, any, error) {
-		g, err := checker.Check(ctx, tok)
-		if err != nil {
-			return "", nil, err
-		}
-		return g.Subject, g, nil
-	}
+	is, check := issuerCheck(t)
 	ctx := context.Background()
 	dial := tokenGateway(t, c, check, true)
 	creator := dial(is.Token(t, is.Claims("alice", "storage.read:/ storage.create:/user/alice")))
@@ -419,5 +408,23 @@ func TestReadiness(t *testing.T) {
 	nodes[1].SetDown(true) // 3 left: reads, but no writes
 	if code, body := get(); code != http.StatusServiceUnavailable || !strings.Contains(body, "3 of 5 nodes up") || !strings.Contains(body, "writes need 4") {
 		t.Fatalf("two down: %d %q", code, body)
+	}
+}
+
+// issuerCheck returns a test issuer and the token check of a gateway
+// that takes its tokens, held to their scopes under /atlas.
+func issuerCheck(t *testing.T) (*testissuer.Issuer, func(ctx context.Context, tok string) (string, any, error)) {
+	t.Helper()
+	is := testissuer.New(t)
+	checker, err := jwtauth.New(jwtauth.Options{Issuers: []jwtauth.Issuer{{URL: is.URL, Base: "/atlas"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return is, func(ctx context.Context, tok string) (string, any, error) {
+		g, err := checker.Check(ctx, tok)
+		if err != nil {
+			return "", nil, err
+		}
+		return g.Subject, g, nil
 	}
 }

@@ -5,10 +5,8 @@ import (
 	"net"
 	"testing"
 
-	"github.com/ecstore/ecstore/internal/jwtauth"
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/testcluster"
-	"github.com/ecstore/ecstore/internal/testissuer"
 	"github.com/ecstore/ecstore/internal/testtls"
 	"github.com/ecstore/ecstore/internal/tlsfiles"
 	"github.com/ecstore/ecstore/internal/xrootd"
@@ -22,18 +20,7 @@ import (
 func TestTokenRequiredLeavesNoAnonymousRights(t *testing.T) {
 	c := testcluster.New(t, 6, layout.Geometry{K: 3, M: 2, ChunkSize: 1024})
 	c.Put(t, "/cms/precious", []byte("cms data"))
-	is := testissuer.New(t)
-	checker, err := jwtauth.New(jwtauth.Options{Issuers: []jwtauth.Issuer{{URL: is.URL, Base: "/atlas"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	check := func(ctx context.Context, tok string) (string, any, error) {
-		g, err := checker.Check(ctx, tok)
-		if err != nil {
-			return "", nil, err
-		}
-		return g.Subject, g, nil
-	}
+	is, check := issuerCheck(t)
 	files := testtls.New(t, "localhost")
 	pair, err := tlsfiles.Load(files.CertFile, files.KeyFile, nil)
 	if err != nil {
