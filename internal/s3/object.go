@@ -318,12 +318,7 @@ func (h *handler) putDirMarker(req *request, path string, p *payload) error {
 	if _, err := io.Copy(io.Discard, p); err != nil { // verify the (empty) payload
 		return err
 	}
-	err = h.store.Mkdir(req.ctx, path)
-	h.listings.changedDir(parentDir(path))
-	if err != nil {
-		if errors.Is(err, object.ErrExist) {
-			return ErrKeyConflict.with("key %q is an object; %q cannot be a directory", strings.TrimSuffix(req.key, "/"), req.key)
-		}
+	if err := h.makeMarker(req, path); err != nil {
 		return err
 	}
 	req.w.Header().Set("ETag", quote(emptyMD5))
@@ -702,6 +697,16 @@ func (h *handler) openSource(req *request) (*object.Reader, error) {
 	return rd, nil
 }
 
+// makeMarker makes the directory of marker key req.key at path.
+func (h *handler) makeMarker(req *request, path string) error {
+	err := h.store.Mkdir(req.ctx, path)
+	h.listings.changedDir(parentDir(path))
+	if errors.Is(err, object.ErrExist) {
+		return ErrKeyConflict.with("key %q is an object; %q cannot be a directory", strings.TrimSuffix(req.key, "/"), req.key)
+	}
+	return err
+}
+
 // copyMarker copies a directory marker (a key ending in '/', listed as an
 // empty object) onto the marker key at path: the directory is made, as a
 // PUT of the marker makes it (aws s3 sync, and folder renames in
@@ -730,12 +735,7 @@ func (h *handler) copyMarker(req *request, path string) error {
 	if _, err := readAll(req.r, req.auth, 0); err != nil {
 		return err
 	}
-	err = h.store.Mkdir(req.ctx, path)
-	h.listings.changedDir(parentDir(path))
-	if err != nil {
-		if errors.Is(err, object.ErrExist) {
-			return ErrKeyConflict.with("key %q is an object; %q cannot be a directory", strings.TrimSuffix(req.key, "/"), req.key)
-		}
+	if err := h.makeMarker(req, path); err != nil {
 		return err
 	}
 	return writeXML(req.w, copyObjectResult{LastModified: xmlTime(h.opts.Now()), ETag: quote(emptyMD5)})
