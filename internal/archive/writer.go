@@ -22,11 +22,16 @@ const (
 
 // Writer writes one archive: the chunks of one placement slot, in block
 // order, then the metadata entry and the central directory. It streams:
-// only the central directory entries (about 100 bytes a block) are kept
-// in memory. It is not safe for concurrent use.
+// only the central directory entries (about 200 bytes a block, as
+// archive/zip keeps them) are kept in memory. It is not safe for
+// concurrent use.
 type Writer struct {
 	zw      *zip.Writer
 	off     int64 // bytes written so far
+	// dirSize is what the central directory's entries will take so far,
+	// and dirLimit the most a reader takes (maxDirSize): an archive
+	// whose directory outgrows it is refused before it is written.
+	dirSize, dirLimit int64
 	next    int64 // next block expected
 	dosDate uint16
 	dosTime uint16
@@ -38,8 +43,12 @@ type Writer struct {
 // every entry's (MS-DOS) timestamp, for the benefit of unzip -l.
 func NewWriter(w io.Writer, modTime time.Time) *Writer {
 	d, t := dosTime(modTime)
-	return &Writer{zw: zip.NewWriter(w), dosDate: d, dosTime: t}
+	return &Writer{zw: zip.NewWriter(w), dosDate: d, dosTime: t, dirLimit: maxDirSize}
 }
+
+// metadataDirRoom is the central directory room kept for the metadata
+// entry, written last.
+const metadataDirRoom = int64(46 + len(MetadataName) + 28)
 
 // ChunkName is the name of the entry holding chunk (block, stripe). The
 // "obj.<block>.<stripe>" form follows XRootD's XrdEc.
@@ -134,6 +143,16 @@ func (w *Writer) Close(meta *Metadata) error {
 }
 
 func (w *Writer) entry(name string, data []byte, crc uint32) error {
+	// A central directory header: 46 bytes and the name, and a ZIP64
+	// extra field (28) past 4 GiB. Room is kept for the metadata entry's.
+	size := int64(46 + len(name))
+	if w.off >= uint32max || int64(len(data)) >= uint32max {
+		size += 28
+	}
+	if name != MetadataName && w.dirSize+size+metadataDirRoom > w.dirLimit {
+		return fmt.Errorf("%w: the archive's directory would exceed the %d bytes readers take (%d entries): the object is too large for its chunk size", ErrFormat, w.dirLimit, w.next)
+	}
+	w.dirSize += size
 	fh := &zip.FileHeader{
 		Name:               name,
 		Method:             zip.Store,
