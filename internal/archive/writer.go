@@ -26,17 +26,17 @@ const (
 // archive/zip keeps them) are kept in memory. It is not safe for
 // concurrent use.
 type Writer struct {
-	zw      *zip.Writer
-	off     int64 // bytes written so far
+	zw  *zip.Writer
+	off int64 // bytes written so far
 	// dirSize is what the central directory's entries will take so far,
 	// and dirLimit the most a reader takes (maxDirSize): an archive
 	// whose directory outgrows it is refused before it is written.
 	dirSize, dirLimit int64
-	next    int64 // next block expected
-	dosDate uint16
-	dosTime uint16
-	closed  bool
-	pages   []byte // page checksums of the current group's chunks
+	next              int64 // next block expected
+	dosDate           uint16
+	dosTime           uint16
+	closed            bool
+	pages             []byte // page checksums of the current group's chunks
 }
 
 // NewWriter returns a Writer that writes an archive to w. modTime is put in
