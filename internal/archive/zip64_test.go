@@ -347,10 +347,10 @@ func TestZip64Boundary(t *testing.T) {
 	var h [localHeaderLen]byte
 	for i, want := range []uint16{20, 45} {
 		start := s.size
-		if err := w.entry(ChunkName(int64(i), 0), []byte{1}, crc32.ChecksumIEEE([]byte{1})); err != nil {
+		if err := w.entry(ChunkName(int64(i), 0), 0, []byte{1}, crc32.ChecksumIEEE([]byte{1})); err != nil {
 			t.Fatal(err)
 		}
-		w.zw.Flush()
+		w.bw.Flush()
 		s.ReadAt(h[:], start)
 		if got := binary.LittleEndian.Uint16(h[4:]); got != want {
 			t.Errorf("entry %d at %#x: version needed %d, want %d", i, w.off, got, want)
