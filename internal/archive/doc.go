@@ -7,7 +7,7 @@
 //
 // Any ZIP tool can list and verify an archive (unzip -l, unzip -t). The
 // writer streams, writing the ZIP records as archive/zip would, with 12
-bytes kept per entry for the central directory; the reader: it
+// bytes kept per entry for the central directory; the reader is its own: it
 // gets the metadata and the central directory from a single read of the
 // archive's tail, computes every chunk's data offset without further
 // reads, and treats every count and offset as hostile. The package does
