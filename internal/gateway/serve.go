@@ -73,6 +73,10 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	srv := &xrootd.Server{Handler: fsys, Logger: log, SiteName: "ecstore", NoPageChecksums: !cfg.PageChecksums,
 		TLS: cfg.TLS, Tokens: cfg.Tokens, TokenRequired: cfg.TokenRequired,
+		// A client that keeps a connection without a file open for 10
+		// minutes has left it behind (XrdCl closes its own after 5):
+		// it costs a goroutine and buffers until it goes.
+		Limits:     xrootd.Limits{IdleTimeout: 10 * time.Minute},
 		AuthFailed: func() { cfg.Hooks.AuthFailed("root", "credentials") }}
 	var (
 		wg    sync.WaitGroup

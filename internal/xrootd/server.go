@@ -51,7 +51,9 @@ type Limits struct {
 	// handshake. Default 30 s.
 	HandshakeTimeout time.Duration
 	// IdleTimeout closes a connection that sends no request for this
-	// long while it has nothing in flight. Zero (the default) disables it.
+	// long while it has nothing in flight and no file open (XrdCl
+	// itself closes a data server connection idle for 5 minutes). Zero
+	// (the default) disables it.
 	IdleTimeout time.Duration
 	// WriteTimeout bounds the sending of one response frame. Default 60 s.
 	WriteTimeout time.Duration

@@ -295,8 +295,8 @@ func (s *session) run() (graceful bool) {
 }
 
 // readHeader reads the next request header. With an IdleTimeout, the
-// connection ends when that much time passes with no request in flight
-// and no complete header received.
+// connection ends when that much time passes with no request in flight,
+// no file open and no complete header received.
 func (s *session) readHeader(hb []byte) error {
 	if s.limits.IdleTimeout <= 0 {
 		_, err := io.ReadFull(s.in, hb)
@@ -310,8 +310,10 @@ func (s *session) readHeader(hb []byte) error {
 		n += m
 		switch {
 		case err == nil:
-		case errors.Is(err, os.ErrDeadlineExceeded) && !s.draining.Load() && len(s.slots) > 0:
-			// Busy, not idle: requests are still being answered.
+		case errors.Is(err, os.ErrDeadlineExceeded) && !s.draining.Load() && (len(s.slots) > 0 || s.openFiles() > 0):
+			// Busy, not idle: requests are still being answered, or
+			// a file is open (an analysis job may compute for an hour
+			// between two reads of it).
 		case errors.Is(err, io.EOF) && n > 0:
 			return io.ErrUnexpectedEOF
 		default:
@@ -319,6 +321,13 @@ func (s *session) readHeader(hb []byte) error {
 		}
 	}
 	return nil
+}
+
+// openFiles is the number of files the connection has open.
+func (s *session) openFiles() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.files)
 }
 
 // readEnded classifies the error that stopped the request reader.
