@@ -365,7 +365,8 @@ func TestTombstoneRecordsTheMovedVersion(t *testing.T) {
 func FuzzParseTombstone(f *testing.F) {
 	v1, v2 := archive.NewVersion(time.Unix(1, 0)), archive.NewVersion(time.Unix(2, 0))
 	for _, seed := range []string{string(v1) + "\n", string(v2) + "\nmoved " + string(v1) + "\n", "", "\n\n", "moved " + string(v1), string(v1) + "\nmoved x\n", "x",
-		string(v2) + "\nmoved " + string(v1) + "\ngen 7\n", string(v1) + "\ngen 1\n", string(v1) + "\ngen 0\n", string(v1) + "\ngen 01\n", string(v1) + "\ngen 2\nmoved " + string(v1) + "\n"} {
+		string(v2) + "\nmoved " + string(v1) + "\ngen 7\n", string(v1) + "\ngen 1\n", string(v1) + "\ngen 0\n", string(v1) + "\ngen 01\n", string(v1) + "\ngen 2\nmoved " + string(v1) + "\n",
+		string(tombstone{upTo: v2, moved: v1, gen: 3}.encode()), string(v1) + "\ncrc32c 00000000\n", string(v1) + "\ncrc32c zz\n", "\ncrc32c 00000000"} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"strconv"
 	"strings"
@@ -92,8 +93,14 @@ func (t tombstone) encode() []byte {
 	if t.gen != 0 {
 		out += "gen " + strconv.FormatUint(t.gen, 10) + "\n"
 	}
-	return []byte(out)
+	return fmt.Appendf([]byte(out), "%s%08x\n", tombstoneCRCPrefix, crc32.Checksum([]byte(out), castagnoli))
 }
+
+// tombstoneCRCPrefix starts a tombstone's last line, the CRC32C of the
+// lines before it (written since 2026-11-27; older tombstones have none).
+const tombstoneCRCPrefix = "crc32c "
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // writeTombstones records on every reachable node that versions up to v of
 // path are deleted. It returns how many nodes recorded it.
@@ -176,9 +183,19 @@ func readTombstone(ctx context.Context, n node.Node, path string) (tombstone, er
 	return t, nil
 }
 
-// parseTombstone decodes a tombstone file (see tombstone).
+// parseTombstone decodes a tombstone file (see tombstone). A file whose
+// checksum line does not match the lines before it is refused: a
+// damaged tombstone could otherwise hide a live object.
 func parseTombstone(b []byte) (tombstone, bool) {
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	text := strings.TrimSpace(string(b))
+	if i := strings.LastIndex(text, "\n"+tombstoneCRCPrefix); i >= 0 {
+		sum, err := strconv.ParseUint(text[i+1+len(tombstoneCRCPrefix):], 16, 32)
+		if err != nil || crc32.Checksum([]byte(text[:i+1]), castagnoli) != uint32(sum) {
+			return tombstone{}, false
+		}
+		text = text[:i]
+	}
+	lines := strings.Split(text, "\n")
 	t := tombstone{upTo: archive.Version(strings.TrimSpace(lines[0]))}
 	if !t.upTo.Valid() {
 		return tombstone{}, false
