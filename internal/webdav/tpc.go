@@ -120,6 +120,22 @@ func safeURL(u *url.URL) string {
 	return v.String()
 }
 
+// withSafeURL returns err, a transfer's error, with the URL that an
+// *url.Error from the HTTP client carries (the one asked for, or a
+// redirect's) made safe as safeURL does: the error is logged and
+// answered.
+func withSafeURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			ue.URL = safeURL(u)
+		} else {
+			ue.URL = "(unparsable URL)"
+		}
+	}
+	return err
+}
+
 // isRemoteDestination reports whether a COPY's Destination names another
 // server (a push), rather than a path here.
 func isRemoteDestination(r *http.Request) bool {
@@ -182,7 +198,7 @@ func (h *handler) tpcPull(req *request) error {
 	defer cancel()
 	get, err := http.NewRequestWithContext(ctx, http.MethodGet, src.String(), nil)
 	if err != nil {
-		return wrapf(err, http.StatusBadRequest, "Source %q", src)
+		return wrapf(err, http.StatusBadRequest, "Source %q", safeURL(src))
 	}
 	get.Header = transferHeaders(r)
 	if get.Header.Get("Want-Digest") == "" {
@@ -190,7 +206,7 @@ func (h *handler) tpcPull(req *request) error {
 	}
 	resp, err := h.tpc.Do(get)
 	if err != nil {
-		return wrapf(err, http.StatusBadGateway, "GET %s", safeURL(src))
+		return wrapf(withSafeURL(err), http.StatusBadGateway, "GET %s", safeURL(src))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -264,7 +280,7 @@ func (h *handler) tpcPush(req *request) error {
 	body := &countingReader{ctx: ctx, r: pr, n: &moved}
 	put, err := http.NewRequestWithContext(ctx, http.MethodPut, dst.String(), body)
 	if err != nil {
-		return wrapf(err, http.StatusBadRequest, "Destination %q", dst)
+		return wrapf(err, http.StatusBadRequest, "Destination %q", safeURL(dst))
 	}
 	put.ContentLength = rd.Size()
 	put.Header = transferHeaders(r)
@@ -275,7 +291,7 @@ func (h *handler) tpcPush(req *request) error {
 	return h.streamTPC(req, &moved, func() error {
 		resp, err := h.tpc.Do(put)
 		if err != nil {
-			return fmt.Errorf("PUT %s: %w", safeURL(dst), err)
+			return fmt.Errorf("PUT %s: %w", safeURL(dst), withSafeURL(err))
 		}
 		defer resp.Body.Close()
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
