@@ -36,7 +36,9 @@ func TestTPCCredentialsInURLsAreNotLogged(t *testing.T) {
 	ln.Close()
 
 	var logged syncBuf
-	ts := newTestServer(t, func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug})) })
+	ts := newTestServer(t, func(o *Options) {
+		o.Logger = slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
 	ts.must(http.StatusCreated, "MKCOL", "/tpc", nil, nil)
 
 	// Pull: the source does not answer.
