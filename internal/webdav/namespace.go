@@ -135,6 +135,9 @@ func (h *handler) moveOrCopy(req *request, copying bool) error {
 		return err
 	case existed && !overwrite:
 		return errorf(http.StatusPreconditionFailed, "%s exists and Overwrite is F", dst)
+	case existed && req.createOnly:
+		// Absent when the credentials were checked, written since.
+		return errorf(http.StatusForbidden, "%s exists, and your credentials allow creating it only", dst)
 	case existed && old.IsDir:
 		// Replace an empty collection; a non-empty one would need a
 		// recursive delete.
@@ -178,7 +181,8 @@ func (h *handler) copyObject(req *request, dst string) error {
 		return err
 	}
 	defer rd.Close()
-	w, err := h.store.Create(req.ctx, dst, &object.CreateOptions{User: rd.Info().User, SizeHint: rd.Size()})
+	w, err := h.store.Create(req.ctx, dst, &object.CreateOptions{User: rd.Info().User, SizeHint: rd.Size(),
+		Exclusive: req.createOnly, Precondition: createOnlyAtCommit(req, dst)})
 	if err != nil {
 		return err
 	}

@@ -59,7 +59,8 @@ func (h *handler) put(req *request) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		meta = map[string]string{contentTypeKey: ct}
 	}
-	w, err := h.store.Create(req.ctx, req.path, &object.CreateOptions{User: meta, SizeHint: max(r.ContentLength, 0), Exclusive: req.createOnly})
+	w, err := h.store.Create(req.ctx, req.path, &object.CreateOptions{User: meta, SizeHint: max(r.ContentLength, 0),
+		Exclusive: req.createOnly, Precondition: createOnlyAtCommit(req, req.path)})
 	if err != nil {
 		return createOnlyErr(req, err)
 	}
@@ -202,4 +203,20 @@ func createOnlyErr(req *request, err error) error {
 		return wrapf(err, http.StatusForbidden, "%s exists, and your credentials allow creating only", req.path)
 	}
 	return err
+}
+
+// createOnlyAtCommit is the CreateOptions.Precondition of a write to path
+// that the request's credentials allow only as a creation (nil for
+// others): Exclusive is checked when the write opens, and an object
+// written at path meanwhile must not be replaced when it commits.
+func createOnlyAtCommit(req *request, path string) func(*object.Info) error {
+	if !req.createOnly {
+		return nil
+	}
+	return func(cur *object.Info) error {
+		if cur != nil && !cur.IsDir {
+			return errorf(http.StatusForbidden, "%s was written meanwhile, and your credentials allow creating it only", path)
+		}
+		return nil
+	}
 }

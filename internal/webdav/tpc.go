@@ -219,7 +219,8 @@ func (h *handler) tpcPull(req *request) error {
 	if check.sums == nil && strings.EqualFold(strings.TrimSpace(r.Header.Get("RequireChecksumVerification")), "true") {
 		return errorf(http.StatusBadGateway, "GET %s: the source sent no adler32 or crc32c Digest, and RequireChecksumVerification is true", safeURL(src))
 	}
-	w, err := h.store.Create(req.ctx, req.path, &object.CreateOptions{SizeHint: max(resp.ContentLength, 0), Exclusive: req.createOnly})
+	w, err := h.store.Create(req.ctx, req.path, &object.CreateOptions{SizeHint: max(resp.ContentLength, 0),
+		Exclusive: req.createOnly, Precondition: createOnlyAtCommit(req, req.path)})
 	if err != nil {
 		return createOnlyErr(req, err)
 	}
