@@ -6,11 +6,13 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/ecstore/ecstore/internal/tlsfiles"
 )
@@ -33,18 +35,52 @@ func FindBearerToken() (string, error) {
 	}
 	files = append(files, filepath.Join(os.TempDir(), name))
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		t, err := readTokenFile(f)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err != nil {
 			return "", fmt.Errorf("xrootd: bearer token: %w", err)
 		}
-		if t := strings.TrimSpace(string(b)); t != "" {
+		if t != "" {
 			return t, nil
 		}
 	}
 	return "", nil
+}
+
+// maxTokenFile bounds a bearer token file (WLCG tokens are a few KB).
+const maxTokenFile = 1 << 20
+
+// readTokenFile reads a bearer token file, as XRootD's ztn client does
+// only when the file is the caller's own and neither group nor others may
+// read or write it: /tmp/bt_u<uid> lies in a directory every user may
+// write, and a token another user put there would send the caller's
+// uploads wherever that user's token allows.
+func readTokenFile(name string) (string, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return "", fmt.Errorf("%s belongs to uid %d, not to you (uid %d): refused", name, st.Uid, os.Geteuid())
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("%s may be read or written by others (mode %04o; chmod 600 it): refused", name, fi.Mode().Perm())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
+	if err != nil {
+		return "", err
+	}
+	if len(b) > maxTokenFile {
+		return "", fmt.Errorf("%s holds more than %d bytes: not a token", name, maxTokenFile)
+	}
+	return strings.TrimSpace(string(b)), nil
 }
 
 // startTLS moves the client's connection onto TLS, verifying the server
