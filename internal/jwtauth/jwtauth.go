@@ -176,6 +176,8 @@ type issuerKeys struct {
 	keys    map[string]crypto.PublicKey // by kid
 	fetched time.Time                   // last successful fetch
 	tried   time.Time                   // last attempt
+	// fetching, while a fetch of the keys runs, is closed when it ends.
+	fetching chan struct{}
 }
 
 // keysFresh is how long fetched keys are used before they are fetched
@@ -402,38 +404,75 @@ func verify(alg string, key crypto.PublicKey, signed string, sig []byte) error {
 	return nil
 }
 
-// key returns the issuer's key kid, fetching the issuer's keys when they
-// are stale or do not hold kid (not more often than minRefetch).
+// key returns the issuer's key kid. Keys are fetched again when they are
+// stale or do not hold kid, not more often than minRefetch, and never
+// under the issuer's lock: a caller whose key is known (stale or not) is
+// answered at once while a fetch runs in the background; only a caller
+// whose kid is unknown waits for it.
 func (c *Checker) key(ctx context.Context, is *issuerKeys, kid string) (crypto.PublicKey, error) {
 	is.mu.Lock()
-	defer is.mu.Unlock()
 	now := c.opts.Now()
-	k, ok := is.keys[kid]
-	stale := now.Sub(is.fetched) > keysFresh
-	if ok && !stale {
+	k, ok := is.lookup(kid)
+	if ok && now.Sub(is.fetched) <= keysFresh {
+		is.mu.Unlock()
 		return k, nil
 	}
-	if is.tried.IsZero() || now.Sub(is.tried) >= minRefetch {
+	wait := is.fetching
+	if wait == nil && (is.tried.IsZero() || now.Sub(is.tried) >= minRefetch) {
 		is.tried = now
-		// Not on the caller's context: a client that hangs up must not
-		// cancel the fetch every other caller is waiting for (and spend
-		// the refetch allowance). The HTTP client's timeout bounds it.
-		keys, err := c.fetchKeys(context.WithoutCancel(ctx), is.URL)
-		if err != nil {
-			c.opts.Logger.Warn("token issuer's keys not fetched", "issuer", is.URL, "err", err)
-		} else {
-			is.keys, is.fetched = keys, now
+		wait = make(chan struct{})
+		is.fetching = wait
+		go c.refresh(is, wait)
+	}
+	is.mu.Unlock()
+	if ok {
+		return k, nil // stale: an issuer that does not answer keeps its old keys
+	}
+	if wait != nil {
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: issuer %s: waiting for its keys: %w", ErrSignature, is.URL, ctx.Err())
 		}
-	}
-	if k, ok := is.keys[kid]; ok {
-		return k, nil // perhaps stale: an issuer that does not answer keeps its old keys
-	}
-	if kid == "" && len(is.keys) == 1 {
-		for _, k := range is.keys {
+		is.mu.Lock()
+		k, ok = is.lookup(kid)
+		is.mu.Unlock()
+		if ok {
 			return k, nil
 		}
 	}
 	return nil, fmt.Errorf("%w: issuer %s has no key %q", ErrSignature, is.URL, kid)
+}
+
+// lookup returns the key kid of the keys held, or the only key for a
+// token that names none. The caller holds is.mu.
+func (is *issuerKeys) lookup(kid string) (crypto.PublicKey, bool) {
+	if k, ok := is.keys[kid]; ok {
+		return k, true
+	}
+	if kid == "" && len(is.keys) == 1 {
+		for _, k := range is.keys {
+			return k, true
+		}
+	}
+	return nil, false
+}
+
+// refresh fetches the issuer's keys, keeps them if the fetch succeeded,
+// and closes done. It runs on its own: a client that hangs up must not
+// cancel the fetch other callers wait for (and spend the refetch
+// allowance); the HTTP client's timeout bounds it.
+func (c *Checker) refresh(is *issuerKeys, done chan struct{}) {
+	keys, err := c.fetchKeys(context.Background(), is.URL)
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	if err != nil {
+		c.opts.Logger.Warn("token issuer's keys not fetched", "issuer", is.URL, "err", err)
+	} else {
+		is.keys, is.fetched = keys, c.opts.Now()
+	}
+	is.fetching = nil
+	close(done)
 }
 
 // fetchKeys reads the issuer's discovery document and its key set.
