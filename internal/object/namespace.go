@@ -695,6 +695,11 @@ func (s *Store) Remove(ctx context.Context, path string) error {
 		return fmt.Errorf("object: remove %s: %w", path, err)
 	}
 	defer unlock()
+	return s.removeLocked(ctx, path)
+}
+
+// removeLocked is Remove for a caller in path's turn (paths.lock).
+func (s *Store) removeLocked(ctx context.Context, path string) error {
 	if done, err := s.removeBySummary(ctx, path); done {
 		return err
 	}
@@ -994,6 +999,20 @@ func (s *Store) Rename(ctx context.Context, oldPath, newPath string) error {
 	if strings.HasPrefix(newPath, oldPath+"/") {
 		return fmt.Errorf("object: rename %s into itself: %w", oldPath, node.ErrPath)
 	}
+	// In both paths' turns (taken in order, so that a rename the other
+	// way waits rather than deadlocks): not amid a commit, removal or
+	// rebuild of either through this gateway.
+	first, second := min(oldPath, newPath), max(oldPath, newPath)
+	unlock1, err := s.paths.lock(ctx, first)
+	if err != nil {
+		return fmt.Errorf("object: rename %s to %s: %w", oldPath, newPath, err)
+	}
+	defer unlock1()
+	unlock2, err := s.paths.lock(ctx, second)
+	if err != nil {
+		return fmt.Errorf("object: rename %s to %s: %w", oldPath, newPath, err)
+	}
+	defer unlock2()
 	// A parent of the new name that is an object: the nodes holding its
 	// archives would refuse the rename and the others make directories
 	// and move their archives, splitting the object between two names.
@@ -1010,7 +1029,7 @@ func (s *Store) Rename(ctx context.Context, oldPath, newPath string) error {
 		}
 		// Drop every archive of the replaced object first, so that none of
 		// its versions can outrank the moved one on nodes it does not use.
-		if err := s.Remove(ctx, newPath); err != nil {
+		if err := s.removeLocked(ctx, newPath); err != nil {
 			return err
 		}
 	}

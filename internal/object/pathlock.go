@@ -57,3 +57,18 @@ func (l *pathLocks) lock(ctx context.Context, path string) (unlock func(), err e
 		leave()
 	}, nil
 }
+
+// InTurn runs fn in path's turn at this gateway: after the commits,
+// removals, renames and rebuild commits of path in flight here, and
+// before the next. Repair uses it to judge and remove a path's debris
+// without a write of the path committing in between. fn must not call
+// the Store's Remove, Rename or a Writer's Close for path (they wait for
+// the turn fn holds).
+func (s *Store) InTurn(ctx context.Context, path string, fn func(ctx context.Context) error) error {
+	unlock, err := s.paths.lock(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return fn(ctx)
+}

@@ -174,8 +174,34 @@ func (s *Store) Rebuild(ctx context.Context, path string, slots []int, opts Rebu
 			return nil, fmt.Errorf("object %s: rebuild slot %d on node %s: %w", path, t.slot, t.node.ID(), err)
 		}
 	}
+	// In this gateway's turn for the path (after its commits, removals
+	// and renames of it in flight, before the next), the path must still
+	// hold the version rebuilt: an rm or mv during the rebuild, which
+	// at --heal-rate may take minutes, would otherwise be undone by the
+	// archives committed here (a small object's one archive is a whole
+	// readable copy), and an overwrite's archive replaced.
+	unlock, err := s.paths.lock(ctx, path)
+	if err != nil {
+		abort()
+		return nil, fmt.Errorf("object %s: rebuild: %w", path, err)
+	}
+	defer unlock()
+	cur, err := s.resolve(ctx, path, s.probe(ctx, path, s.nodes))
+	if err == nil {
+		cur.close()
+	}
+	if err != nil || cur.meta.Version != meta.Version {
+		abort()
+		now := "gone"
+		if err == nil {
+			now = "version " + string(cur.meta.Version)
+		} else if !errors.Is(err, ErrNotExist) {
+			now = err.Error()
+		}
+		return nil, fmt.Errorf("object %s: rebuild of version %s: %w (now %s)", path, meta.Version, ErrChanged, now)
+	}
 	// Fence: never replace a newer version that a concurrent write put
-	// there meanwhile.
+	// there meanwhile through another gateway.
 	var errs []error
 	for _, t := range targets {
 		if s.holdsNewer(ctx, t.node, path, meta.Version) {

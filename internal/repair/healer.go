@@ -2,6 +2,8 @@ package repair
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -206,6 +208,12 @@ func (h *Healer) Run(ctx context.Context) error {
 	}
 	tick := time.NewTicker(h.opts.Settle/2 + time.Millisecond)
 	defer tick.Stop()
+	// A full scan runs beside the heals of reported objects, one at a
+	// time (it may take hours at --heal-rate; meanwhile reports must not
+	// wait, nor the queue fill), under the same rate limit.
+	var scans sync.WaitGroup
+	defer scans.Wait()
+	scanning := make(chan struct{}, 1)
 	for {
 		for _, p := range h.due() {
 			h.heal(ctx, p)
@@ -217,7 +225,15 @@ func (h *Healer) Run(ctx context.Context) error {
 		case <-tick.C:
 			h.retryIfNodesBack(ctx)
 		case <-scan:
-			h.fullScan(ctx)
+			select {
+			case scanning <- struct{}{}:
+				scans.Go(func() {
+					defer func() { <-scanning }()
+					h.fullScan(ctx)
+				})
+			default:
+				h.opts.Logger.Info("periodic repair still running; this interval's is skipped")
+			}
 		}
 	}
 }
@@ -348,16 +364,18 @@ func (h *Healer) retry(path string, d damagedSlots, slots []int, err error) {
 		wait *= 2
 	}
 	wait = min(wait, h.opts.MaxRetryWait)
-	if _, queued := h.pending[path]; !queued {
-		if len(h.pending) >= h.opts.Queue {
-			delete(h.failing, path)
-			h.opts.Logger.Warn("heal failed and the queue is full; giving up on the object, which `ecstore repair` rebuilds",
-				"obj", path, "slots", slots, "err", err)
-			return
-		}
-		// due takes an object Settle after its time.
-		h.pending[path] = time.Now().Add(wait - h.opts.Settle)
-	} // else reported again meanwhile: due sooner
+	if _, queued := h.pending[path]; !queued && len(h.pending) >= h.opts.Queue {
+		delete(h.failing, path)
+		h.opts.Logger.Warn("heal failed and the queue is full; giving up on the object, which `ecstore repair` rebuilds",
+			"obj", path, "slots", slots, "err", err)
+		return
+	}
+	// due takes an object Settle after its time. A report of path that
+	// came during the heal does not make it due sooner: it is mostly the
+	// rebuild's own reads, which need parity for the slots rebuilt (the
+	// wait did not apply, and a heal that kept failing re-read the
+	// object every Settle for RetryFor).
+	h.pending[path] = time.Now().Add(wait - h.opts.Settle)
 	h.failing[path] = f
 	if d.version != "" {
 		cur, ok := h.damaged[path]
@@ -382,9 +400,11 @@ func (h *Healer) retry(path string, d damagedSlots, slots []int, err error) {
 
 // Heal inspects the object at path and, if it is degraded, rebuilds its
 // missing and damaged archives. It returns the slots it rebuilt or tried
-// to, none when the object is healthy, gone, beyond repair or could not
-// be inspected, and what the rebuild did (nil if none ran). throttle, if
-// not nil, paces the rebuild (object.RebuildOptions.Throttle).
+// to, none when the object is healthy, gone or beyond repair, and what
+// the rebuild did (nil if none ran); an error when it could not be
+// inspected, or too few of its archives answered to tell (to be tried
+// again). throttle, if not nil, paces the rebuild
+// (object.RebuildOptions.Throttle).
 func Heal(ctx context.Context, s *object.Store, path string, throttle func(context.Context, int) error) ([]int, *object.RebuildResult, error) {
 	return heal(ctx, s, path, damagedSlots{}, throttle)
 }
@@ -394,8 +414,17 @@ func Heal(ctx context.Context, s *object.Store, path string, throttle func(conte
 // reads found damaged.
 func heal(ctx context.Context, s *object.Store, path string, d damagedSlots, throttle func(context.Context, int) error) ([]int, *object.RebuildResult, error) {
 	in, err := s.Inspect(ctx, path, false)
-	if err != nil || in.Health != object.Degraded && in.Health != object.Healthy {
-		return nil, nil, nil
+	switch {
+	case errors.Is(err, object.ErrNotExist):
+		return nil, nil, nil // removed
+	case err != nil:
+		return nil, nil, err // tried again
+	case in.Health == object.Unrecoverable && unanswered(in):
+		// Out of reach for now (more than M nodes out, a switch
+		// rebooting): tried again when nodes answer.
+		return nil, nil, fmt.Errorf("object %s: too few archives answer: %v", path, in.Problems())
+	case in.Health != object.Degraded && in.Health != object.Healthy:
+		return nil, nil, nil // beyond repair, or removed: fsck reports it
 	}
 	var slots []int
 	if in.Health == object.Degraded {
@@ -415,8 +444,18 @@ func heal(ctx context.Context, s *object.Store, path string, d damagedSlots, thr
 	return slots, res, err
 }
 
+// unanswered reports whether a node did not answer the inspection.
+func unanswered(in *object.Inspection) bool {
+	for _, st := range in.Stale {
+		if st.Err != nil && !st.Malformed {
+			return true
+		}
+	}
+	return false
+}
+
 func (h *Healer) fullScan(ctx context.Context) {
-	rep, err := Repair(ctx, h.store, RepairOptions{Rate: h.opts.Rate, RemoveDebris: true})
+	rep, err := Repair(ctx, h.store, RepairOptions{Rate: h.opts.Rate, RemoveDebris: true, limiter: h.limiter})
 	if err != nil {
 		h.opts.Logger.Warn("periodic repair failed", "err", err)
 		return

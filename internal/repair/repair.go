@@ -30,6 +30,9 @@ type RepairOptions struct {
 	// Progress, if set, is told about every chunk write as it starts
 	// (n bytes), for progress bars.
 	Progress func(n int)
+	// limiter, when set, paces the rebuilds instead of one for Rate: the
+	// healer's, shared by its full scans and its heals.
+	limiter *rateLimiter
 }
 
 // RepairEvent describes one step of a repair, for progress output.
@@ -50,6 +53,9 @@ type Outcome struct {
 	Err     error          // why it could not be repaired
 	After   object.Health  // health after the repair, re-inspected
 	Before  object.Health
+	// Changed: the object was written, moved or removed after the check
+	// found it degraded, and was left as it now is (After is Before).
+	Changed bool
 }
 
 // RepairReport is the outcome of a repair.
@@ -68,11 +74,12 @@ type RepairReport struct {
 	Elapsed             time.Duration
 }
 
-// Failed lists the objects still not healthy after the repair.
+// Failed lists the objects still not healthy after the repair (those
+// changed since the check are not).
 func (r *RepairReport) Failed() []Outcome {
 	var out []Outcome
 	for _, o := range r.Outcomes {
-		if o.Err != nil || o.After != object.Healthy {
+		if o.Err != nil || o.After != object.Healthy && !o.Changed {
 			out = append(out, o)
 		}
 	}
@@ -109,7 +116,10 @@ func Repair(ctx context.Context, s *object.Store, opts RepairOptions) (*RepairRe
 		}
 		opts.Planned(len(todo), bytes)
 	}
-	limiter := newRateLimiter(opts.Rate)
+	limiter := opts.limiter
+	if limiter == nil {
+		limiter = newRateLimiter(opts.Rate)
+	}
 	throttle := func(ctx context.Context, n int) error {
 		if err := limiter.wait(ctx, n); err != nil {
 			return err
@@ -145,6 +155,13 @@ func Repair(ctx context.Context, s *object.Store, opts RepairOptions) (*RepairRe
 				rep.Bytes += res.Bytes
 			}
 			o.Err = err
+			if errors.Is(err, object.ErrChanged) {
+				// Written, moved or removed since the check: the next
+				// check sees what is there now.
+				o.Err = nil
+				o.Changed = true
+				break
+			}
 			after, ierr := s.Inspect(ctx, in.Path, opts.Deep)
 			switch {
 			case ierr != nil:
@@ -166,6 +183,8 @@ func Repair(ctx context.Context, s *object.Store, opts RepairOptions) (*RepairRe
 		if !opts.DryRun {
 			if o.Err != nil {
 				ev.Action, ev.Detail = "failed", o.Err.Error()
+			} else if o.Changed {
+				ev.Action, ev.Detail = "skipped", "written, moved or removed since it was checked"
 			} else {
 				ev.Action, ev.Detail = "rebuilt", fmt.Sprintf("slots %v (%d bytes)", o.Slots, o.Bytes)
 			}
@@ -319,6 +338,17 @@ func (d *debrisRemover) object(in *object.Inspection) {
 	if len(in.Stale) == 0 {
 		return
 	}
+	// In the path's turn at this gateway, so that no commit of the path
+	// through it lands between the inspection below and the removals.
+	// (A gateway or repair in another process is not ordered with them.)
+	_ = d.s.InTurn(d.ctx, in.Path, func(context.Context) error {
+		d.objectInTurn(in)
+		return nil
+	})
+}
+
+// objectInTurn is object, in the path's turn.
+func (d *debrisRemover) objectInTurn(in *object.Inspection) {
 	// Act on what the path holds now: the check may be hours old (a
 	// repair at --rate), and the path written or removed since; what was
 	// debris then may be a new object's archives now (removed by path,
