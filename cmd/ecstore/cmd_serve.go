@@ -236,7 +236,19 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 	}
 	if healer != nil {
 		healer.SetStore(c.Store())
-		go healer.Run(ctx)
+		// Stopped, and waited for, before the cluster's nodes close (the
+		// deferred c.Close): a rebuild cut short by a closed node leaves
+		// temporary files behind.
+		hctx, stopHealer := context.WithCancel(ctx)
+		healerDone := make(chan struct{})
+		go func() {
+			defer close(healerDone)
+			healer.Run(hctx)
+		}()
+		defer func() {
+			stopHealer()
+			<-healerDone
+		}()
 	}
 	acc, err := gatherAccess(c.Config(), extra)
 	if err != nil {
