@@ -820,9 +820,9 @@ type readVItem struct {
 
 // readVBatch reads the segments of batch into their places in buf (each
 // after its header, buf holding room for all of them), up to
-// readVParallel at once, and returns buf with every segment cut to what
-// was read (at the end of the file) and its header's length set to
-// that. The error is that of the first segment that failed.
+// readVParallel at once, and returns buf. The error is that of the first
+// segment that failed, or kXR_FSError for one that reaches past the end
+// of its file.
 func readVBatch(ctx context.Context, buf []byte, batch []readVItem, files map[FileHandle]*openFile) ([]byte, error) {
 	got := make([]int, len(batch))
 	errs := make([]error, len(batch))
@@ -867,17 +867,16 @@ func readVBatch(ctx context.Context, buf []byte, batch []readVItem, files map[Fi
 			return buf, fmt.Errorf("readv element %d of %s at %d: %w", it.index, files[it.seg.Handle].name, it.seg.Offset, err)
 		}
 	}
-	// Close the gaps short segments left, in order.
-	end := 0
 	for j, it := range batch {
-		n := got[j]
-		if end != it.start {
-			copy(buf[end:], buf[it.start:it.start+readVItemLen+n])
+		if got[j] < int(it.seg.Length) {
+			// As xrootd answers ("illegal seek"). A segment cut short
+			// is not an answer XrdCl takes: it drops the connection and
+			// sends the request again, on a new one, forever.
+			return buf, Errorf(ErrFSError, "readv element %d of %s: %d bytes at %d reach past the end of the file",
+				it.index, files[it.seg.Handle].name, it.seg.Length, it.seg.Offset)
 		}
-		putU32(buf[end+4:], uint32(n))
-		end += readVItemLen + n
 	}
-	return buf[:end], nil
+	return buf, nil
 }
 
 func (s *session) doWrite(sid StreamID, of *openFile, off int64, data []byte, pg bool) {

@@ -3,15 +3,16 @@ package xrootd
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// TestReadVManySegments reads many segments, some past the end of the
-// file (short) or empty, in several response frames: the segments read
-// at once must come back in order, each with its own length.
+// TestReadVManySegments reads many segments, some up to the end of the
+// file or empty, in several response frames: the segments read at once
+// must come back in order, each with its own length.
 func TestReadVManySegments(t *testing.T) {
 	mfs := newMemFS()
 	data := make([]byte, 300_000)
@@ -31,7 +32,8 @@ func TestReadVManySegments(t *testing.T) {
 	for round := range 20 {
 		segs := make([]ReadSegment, 1+rng.IntN(200))
 		for i := range segs {
-			segs[i] = ReadSegment{Offset: rng.Int64N(int64(len(data)) + 1000), Length: int32(rng.IntN(5000))}
+			off := rng.Int64N(int64(len(data)) + 1)
+			segs[i] = ReadSegment{Offset: off, Length: int32(min(rng.Int64N(5000), int64(len(data))-off))}
 		}
 		got, err := f.ReadV(ctx, segs)
 		if err != nil {
@@ -130,5 +132,40 @@ func TestReadVSegmentPanicFailsTheRequest(t *testing.T) {
 	wantCode(t, err, ErrServerError)
 	if _, err := f.ReadV(ctx, []ReadSegment{{Offset: 0, Length: 10}, {Offset: 100, Length: 10}}); err != nil {
 		t.Fatalf("a vector read after the panic: %v", err)
+	}
+}
+
+// TestReadVPastTheEndIsAnError: a vector read whose segment reaches past
+// the end of the file is answered kXR_FSError, as xrootd answers it.
+// Regression (found by review): the segment came back cut short, which
+// XrdCl (5.5) does not take: it dropped the connection, logged in again,
+// reopened the file and sent the request again, 14,000 times in 20 s,
+// and the call never returned.
+func TestReadVPastTheEndIsAnError(t *testing.T) {
+	mfs := newMemFS()
+	mfs.put("/f", make([]byte, 100))
+	addr, _ := startServer(t, mfs, Limits{})
+	c := dial(t, addr, nil)
+	ctx := testCtx(t)
+	f, err := c.Open(ctx, "/f", OpenRead, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close(ctx)
+	for _, segs := range [][]ReadSegment{
+		{{Offset: 90, Length: 20}},
+		{{Offset: 0, Length: 10}, {Offset: 100, Length: 1}},
+		{{Offset: 200, Length: 5}, {Offset: 0, Length: 10}},
+	} {
+		got, err := f.ReadV(ctx, segs)
+		var xe *Error
+		if !errors.As(err, &xe) || xe.Code != ErrFSError {
+			t.Errorf("readv %v of a 100-byte file: %d segments, err %v; want kXR_FSError", segs, len(got), err)
+		}
+	}
+	// Up to the end, and empty at the end, are fine.
+	got, err := f.ReadV(ctx, []ReadSegment{{Offset: 90, Length: 10}, {Offset: 100, Length: 0}})
+	if err != nil || len(got) != 2 || len(got[0]) != 10 || len(got[1]) != 0 {
+		t.Errorf("readv up to the end: %d segments, err %v", len(got), err)
 	}
 }

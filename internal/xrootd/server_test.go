@@ -288,13 +288,17 @@ func TestReadWrite(t *testing.T) {
 					}
 				}
 				if size > 0 {
-					segs := []ReadSegment{{Offset: 0, Length: int32(min(size, 100))}, {Offset: int64(size / 2), Length: int32(size - size/2)}, {Offset: int64(size - 1), Length: 5}}
+					segs := []ReadSegment{{Offset: 0, Length: int32(min(size, 100))}, {Offset: int64(size / 2), Length: int32(size - size/2)}, {Offset: int64(size - 1), Length: 1}}
 					got, err := f.ReadV(ctx, segs)
 					if err != nil {
 						t.Fatal(err)
 					}
 					if !bytes.Equal(got[0], data[:min(size, 100)]) || !bytes.Equal(got[1], data[size/2:]) || !bytes.Equal(got[2], data[size-1:]) {
 						t.Fatalf("readv mismatch")
+					}
+					// Past the end: an error, as xrootd answers.
+					if _, err := f.ReadV(ctx, []ReadSegment{{Offset: int64(size - 1), Length: 5}}); err == nil {
+						t.Fatalf("readv past the end answered")
 					}
 				}
 			})
