@@ -290,7 +290,8 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 		if len(acc.keys) == 0 {
 			return usageErrorf("--s3-addr needs an access key: access-key = ID:SECRET in the config file or --auth-file,\nor ECSTORE_ACCESS_KEY and ECSTORE_SECRET_KEY in the environment")
 		}
-		s3h = s3.NewHandler(c.Store(), s3.Options{Access: creds, Domain: *s3Domain, Logger: log, Hooks: m.GatewayHooks()})
+		s3h = s3.NewHandler(c.Store(), s3.Options{Access: creds, Domain: *s3Domain, Logger: log, Hooks: m.GatewayHooks(),
+			KeepCompletions: *s3Expiry > 0})
 		if *s3Expiry > 0 {
 			go s3.RunUploadExpiry(ctx, c.Store(), s3.ExpiryOptions{Age: *s3Expiry, Logger: log})
 		}

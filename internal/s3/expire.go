@@ -65,7 +65,7 @@ func ExpireUploads(ctx context.Context, store *object.Store, cutoff time.Time) (
 			if !u.IsDir || !t.Before(cutoff) {
 				continue
 			}
-			if err := removeUpload(ctx, store, b.Name, u.Name); err != nil {
+			if err := removeUpload(ctx, store, b.Name, u.Name, ""); err != nil {
 				errs = append(errs, fmt.Errorf("s3: expire upload %s of %s: %w", u.Name, b.Name, err))
 				continue
 			}

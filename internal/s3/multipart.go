@@ -39,7 +39,10 @@ import (
 // removes the upload's directory. AbortMultipartUpload removes it. Parts
 // are removed before the "upload" object, so an interrupted removal
 // leaves an upload that can still be listed and aborted again. Uploads
-// that are never completed nor aborted expire (expire.go).
+// that are never completed nor aborted expire (expire.go). With
+// Options.KeepCompletions a completed upload's directory keeps a
+// "completed" record (the key and the ETag) until it expires, so that
+// a Complete sent again is answered as the first was.
 
 const (
 	uploadsRoot    = "/.ecstore-uploads"
@@ -47,6 +50,12 @@ const (
 	uploadKeyMeta  = "s3-key"
 	uploadTimeMeta = "s3-initiated"
 	maxParts       = 10000
+	// uploadDoneName is the record of a completed upload (Options.
+	// KeepCompletions): an empty object whose user metadata holds the
+	// key (uploadKeyMeta) and the object's ETag (etagKey). It stays in
+	// the upload's directory, its parts gone, until the upload expiry
+	// removes the directory.
+	uploadDoneName = "completed"
 )
 
 func uploadDir(bucket, id string) string { return uploadsRoot + "/" + bucket + "/" + id }
@@ -252,16 +261,22 @@ func (h *handler) uploadPartCopy(req *request, up *upload, n int) error {
 func (h *handler) completeUpload(req *request) error {
 	id := req.r.URL.Query().Get("uploadId")
 	up, err := h.loadUpload(req.ctx, req.bucket, id, req.key)
-	if err != nil {
+	if err != nil && (!errors.Is(err, ErrNoSuchUpload) || !h.opts.KeepCompletions || !validUploadID(id)) {
 		return err
 	}
-	body, err := readAll(req.r, req.auth, 4<<20)
-	if err != nil {
-		return err
+	body, rerr := readAll(req.r, req.auth, 4<<20)
+	if rerr != nil {
+		return rerr
 	}
 	var c completeMultipartUpload
 	if err := xmlUnmarshal(body, &c); err != nil || len(c.Parts) == 0 || len(c.Parts) > maxParts {
+		if up == nil {
+			return ErrNoSuchUpload
+		}
 		return ErrMalformedXML
+	}
+	if up == nil {
+		return h.completedBefore(req, id, c.Parts)
 	}
 	for i, p := range c.Parts {
 		if p.PartNumber < 1 || p.PartNumber > maxParts {
@@ -326,9 +341,59 @@ func (h *handler) completeUpload(req *request) error {
 	if err != nil {
 		return ka.fail(conflict(err, up.key))
 	}
+	if h.opts.KeepCompletions {
+		h.recordCompletion(req.ctx, up, etag)
+	}
 	h.retireUpload(req.ctx, up, path)
 	loc := "http://" + req.r.Host + "/" + up.bucket + "/" + up.key
 	return ka.finish(completeMultipartUploadResult{Location: loc, Bucket: up.bucket, Key: up.key, ETag: quote(etag)})
+}
+
+// recordCompletion records that up was completed into an object of ETag
+// etag (uploadDoneName). Without the record a repeated Complete answers
+// NoSuchUpload: a failure is logged, not the request's.
+func (h *handler) recordCompletion(ctx context.Context, up *upload, etag string) {
+	w, err := h.store.Create(ctx, uploadDir(up.bucket, up.id)+"/"+uploadDoneName,
+		&object.CreateOptions{User: map[string]string{uploadKeyMeta: up.key, etagKey: etag}})
+	if err == nil {
+		err = w.Close()
+	}
+	if err != nil {
+		h.opts.Logger.Warn("s3: completed upload not recorded: a repeated Complete will answer NoSuchUpload", "upload", up.id, "key", up.key, "err", err)
+	}
+}
+
+// completedBefore answers a CompleteMultipartUpload of upload id, which
+// is no longer in progress, as S3 does a repeated one: with the first
+// answer, when the upload was completed with the same parts (the ETag,
+// computed from the parts' ETags, matches the record's) and the object
+// is still the one it made. Otherwise NoSuchUpload.
+func (h *handler) completedBefore(req *request, id string, parts []completedPart) error {
+	done, err := h.store.Stat(req.ctx, uploadDir(req.bucket, id)+"/"+uploadDoneName)
+	if err != nil || done.IsDir || done.User[uploadKeyMeta] != req.key {
+		return ErrNoSuchUpload
+	}
+	sums := make([]byte, 0, md5.Size*len(parts))
+	for _, p := range parts {
+		sum, err := hex.DecodeString(strings.Trim(p.ETag, `" `))
+		if err != nil || len(sum) != md5.Size {
+			return ErrNoSuchUpload
+		}
+		sums = append(sums, sum...)
+	}
+	etag := fmt.Sprintf("%x-%d", md5.Sum(sums), len(parts))
+	if done.User[etagKey] != etag {
+		return ErrNoSuchUpload
+	}
+	path, _, err := objectPath(req.bucket, req.key)
+	if err != nil {
+		return err
+	}
+	if cur, err := h.store.Stat(req.ctx, path); err != nil || cur.IsDir || cur.User[etagKey] != etag {
+		return ErrNoSuchUpload // replaced or removed since
+	}
+	loc := "http://" + req.r.Host + "/" + req.bucket + "/" + req.key
+	return writeXML(req.w, completeMultipartUploadResult{Location: loc, Bucket: req.bucket, Key: req.key, ETag: quote(etag)})
 }
 
 // appendParts streams the parts numbered numbers, checked as infos, into
@@ -402,7 +467,7 @@ func (h *handler) retireUpload(ctx context.Context, up *upload, path string) {
 	h.background.Add(1)
 	h.store.Background(func() { // the gateway's shutdown waits for it (Store.Drain)
 		defer h.background.Done()
-		if err := removeUpload(context.WithoutCancel(ctx), h.store, up.bucket, up.id); err != nil {
+		if err := removeUpload(context.WithoutCancel(ctx), h.store, up.bucket, up.id, uploadDoneName); err != nil {
 			h.opts.Logger.Warn("s3: completed upload not fully removed", "obj", path, "upload", up.id, "err", err)
 		}
 	})
@@ -424,10 +489,13 @@ func (h *handler) abortUpload(req *request) error {
 // removeUpload removes an upload's parts, then its "upload" object, then
 // its directory.
 func (h *handler) removeUpload(ctx context.Context, bucket, id string) error {
-	return removeUpload(ctx, h.store, bucket, id)
+	return removeUpload(ctx, h.store, bucket, id, "")
 }
 
-func removeUpload(ctx context.Context, store *object.Store, bucket, id string) error {
+// removeUpload removes upload id of bucket: its parts, then its record,
+// then its directory; an entry named keep (the completion record of a
+// completed upload, or "") stays, and with it the directory.
+func removeUpload(ctx context.Context, store *object.Store, bucket, id, keep string) error {
 	dir := uploadDir(bucket, id)
 	infos, err := store.List(ctx, dir)
 	if err != nil {
@@ -438,7 +506,7 @@ func removeUpload(ctx context.Context, store *object.Store, bucket, id string) e
 	}
 	var names []string
 	for _, in := range infos {
-		if in.Name != uploadInfoName {
+		if in.Name != uploadInfoName && in.Name != keep {
 			names = append(names, in.Name)
 		}
 	}

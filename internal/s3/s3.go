@@ -89,6 +89,12 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// KeepCompletions keeps a record of every completed multipart
+	// upload, so that a CompleteMultipartUpload sent again (a client that
+	// lost the first answer retries it) is answered as the first was, as
+	// S3 does. The records go with the upload expiry (ExpireUploads,
+	// which must then run), a day by default.
+	KeepCompletions bool
 	// Hooks observe every request (op "s3_get", "s3_put", "s3_head",
 	// "s3_delete", "s3_post"; an error for any status of 400 or more) and
 	// the object bytes clients read and write.

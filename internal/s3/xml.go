@@ -130,10 +130,12 @@ type initiateMultipartUploadResult struct {
 }
 
 type completeMultipartUpload struct {
-	Parts []struct {
-		PartNumber int    `xml:"PartNumber"`
-		ETag       string `xml:"ETag"`
-	} `xml:"Part"`
+	Parts []completedPart `xml:"Part"`
+}
+
+type completedPart struct {
+	PartNumber int    `xml:"PartNumber"`
+	ETag       string `xml:"ETag"`
 }
 
 type completeMultipartUploadResult struct {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -165,6 +166,34 @@ func TestCrossProtocolHTTP(t *testing.T) {
 			"--metrics-addr=", "--http-addr", "0.0.0.0:0", "--http-anonymous-writes")
 		if err == nil || !strings.Contains(out, "loopback") {
 			t.Errorf("serve with anonymous writes on 0.0.0.0: %v\n%s", err, out)
+		}
+	})
+	t.Run("complete sent again", func(t *testing.T) {
+		// aws cli (botocore) retries a CompleteMultipartUpload whose
+		// answer was lost: the repeat is answered as the first was.
+		part := file("again.bin", 1*mib, 7)
+		var created struct{ UploadId string }
+		out := must(t, aws, "--endpoint-url", s3url, "s3api", "create-multipart-upload", "--bucket", "xbk", "--key", "again")
+		if err := json.Unmarshal([]byte(out), &created); err != nil {
+			t.Fatalf("create-multipart-upload: %v\n%s", err, out)
+		}
+		var uploaded struct{ ETag string }
+		out = must(t, aws, "--endpoint-url", s3url, "s3api", "upload-part", "--bucket", "xbk", "--key", "again",
+			"--upload-id", created.UploadId, "--part-number", "1", "--body", part)
+		if err := json.Unmarshal([]byte(out), &uploaded); err != nil {
+			t.Fatalf("upload-part: %v\n%s", err, out)
+		}
+		parts := `{"Parts":[{"ETag":` + strconv.Quote(uploaded.ETag) + `,"PartNumber":1}]}`
+		var first, again struct{ ETag, Key string }
+		for _, into := range []*struct{ ETag, Key string }{&first, &again} {
+			out := must(t, aws, "--endpoint-url", s3url, "s3api", "complete-multipart-upload", "--bucket", "xbk", "--key", "again",
+				"--upload-id", created.UploadId, "--multipart-upload", parts)
+			if err := json.Unmarshal([]byte(out), into); err != nil {
+				t.Fatalf("complete-multipart-upload: %v\n%s", err, out)
+			}
+		}
+		if first.ETag == "" || first != again {
+			t.Errorf("complete sent again answered %+v, the first %+v", again, first)
 		}
 	})
 	t.Run("abandoned multipart upload expires", func(t *testing.T) {
