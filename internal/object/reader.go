@@ -414,11 +414,11 @@ func (f *blockFetch) failed() bool {
 const recentReads = 32
 
 // pipelineDepth is how many blocks, besides those read ahead, a reader
-// keeps cached: enough for clients with many requests in flight (xrdcp
-// keeps four by default, up to 16 with XRD_CPPARALLELCHUNKS) to find the
-// blocks they are reading. It does not bound memory: blocks read to their
-// end leave the cache at once, and at most readAhead+1 blocks are being
-// fetched (holding buffers) at a time.
+// keeps cached at most: one per read in flight, enough for clients with
+// many requests in flight (xrdcp keeps four by default, up to 16 with
+// XRD_CPPARALLELCHUNKS) to find the blocks they are reading. Blocks read
+// to their end leave the cache at once, and at most readAhead+1 blocks
+// are being fetched (holding buffers) at a time.
 const pipelineDepth = 16
 
 // fetchLocked returns a cached fetch covering need, or starts one. Fetches
@@ -448,7 +448,12 @@ func (r *Reader) fetchLocked(b int64, need []bool) *blockFetch {
 		r.fifo = append(r.fifo, b)
 	}
 	r.cache[b] = f
-	for len(r.fifo) > r.readAhead+pipelineDepth {
+	// Blocks that reads in progress copy from are kept by their own
+	// references: the cache keeps, besides read-ahead, one block per read
+	// in flight (this one included), up to pipelineDepth. Bounded by
+	// pipelineDepth alone, a client reading a few bytes at the start of
+	// every block kept 16 whole blocks cached (4x what it is counted for).
+	for len(r.fifo) > r.readAhead+1+min(r.active+1, pipelineDepth) {
 		r.evictLocked(r.fifo[0])
 	}
 	if chunks, ok := r.inMemory(b, f.need); ok {

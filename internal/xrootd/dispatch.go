@@ -635,20 +635,22 @@ func (s *session) doRead(ctx context.Context, sid StreamID, held heldFiles, r *R
 	if remaining == 0 {
 		return sent(s.sendOK(sid, nil))
 	}
-	if sl, ok := of.f.(FileSlicer); ok {
+	if sl, ok := of.f.(FileSlicer); ok && remaining > s.limits.ResponseChunk {
 		// The file's buffers stay lent until a frame is written, and a
 		// client that pipelines long reads (xrdcp keeps four of 8 MiB in
 		// flight) would have them all lent at once, their frames
-		// interleaved. Taking turns bounds that memory; short reads, one
-		// frame each, lend little and do not wait.
-		if remaining > s.limits.ResponseChunk {
-			select {
-			case of.slicing <- struct{}{}:
-			case <-ctx.Done():
-				return fmt.Errorf("read %s at %d: %w", of.name, off, ctx.Err())
-			}
-			defer func() { <-of.slicing }()
+		// interleaved: they take turns. Short reads, one frame each,
+		// are copied out instead (below): lent, each would hold a whole
+		// block (8 MiB at 8+2, 1 MiB chunks) for as long as its frame
+		// takes to send, and a client that stops reading its socket
+		// with 64 one-byte reads in flight held 64 blocks for the
+		// WriteTimeout.
+		select {
+		case of.slicing <- struct{}{}:
+		case <-ctx.Done():
+			return fmt.Errorf("read %s at %d: %w", of.name, off, ctx.Err())
 		}
+		defer func() { <-of.slicing }()
 		return s.readSlices(ctx, sid, of.name, sl, remaining, off)
 	}
 	if fs, ok := of.f.(FileSender); ok {
