@@ -340,6 +340,7 @@ func (r *Reader) read(ctx context.Context, off int64, length int, keep bool, emi
 			}
 			f.unref()
 		}
+		r.trimPartlyReadLocked()
 		r.mu.Unlock()
 	}()
 
@@ -414,11 +415,12 @@ func (f *blockFetch) failed() bool {
 const recentReads = 32
 
 // pipelineDepth is how many blocks, besides those read ahead, a reader
-// keeps cached at most: one per read in flight, enough for clients with
-// many requests in flight (xrdcp keeps four by default, up to 16 with
-// XRD_CPPARALLELCHUNKS) to find the blocks they are reading. Blocks read
-// to their end leave the cache at once, and at most readAhead+1 blocks
-// are being fetched (holding buffers) at a time.
+// keeps cached at most: enough for clients with many requests in flight
+// (xrdcp keeps four by default, up to 16 with XRD_CPPARALLELCHUNKS) to
+// find the blocks they are reading. Blocks read to their end leave the
+// cache at once, blocks read in part are bounded by the reads in flight
+// (trimPartlyReadLocked), and at most readAhead+1 blocks are being
+// fetched (holding buffers) at a time.
 const pipelineDepth = 16
 
 // fetchLocked returns a cached fetch covering need, or starts one. Fetches
@@ -448,12 +450,7 @@ func (r *Reader) fetchLocked(b int64, need []bool) *blockFetch {
 		r.fifo = append(r.fifo, b)
 	}
 	r.cache[b] = f
-	// Blocks that reads in progress copy from are kept by their own
-	// references: the cache keeps, besides read-ahead, one block per read
-	// in flight (this one included), up to pipelineDepth. Bounded by
-	// pipelineDepth alone, a client reading a few bytes at the start of
-	// every block kept 16 whole blocks cached (4x what it is counted for).
-	for len(r.fifo) > r.readAhead+1+min(r.active+1, pipelineDepth) {
+	for len(r.fifo) > r.readAhead+pipelineDepth {
 		r.evictLocked(r.fifo[0])
 	}
 	if chunks, ok := r.inMemory(b, f.need); ok {
@@ -550,6 +547,37 @@ func (r *Reader) trimIdle() {
 }
 
 // evictLocked drops block b from the cache. r.mu must be held.
+// partlyReadSpare is how many blocks read in part a reader keeps
+// cached besides one per read in flight: the blocks that the reads of one
+// long request, answered in frames, continue (the root:// server answers
+// two such requests of a file at once), whose next frame may come after
+// the read of this one ended.
+const partlyReadSpare = 2
+
+// trimPartlyReadLocked evicts the oldest blocks that reads began but did
+// not finish, beyond one per read in flight and partlyReadSpare (blocks
+// read ahead and not yet read stay): a client reading a few bytes at the
+// start of every block kept readAhead+pipelineDepth whole blocks cached,
+// 4x what the reader is counted for. The caller holds r.mu.
+func (r *Reader) trimPartlyReadLocked() {
+	allowed := min(r.active, pipelineDepth) + partlyReadSpare
+	n := 0
+	for _, b := range r.fifo {
+		if r.cache[b].read.Load() > 0 {
+			n++
+		}
+	}
+	for i := 0; n > allowed && i < len(r.fifo); {
+		b := r.fifo[i]
+		if r.cache[b].read.Load() == 0 {
+			i++
+			continue
+		}
+		r.evictLocked(b) // removes r.fifo[i]
+		n--
+	}
+}
+
 func (r *Reader) evictLocked(b int64) {
 	r.cache[b].unref()
 	delete(r.cache, b)
