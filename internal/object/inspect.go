@@ -369,3 +369,37 @@ func (s *Store) RemoveMalformed(ctx context.Context, nodeID, path string) (bool,
 	}
 	return true, nil
 }
+
+// RemoveArchiveOf deletes the archive at path on node nodeID if it is
+// still one of version v: what a repair judged debris (a remnant, a stale
+// archive) may have been replaced since by a write through a gateway,
+// which this process does not order with (InTurn orders only its own).
+// The check and the removal are two requests: a commit between them is
+// not caught, a window of one round trip rather than of a whole
+// inspection. It reports whether it removed the archive.
+func (s *Store) RemoveArchiveOf(ctx context.Context, nodeID, path string, v archive.Version) (bool, error) {
+	if err := checkPath(path); err != nil {
+		return false, err
+	}
+	n, ok := s.Node(nodeID)
+	if !ok {
+		return false, fmt.Errorf("remove archive %s: no node %s", path, nodeID)
+	}
+	r := probeOne(ctx, path, n)
+	switch {
+	case r.ref != nil:
+		same := r.ref.idx.Meta.Version == v
+		r.ref.file.Close()
+		if !same {
+			return false, nil // another version now
+		}
+	case r.err == nil:
+		return false, nil // gone (or a directory)
+	default:
+		return false, fmt.Errorf("remove archive %s: %w", path, r.err)
+	}
+	if err := n.Remove(ctx, path); err != nil && !errors.Is(err, node.ErrNotExist) {
+		return false, fmt.Errorf("node %s: remove archive %s: %w", nodeID, path, err)
+	}
+	return true, nil
+}

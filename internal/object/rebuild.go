@@ -216,10 +216,47 @@ func (s *Store) Rebuild(ctx context.Context, path string, slots []int, opts Rebu
 		}
 		res.Rebuilt[t.slot] = t.node.ID()
 	}
+	if len(res.Rebuilt) > 0 && s.rebuiltAlone(ctx, path, meta.Version, res.Rebuilt) {
+		// Removed or moved meanwhile through another gateway (this
+		// gateway's turn does not order it): what was rebuilt would
+		// bring the object back. Taken away again, if still ours.
+		for slot, id := range res.Rebuilt {
+			if _, err := s.RemoveArchiveOf(context.WithoutCancel(ctx), id, path, meta.Version); err != nil {
+				s.opts.Logger.Warn("rebuilt archive of an object removed meanwhile not removed", "obj", path, "slot", slot, "node", id, "err", err)
+			}
+		}
+		clear(res.Rebuilt)
+		return res, fmt.Errorf("object %s: rebuild of version %s: %w (removed or moved meanwhile)", path, meta.Version, ErrChanged)
+	}
 	if len(errs) > 0 {
 		return res, fmt.Errorf("object %s: rebuild: %w", path, errors.Join(errs...))
 	}
 	return res, nil
+}
+
+// rebuiltAlone reports whether, every node answering, no node but those
+// of rebuilt holds an archive of version v at path: the object was
+// removed or moved after the check made in turn (by another gateway),
+// and the rebuilt archives are all that is left of it.
+func (s *Store) rebuiltAlone(ctx context.Context, path string, v archive.Version, rebuilt map[int]string) bool {
+	ours := map[string]bool{}
+	for _, id := range rebuilt {
+		ours[id] = true
+	}
+	results := s.probe(ctx, path, s.nodes)
+	alone := len(results) == len(s.nodes)
+	for _, r := range results {
+		switch {
+		case r.ref != nil:
+			if r.ref.idx.Meta.Version == v && !ours[r.node.ID()] {
+				alone = false
+			}
+			r.ref.file.Close()
+		case r.err != nil && !r.malformed:
+			alone = false // a node did not answer: it may hold the others
+		}
+	}
+	return alone
 }
 
 // rebuildTargets picks the node for each rebuilt slot: the placement's

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ecstore/ecstore/internal/archive"
@@ -264,19 +265,6 @@ func (s *Store) deletedUpTo(ctx context.Context, path string) archive.Version {
 	return s.tombstoneOf(ctx, path).upTo
 }
 
-// removeTombstones deletes path's tombstones from every node; it reports
-// whether every node answered.
-func (s *Store) removeTombstones(ctx context.Context, path string) bool {
-	errs := s.forEach(ctx, func(ctx context.Context, n node.Node) error {
-		err := n.Remove(ctx, tombstonePath(path))
-		if errors.Is(err, node.ErrNotExist) {
-			return nil
-		}
-		return err
-	})
-	return errors.Join(errs...) == nil
-}
-
 // CollectTombstone removes the tombstones of path once they are no longer
 // needed: every node answered, and no node holds an archive of a deleted
 // version. It reports whether they were removed.
@@ -309,7 +297,32 @@ func (s *Store) CollectTombstone(ctx context.Context, path string) (bool, error)
 	if !collect {
 		return false, nil
 	}
-	return s.removeTombstones(ctx, path), nil
+	return s.removeTombstonesUpTo(ctx, path, t), nil
+}
+
+// removeTombstonesUpTo deletes path's tombstones from every node where it
+// is not newer than t (what the caller judged): a removal through another
+// gateway since may have written a newer one, which must stay. It reports
+// whether every node answered and none held a newer one.
+func (s *Store) removeTombstonesUpTo(ctx context.Context, path string, t tombstone) bool {
+	var newer atomic.Bool
+	errs := s.forEach(ctx, func(ctx context.Context, n node.Node) error {
+		cur, err := readTombstone(ctx, n, path)
+		switch {
+		case errors.Is(err, node.ErrNotExist):
+			return nil
+		case err == nil && cur.after(t):
+			newer.Store(true)
+			return nil
+		}
+		// Not newer, or unreadable (malformed: no use to anyone).
+		err = n.Remove(ctx, tombstonePath(path))
+		if errors.Is(err, node.ErrNotExist) {
+			return nil
+		}
+		return err
+	})
+	return errors.Join(errs...) == nil && !newer.Load()
 }
 
 // Tombstones lists the object paths that have tombstones on any node.

@@ -34,8 +34,12 @@ type Writer struct {
 	user   map[string]string
 	// precondition is CreateOptions.Precondition.
 	precondition func(current *Info) error
-	ctx          context.Context // governs the whole write; see Create
-	cancel       context.CancelFunc
+	// floor is the version of the object the write replaces, found when
+	// it was created (or ""): the new version is made newer than it even
+	// when this gateway's clock is behind the one that wrote it.
+	floor  archive.Version
+	ctx    context.Context // governs the whole write; see Create
+	cancel context.CancelFunc
 
 	slots     []*slotWriter
 	nodeIDs   []string
@@ -200,7 +204,7 @@ func (s *Store) Create(ctx context.Context, path string, opt *CreateOptions) (*W
 		primary, spare, err = placement.Choose(path, spaces, geo.Width(), 0, s.opts.MinFree)
 	}
 	if err != nil {
-		if cerr := s.checkCreate(ctx, path, opt != nil && opt.Exclusive); cerr != nil {
+		if _, cerr := s.checkCreate(ctx, path, opt != nil && opt.Exclusive); cerr != nil {
 			err = cerr // the path's own error first
 		}
 		return nil, fmt.Errorf("object: create %s: %w", path, err)
@@ -219,10 +223,11 @@ func (s *Store) Create(ctx context.Context, path string, opt *CreateOptions) (*W
 	}
 	checked := make(chan error, 1)
 	workers.Go(func() {
-		err := s.checkCreate(ctx, path, opt != nil && opt.Exclusive)
+		floor, err := s.checkCreate(ctx, path, opt != nil && opt.Exclusive)
 		if err != nil {
 			cancel() // the opens still under way give up
 		}
+		w.floor = floor
 		checked <- err
 	})
 	err = w.open(primary, spare, down)
@@ -254,19 +259,27 @@ func (s *Store) Create(ctx context.Context, path string, opt *CreateOptions) (*W
 // checkCreate fails with ErrIsDir when path is a directory, with
 // ErrNotDir when one of its parents is an object (checkParents, asked
 // only when a node holds a file where a parent would be) and, when
-// exclusive, with ErrExist when it holds a readable object.
-func (s *Store) checkCreate(ctx context.Context, path string, exclusive bool) error {
+// exclusive, with ErrExist when it holds a readable object. When path
+// holds an object, it returns its version: the new one is made newer
+// (Writer.floor).
+func (s *Store) checkCreate(ctx context.Context, path string, exclusive bool) (archive.Version, error) {
 	if !exclusive {
 		k, err := s.statKinds(ctx, path)
 		switch {
 		case k.dir:
-			return ErrIsDir
+			return "", ErrIsDir
 		case k.belowFile:
-			return s.checkParents(ctx, path)
+			return "", s.checkParents(ctx, path)
+		case k.file:
+			// An overwrite: one more round trip, while the archives
+			// open.
+			if info, err := s.Stat(ctx, path); err == nil && !info.IsDir {
+				return info.Version, nil
+			}
 		case err != nil:
-			return nil // the nodes that fail are the write's to meet
+			return "", nil // the nodes that fail are the write's to meet
 		}
-		return nil
+		return "", nil
 	}
 	// Probing for the object also finds a directory: nodes refuse to open
 	// one as a file.
@@ -274,13 +287,13 @@ func (s *Store) checkCreate(ctx context.Context, path string, exclusive bool) er
 	switch {
 	case err == nil:
 		loc.close()
-		return ErrExist
+		return "", ErrExist
 	case errors.Is(err, ErrIsDir):
-		return ErrIsDir
+		return "", ErrIsDir
 	case errors.Is(err, errBelowFile):
-		return s.checkParents(ctx, path)
+		return "", s.checkParents(ctx, path)
 	}
-	return nil // absent, or unreadable: a new version replaces it
+	return "", nil // absent, or unreadable: a new version replaces it
 }
 
 // open creates an upload for every slot, in parallel, falling back to
@@ -837,6 +850,13 @@ func (w *Writer) commit() error {
 		}
 	}
 	now := w.s.opts.Now()
+	if t := w.floor.Time(); w.floor != "" && !now.After(t) {
+		// The object replaced is newer by this gateway's clock: another
+		// gateway's runs ahead. Versions order the writes of a path
+		// (readers, tombstones and repair take the newest), so the new
+		// one must be newer than what it replaces, whatever the clocks.
+		now = t.Add(time.Nanosecond)
+	}
 	meta := archive.Metadata{
 		Path: w.path, Version: archive.NewVersion(now), Size: w.size,
 		K: w.geo.K, M: w.geo.M, ChunkSize: w.geo.ChunkSize,

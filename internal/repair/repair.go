@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ecstore/ecstore/internal/archive"
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/node"
 	"github.com/ecstore/ecstore/internal/object"
@@ -305,6 +306,23 @@ func (d *debrisRemover) remove(nodeID, path, what string) {
 		d.rep.DebrisFailed = append(d.rep.DebrisFailed, fmt.Errorf("node %s: remove %s: %w", nodeID, path, err))
 		return
 	}
+	d.removed(nodeID, path, what)
+}
+
+// removeArchive removes the archive of path on node nodeID, judged
+// debris, if it is still of version v (a gateway may have written the
+// path since: Store.RemoveArchiveOf).
+func (d *debrisRemover) removeArchive(nodeID, path string, v archive.Version, what string) {
+	done, err := d.s.RemoveArchiveOf(d.ctx, nodeID, path, v)
+	switch {
+	case err != nil:
+		d.rep.DebrisFailed = append(d.rep.DebrisFailed, err)
+	case done:
+		d.removed(nodeID, path, what)
+	}
+}
+
+func (d *debrisRemover) removed(nodeID, path, what string) {
 	d.rep.DebrisRemoved++
 	if d.event != nil {
 		d.event(RepairEvent{Path: path, Action: "removed " + what, Detail: "node " + nodeID})
@@ -371,7 +389,7 @@ func (d *debrisRemover) objectInTurn(in *object.Inspection) {
 			if st.Malformed {
 				d.removeMalformed(st.Node, in.Path)
 			} else if st.Err == nil {
-				d.remove(st.Node, in.Path, "remnant of a removed object")
+				d.removeArchive(st.Node, in.Path, st.Version, "remnant of a removed object")
 			}
 		}
 		return
@@ -395,7 +413,7 @@ func (d *debrisRemover) objectInTurn(in *object.Inspection) {
 		if st.Version == in.Info.Version && (!duplicateSlot(in, st.Node) || !copiesRemovable) {
 			continue
 		}
-		d.remove(st.Node, in.Path, "stale archive")
+		d.removeArchive(st.Node, in.Path, st.Version, "stale archive")
 	}
 }
 
