@@ -340,7 +340,6 @@ func (r *Reader) read(ctx context.Context, off int64, length int, keep bool, emi
 			}
 			f.unref()
 		}
-		r.trimPartlyReadLocked()
 		r.mu.Unlock()
 	}()
 
@@ -415,12 +414,16 @@ func (f *blockFetch) failed() bool {
 const recentReads = 32
 
 // pipelineDepth is how many blocks, besides those read ahead, a reader
-// keeps cached at most: enough for clients with many requests in flight
-// (xrdcp keeps four by default, up to 16 with XRD_CPPARALLELCHUNKS) to
-// find the blocks they are reading. Blocks read to their end leave the
-// cache at once, blocks read in part are bounded by the reads in flight
-// (trimPartlyReadLocked), and at most readAhead+1 blocks are being
-// fetched (holding buffers) at a time.
+// keeps cached: enough for clients with many requests in flight (xrdcp
+// keeps four by default, up to 16 with XRD_CPPARALLELCHUNKS) to find the
+// blocks they are reading. It does not bound memory: blocks read to their
+// end leave the cache at once, and at most readAhead+1 blocks are being
+// fetched (holding buffers) at a time. (Blocks read in part stay: a
+// client reading a few bytes at the start of every block keeps up to
+// readAhead+pipelineDepth of them. Bounding those by the reads in flight
+// made clients that read each block in pieces, several blocks at once,
+// fetch blocks again; what the reader does not know is how many requests
+// a client keeps in flight.)
 const pipelineDepth = 16
 
 // fetchLocked returns a cached fetch covering need, or starts one. Fetches
@@ -547,37 +550,6 @@ func (r *Reader) trimIdle() {
 }
 
 // evictLocked drops block b from the cache. r.mu must be held.
-// partlyReadSpare is how many blocks read in part a reader keeps
-// cached besides one per read in flight: the blocks that the reads of one
-// long request, answered in frames, continue (the root:// server answers
-// two such requests of a file at once), whose next frame may come after
-// the read of this one ended.
-const partlyReadSpare = 2
-
-// trimPartlyReadLocked evicts the oldest blocks that reads began but did
-// not finish, beyond one per read in flight and partlyReadSpare (blocks
-// read ahead and not yet read stay): a client reading a few bytes at the
-// start of every block kept readAhead+pipelineDepth whole blocks cached,
-// 4x what the reader is counted for. The caller holds r.mu.
-func (r *Reader) trimPartlyReadLocked() {
-	allowed := min(r.active, pipelineDepth) + partlyReadSpare
-	n := 0
-	for _, b := range r.fifo {
-		if r.cache[b].read.Load() > 0 {
-			n++
-		}
-	}
-	for i := 0; n > allowed && i < len(r.fifo); {
-		b := r.fifo[i]
-		if r.cache[b].read.Load() == 0 {
-			i++
-			continue
-		}
-		r.evictLocked(b) // removes r.fifo[i]
-		n--
-	}
-}
-
 func (r *Reader) evictLocked(b int64) {
 	r.cache[b].unref()
 	delete(r.cache, b)
