@@ -273,21 +273,9 @@ func TestHealRacingOverwriteKeepsTheNewVersion(t *testing.T) {
 	done := make(chan error, 1)
 	hn.beforeCommit = func(path string) {
 		if path == "/o/x" && armed.CompareAndSwap(true, false) {
-			// The user's overwrite, between fence and rename: given half
-			// a second (a fixed Rebuild may hold it back until it is done).
-			go func() {
-				w, err := s.Create(ctx, "/o/x", nil)
-				if err == nil {
-					w.Write(newer)
-					err = w.Close()
-				}
-				done <- err
-			}()
-			select {
-			case err := <-done:
-				done <- err
-			case <-time.After(500 * time.Millisecond):
-			}
+			// The user's overwrite, between fence and rename (a
+			// Rebuild in turn holds it back until it is done).
+			writeMeanwhile(ctx, s, "/o/x", newer, done)
 		}
 	}
 	slots, res, err := Heal(ctx, s, "/o/x", nil)
@@ -356,21 +344,9 @@ func TestDebrisRemovalRacingWriteKeepsTheNewArchive(t *testing.T) {
 	done := make(chan error, 1)
 	hn.beforeRemove = func(path string) {
 		if path == "/d/x" && armed.CompareAndSwap(true, false) {
-			// A user writes the path again meanwhile, given half a
-			// second (it waits for the removal's turn to end).
-			go func() {
-				w, err := s.Create(ctx, "/d/x", nil)
-				if err == nil {
-					w.Write(newer)
-					err = w.Close()
-				}
-				done <- err
-			}()
-			select {
-			case err := <-done:
-				done <- err
-			case <-time.After(500 * time.Millisecond):
-			}
+			// A user writes the path again meanwhile (it waits for the
+			// removal's turn to end).
+			writeMeanwhile(ctx, s, "/d/x", newer, done)
 		}
 	}
 	if _, err := Repair(ctx, s, RepairOptions{RemoveDebris: true}); err != nil {
@@ -457,5 +433,25 @@ func TestHealerRetriesObjectsOutOfReachInAnOutage(t *testing.T) {
 	if in.Health != object.Healthy {
 		t.Fatalf("object reported degraded is still %v a second after the outage ended, and the healer has forgotten it (pending %d, retrying %d)",
 			in.Health, h.Pending(), h.Retrying())
+	}
+}
+
+// writeMeanwhile writes data at path through s from another goroutine,
+// as a user would in the middle of an operation's hook, and gives it half
+// a second before returning (the write may wait for the operation's turn
+// of the path to end); its result goes to done.
+func writeMeanwhile(ctx context.Context, s *object.Store, path string, data []byte, done chan error) {
+	go func() {
+		w, err := s.Create(ctx, path, nil)
+		if err == nil {
+			w.Write(data)
+			err = w.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		done <- err
+	case <-time.After(500 * time.Millisecond):
 	}
 }
