@@ -301,7 +301,11 @@ func (s *Store) dirInfo(ctx context.Context, path string) (*Info, error) {
 	var mu sync.Mutex
 	info := &Info{Path: path, IsDir: true}
 	_, info.Name = node.Split(path)
+	skip := s.hungSkippable()
 	s.forEach(ctx, func(ctx context.Context, n node.Node) error {
+		if skip && s.isHung(n.ID()) {
+			return errHung
+		}
 		fi, err := n.Stat(ctx, path)
 		if err == nil && fi.IsDir {
 			mu.Lock()
@@ -391,7 +395,11 @@ func (s *Store) listDir(ctx context.Context, dir string, namesOnly bool) (*Listi
 	var mu sync.Mutex
 	entries := map[string]*listEntry{}
 	files := map[string]int{} // by node ID
+	skip := s.hungSkippable()
 	errs := s.forNodesListing(ctx, s.nodes, func(ctx context.Context, n node.Node) error {
+		if skip && s.isHung(n.ID()) {
+			return errHung
+		}
 		return listParts(ctx, n, dir, namesOnly, func(fis []node.FileInfo) error {
 			mu.Lock()
 			defer mu.Unlock()

@@ -595,6 +595,7 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 		hedges   int  // times the hedge timer fired
 	)
 	took := make([]time.Duration, 0, width) // answered chunks' read times
+	arrived := make([]bool, width)          // by stripe: its chunk was read
 	defer func() {
 		// Reads still in flight (hedges that lost the race) hand their
 		// buffers back to the pool when they end; one that succeeds,
@@ -606,8 +607,13 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 					if res.backing != nil {
 						bufpool.Put(res.backing)
 					}
-					if res.answered {
+					switch {
+					case res.answered:
 						r.s.clearSlow(r.nodeOf(b, res.stripe))
+					case errors.Is(res.err, context.DeadlineExceeded) && ctx.Err() == nil:
+						// Timed out (ChunkTimeout) after the block was
+						// read without it: the node hangs.
+						r.s.markSuspect(r.nodeOf(b, res.stripe), true)
 					}
 				}
 			})
@@ -754,6 +760,7 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 				continue
 			}
 			chunks[res.stripe], backing[res.stripe] = res.data, res.backing
+			arrived[res.stripe] = true
 			good++
 			if res.answered {
 				r.s.clearSlow(r.nodeOf(b, res.stripe))
@@ -794,6 +801,15 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 			}
 		case <-ctx.Done():
 			return nil, nil, ctx.Err()
+		}
+	}
+	// The block is read, from other nodes: a chunk read still out after
+	// a hedge delay is its node's doing, not the gateway's (the hedge
+	// above marks only while others of the block answer, which a block
+	// whose one needed chunk hangs never sees).
+	for st := range width {
+		if started[st] && !arrived[st] && !slices.Contains(failed, st) && time.Since(startedAt[st]) >= delay {
+			r.s.markSlow(r.nodeOf(b, st))
 		}
 	}
 	if len(failed) > 0 || hedged {

@@ -467,6 +467,20 @@ func (s *Store) isHung(id string) bool {
 	return ok && v.(suspicion).hung && s.opts.Now().Before(v.(suspicion).until)
 }
 
+// hungSkippable reports whether listings and directory stats may leave
+// out the nodes known to hang (isHung), as lookups do: at most M of them
+// (a listing tolerates M nodes unlisted), so that each such call does not
+// wait its deadline for them. With more, they are asked.
+func (s *Store) hungSkippable() bool {
+	n := 0
+	for _, nd := range s.nodes {
+		if s.isHung(nd.ID()) {
+			n++
+		}
+	}
+	return n <= s.opts.Geometry.M
+}
+
 // suspectReason says why reads avoid node id now: "hung", "slow",
 // "failing", or "" when they do not.
 func (s *Store) suspectReason(id string) string {
