@@ -200,7 +200,7 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 	if *heal {
 		healer = repair.NewHealer(nil, repair.HealerOptions{Rate: rate, Interval: *healInterval, Logger: log, Healed: m.Healed})
 		events = healer.Events(events)
-		m.WatchHealer(healer.Pending, healer.Retrying)
+		m.WatchHealer(healer.Pending, healer.Retrying, healer.Dropped)
 	}
 	c, err := cf.openWith(e, true, events)
 	if err != nil {

@@ -132,7 +132,7 @@ func New() *Metrics {
 			Name: "ec_node_bytes_total", Help: "Archive bytes read from and written to storage nodes, by node and direction.",
 		}, []string{"node", "direction"}),
 		damaged: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "ec_object_damaged_archives_total", Help: "Archive bytes that reads found failing their checksums (a chunk's CRC-32 or local header, a page's CRC-32C, a page checksum entry's CRC-32); the healer rebuilds those archives.",
+			Name: "ec_object_damaged_archives_total", Help: "Checksum failures that reads found in archives, one per chunk, page or page-checksum entry read (a chunk's CRC-32 or local header, a page's CRC-32C, a page checksum entry's CRC-32); the healer rebuilds those archives.",
 		}),
 		pageSums: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ec_object_page_checksum_lookups_total", Help: "Random reads of a chunk's pages, by whether their page checksums were cached (hit) or read from the node (miss).",
@@ -258,8 +258,11 @@ func (m *Metrics) Healed(_ string, bytes int64, ok bool) {
 // again included), and retrying, those whose last heal failed (a node
 // they need still down, say): the healer tries them again for a day,
 // then leaves them to a repair.
-func (m *Metrics) WatchHealer(queued, retrying func() int) {
+func (m *Metrics) WatchHealer(queued, retrying func() int, dropped func() int64) {
 	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "ec_repair_dropped_reports_total", Help: "Reports of degraded objects that the background healer did not queue, its queue being full: they wait for a full repair (ecstore repair, or --heal-interval).",
+		}, func() float64 { return float64(dropped()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "ec_repair_queued_objects", Help: "Objects waiting for the background healer, including those waiting to be tried again.",
 		}, func() float64 { return float64(queued()) }),

@@ -192,8 +192,8 @@ func TestNodeGauges(t *testing.T) {
 // each scrape.
 func TestHealerGauges(t *testing.T) {
 	m := New()
-	queued, retrying := 3, 1
-	m.WatchHealer(func() int { return queued }, func() int { return retrying })
+	queued, retrying, dropped := 3, 1, int64(7)
+	m.WatchHealer(func() int { return queued }, func() int { return retrying }, func() int64 { return dropped })
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()
 	for range 2 {
@@ -203,12 +203,13 @@ func TestHealerGauges(t *testing.T) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		for _, want := range []string{fmt.Sprintf("ec_repair_queued_objects %d\n", queued), fmt.Sprintf("ec_repair_retrying_objects %d\n", retrying)} {
+		for _, want := range []string{fmt.Sprintf("ec_repair_queued_objects %d\n", queued), fmt.Sprintf("ec_repair_retrying_objects %d\n", retrying),
+			fmt.Sprintf("ec_repair_dropped_reports_total %d\n", dropped)} {
 			if !strings.Contains(string(b), want) {
 				t.Errorf("scrape: no %q", want)
 			}
 		}
-		queued, retrying = 0, 0
+		queued, retrying, dropped = 0, 0, 9
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ecstore/ecstore/internal/archive"
@@ -62,7 +63,17 @@ type Healer struct {
 	// objects were failing (retryIfNodesBack; used by Run only).
 	downSeen map[string]bool
 	wake     chan struct{}
+	// dropped counts the reports not queued because the queue was full;
+	// dropWarned is when that was last logged, droppedSince how many
+	// since (h.mu).
+	dropped      atomic.Int64
+	dropWarned   time.Time
+	droppedSince int
 }
+
+// dropWarnEvery spaces the warnings about reports dropped from a full
+// queue (one per report would flood the log in the outage that fills it).
+const dropWarnEvery = time.Minute
 
 // healFailure is when an object's heals started failing, and how many
 // have failed since.
@@ -120,11 +131,24 @@ func (h *Healer) enqueueLocked(path string) bool {
 		return true
 	}
 	if len(h.pending) >= h.opts.Queue {
+		// Without a full scan (--heal-interval) nothing finds it again
+		// unless it is read: say so, and count it.
+		h.dropped.Add(1)
+		h.droppedSince++
+		if now := time.Now(); now.Sub(h.dropWarned) >= dropWarnEvery {
+			h.opts.Logger.Warn("heal queue full: degraded objects are not queued; run `ecstore repair` (or serve with --heal-interval)",
+				"obj", path, "dropped", h.droppedSince, "queue", h.opts.Queue)
+			h.dropWarned, h.droppedSince = now, 0
+		}
 		return false
 	}
 	h.pending[path] = time.Now()
 	return true
 }
+
+// Dropped is the number of reports of degraded objects not queued
+// because the queue was full.
+func (h *Healer) Dropped() int64 { return h.dropped.Load() }
 
 // kick wakes Run.
 func (h *Healer) kick() {
@@ -462,4 +486,12 @@ func (h *Healer) fullScan(ctx context.Context) {
 	}
 	h.opts.Logger.Info("periodic repair", "objects", len(rep.Check.Objects), "repaired", len(rep.Outcomes)-len(rep.Failed()),
 		"failed", len(rep.Failed()), "bytes", rep.Bytes, "debris", rep.DebrisRemoved, "rolled_forward", rep.RolledForward)
+	if h.opts.Healed != nil {
+		// Counted as the heals of reports are (the healer's metrics).
+		for _, o := range rep.Outcomes {
+			if len(o.Slots) > 0 && !o.Changed {
+				h.opts.Healed(o.Path, o.Bytes, o.Err == nil && o.After == object.Healthy)
+			}
+		}
+	}
 }
