@@ -346,23 +346,33 @@ type Store struct {
 	pageSums *pageSums
 	// paths orders this gateway's commits and removals of a path.
 	paths pathLocks
+	// transferMu orders the Transfers and TransferMemory events.
+	transferMu sync.Mutex
 }
 
 // transfer counts a reader or writer opening (delta 1) or closing (-1),
 // holding blocks of blockBuf bytes.
 func (s *Store) transfer(delta, blockBuf int64) {
-	n := s.open.Add(delta)
+	s.open.Add(delta)
 	if f := s.opts.Events.Transfers; f != nil {
-		f(int(n))
+		// The count is read under the lock, so that the last call
+		// made tells the count as it is, whatever order the adds and the
+		// calls of two transfers closing at once came in (a gauge was
+		// left at 1 with nothing open).
+		s.transferMu.Lock()
+		f(int(s.open.Load()))
+		s.transferMu.Unlock()
 	}
 	s.transferMemory(delta * blockBuf)
 }
 
 // transferMemory adds delta bytes to the block buffers of open transfers.
 func (s *Store) transferMemory(delta int64) {
-	m := s.openMemory.Add(delta)
+	s.openMemory.Add(delta)
 	if f := s.opts.Events.TransferMemory; f != nil {
-		f(m)
+		s.transferMu.Lock()
+		f(s.openMemory.Load())
+		s.transferMu.Unlock()
 	}
 }
 
