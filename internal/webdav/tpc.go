@@ -330,6 +330,7 @@ func (h *handler) streamTPC(req *request, moved *atomic.Int64, transfer func() e
 			if err != nil {
 				h.opts.Logger.Warn("third-party copy failed", "obj", req.path, "err", err)
 				fmt.Fprintf(w, "failure: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+				req.transferErr = err // for the request's metrics: its status was 202
 			} else {
 				fmt.Fprintf(w, "success: Created\n")
 			}

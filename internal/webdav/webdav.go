@@ -153,6 +153,9 @@ type request struct {
 	// createOnly: the grant allows this write only as a creation, so its
 	// object must not replace one that appears meanwhile.
 	createOnly bool
+	// transferErr is the failure of a third-party copy, reported in the
+	// body of its 202 answer (streamTPC).
+	transferErr error
 }
 
 func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
@@ -182,6 +185,9 @@ func (h *handler) record(req *request, start time.Time, err error) {
 			if herr == nil {
 				herr = fmt.Errorf("webdav: status %d", status)
 			}
+		}
+		if herr == nil && req.transferErr != nil {
+			herr = req.transferErr // a third-party copy that failed after its 202
 		}
 		hooks.Request(opName(req.r.Method), time.Since(start), herr)
 	}
