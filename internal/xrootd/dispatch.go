@@ -182,6 +182,21 @@ func (s *session) queueFileOp(sid StreamID, id RequestID, fh FileHandle, f *Requ
 func (s *session) handle(sid StreamID, req Request, held heldFiles) {
 	ctx := s.ctx
 	var err error
+	if o, ok := s.srv.Handler.(ReadObserver); ok {
+		var op string
+		switch req.(type) {
+		case *ReadRequest:
+			op = "read"
+		case *PgReadRequest:
+			op = "pgread"
+		case *ReadVRequest:
+			op = "readv"
+		}
+		if op != "" {
+			start := time.Now()
+			defer func() { o.ReadDone(op, start, err) }()
+		}
+	}
 	switch r := req.(type) {
 	case *PingRequest, *EndsessRequest, *SetRequest, *PrepareRequest:
 		// Sessions are not shared, settings are ignored and all data is

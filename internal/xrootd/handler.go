@@ -7,6 +7,7 @@ import (
 	"iter"
 	"net/url"
 	"os"
+	"time"
 )
 
 // FileSystem is what a Server serves. Paths are absolute, slash-separated
@@ -85,6 +86,17 @@ type File interface {
 // is called once the slices have been sent.
 type FileSlicer interface {
 	ReadSlices(ctx context.Context, off int64, n int) (bufs [][]byte, release func(), err error)
+}
+
+// ReadObserver is implemented by file systems that count read requests:
+// the server calls ReadDone once per kXR_read, kXR_pgread or kXR_readv
+// (op "read", "pgread" or "readv") when it has been answered, with the
+// time it arrived and the error it was answered with (nil when it
+// succeeded). A read request makes several File calls (one per readv
+// segment, per frame of a long read): counting those would count
+// segments and frames, not requests.
+type ReadObserver interface {
+	ReadDone(op string, start time.Time, err error)
 }
 
 // FileSender is implemented by files whose bytes are in an operating-system
