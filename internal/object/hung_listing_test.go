@@ -52,3 +52,33 @@ func TestListingsAndDirStatsSkipAHungNode(t *testing.T) {
 		}
 	}
 }
+
+// TestListingAsksHungNodesWhenTooManyAreMissing: nodes known to hang are
+// left out of a listing only while that leaves it whole: with M nodes
+// marked hung, one of which answers again, and another node down, the
+// listing asks the hung ones too. Regression (fault schedule, seed
+// 97096861976144071): "quorum not reached: 3 of 12 nodes could not list
+// it", one of the three a node that had answered again since SIGCONT.
+func TestListingAsksHungNodesWhenTooManyAreMissing(t *testing.T) {
+	ctx := context.Background()
+	g := layout.Geometry{K: 3, M: 2, ChunkSize: 256}
+	c, fs := faultyCluster(t, 7, g, func(o *Options) {
+		o.HedgeDelay = 50 * time.Millisecond
+		o.MetadataTimeout, o.ProbeTimeout = time.Second, time.Second
+		o.SuspectFor = time.Hour
+	})
+	put(t, c.store, "/hl/a", []byte("aaa"))
+	nodes := slices.Clone(c.nodes)
+	nodes[1] = node.Wrap(fs[1], node.Inject(node.OpAny, node.Hang()))
+	s, err := New(nodes, c.store.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.MarkHung(nodes[1].ID()) // hangs
+	s.MarkHung(nodes[2].ID()) // hung once, answers again
+	fs[3].SetDown(true)
+	infos, err := s.List(ctx, "/hl")
+	if err != nil || len(infos) != 1 {
+		t.Fatalf("list with one node hung, one marked hung that answers and one down: %d entries, %v", len(infos), err)
+	}
+}

@@ -392,10 +392,25 @@ func (s *Store) listDir(ctx context.Context, dir string, namesOnly bool) (*Listi
 	if err := checkPath(dir); err != nil {
 		return nil, err
 	}
+	if s.hungSkippable() {
+		// Nodes known to hang are left out, unless with them out too
+		// many are missing: a node marked hung may answer again, and is
+		// then asked with the others.
+		l, err := s.listDirOnce(ctx, dir, namesOnly, true)
+		if err == nil || errors.Is(err, ErrNotExist) || errors.Is(err, ErrNotDir) {
+			return l, err
+		}
+	}
+	return s.listDirOnce(ctx, dir, namesOnly, false)
+}
+
+// listDirOnce is listDir, leaving out the nodes known to hang with
+// skipHung.
+func (s *Store) listDirOnce(ctx context.Context, dir string, namesOnly, skipHung bool) (*Listing, error) {
 	var mu sync.Mutex
 	entries := map[string]*listEntry{}
 	files := map[string]int{} // by node ID
-	skip := s.hungSkippable()
+	skip := skipHung
 	errs := s.forNodesListing(ctx, s.nodes, func(ctx context.Context, n node.Node) error {
 		if skip && s.isHung(n.ID()) {
 			return errHung
