@@ -347,27 +347,7 @@ func (s *Store) deepCheck(ctx context.Context, in *Inspection, loc *located) (in
 // rebuild or a new write put there since the inspection. It reports
 // whether it removed the file.
 func (s *Store) RemoveMalformed(ctx context.Context, nodeID, path string) (bool, error) {
-	if err := checkPath(path); err != nil {
-		return false, err
-	}
-	n, ok := s.Node(nodeID)
-	if !ok {
-		return false, fmt.Errorf("remove damaged archive %s: no node %s", path, nodeID)
-	}
-	r := probeOne(ctx, path, n)
-	switch {
-	case r.ref != nil:
-		r.ref.file.Close()
-		return false, nil // well-formed now: not debris
-	case r.err == nil:
-		return false, nil // gone (or a directory)
-	case !r.malformed:
-		return false, fmt.Errorf("remove damaged archive: %w", r.err)
-	}
-	if err := n.Remove(ctx, path); err != nil && !errors.Is(err, node.ErrNotExist) {
-		return false, fmt.Errorf("node %s: remove damaged archive %s: %w", nodeID, path, err)
-	}
-	return true, nil
+	return s.removeIfStill(ctx, nodeID, path, "damaged archive", func(r probeResult) bool { return r.malformed })
 }
 
 // RemoveArchiveOf deletes the archive at path on node nodeID if it is
@@ -378,28 +358,36 @@ func (s *Store) RemoveMalformed(ctx context.Context, nodeID, path string) (bool,
 // not caught, a window of one round trip rather than of a whole
 // inspection. It reports whether it removed the archive.
 func (s *Store) RemoveArchiveOf(ctx context.Context, nodeID, path string, v archive.Version) (bool, error) {
+	return s.removeIfStill(ctx, nodeID, path, "archive", func(r probeResult) bool {
+		return r.ref != nil && r.ref.idx.Meta.Version == v
+	})
+}
+
+// removeIfStill probes path on node nodeID and removes the file there if
+// judge, shown what the probe found, says it is still what was judged
+// debris. Nothing there, or a node that does not answer (an error), is
+// left alone.
+func (s *Store) removeIfStill(ctx context.Context, nodeID, path, what string, judge func(probeResult) bool) (bool, error) {
 	if err := checkPath(path); err != nil {
 		return false, err
 	}
 	n, ok := s.Node(nodeID)
 	if !ok {
-		return false, fmt.Errorf("remove archive %s: no node %s", path, nodeID)
+		return false, fmt.Errorf("remove %s %s: no node %s", what, path, nodeID)
 	}
 	r := probeOne(ctx, path, n)
-	switch {
-	case r.ref != nil:
-		same := r.ref.idx.Meta.Version == v
+	still := judge(r)
+	if r.ref != nil {
 		r.ref.file.Close()
-		if !same {
-			return false, nil // another version now
-		}
-	case r.err == nil:
-		return false, nil // gone (or a directory)
-	default:
-		return false, fmt.Errorf("remove archive %s: %w", path, r.err)
+	}
+	switch {
+	case r.err != nil && !r.malformed:
+		return false, fmt.Errorf("remove %s: %w", what, r.err)
+	case !still:
+		return false, nil // gone, or something else now
 	}
 	if err := n.Remove(ctx, path); err != nil && !errors.Is(err, node.ErrNotExist) {
-		return false, fmt.Errorf("node %s: remove archive %s: %w", nodeID, path, err)
+		return false, fmt.Errorf("node %s: remove %s %s: %w", nodeID, what, path, err)
 	}
 	return true, nil
 }
