@@ -150,6 +150,52 @@ mbps() { awk -v b="$1" -v ns="$2" 'BEGIN { printf "%.1f", b / 1e6 / (ns / 1e9) }
 
 started_at=$(now)
 
+# --- CPU accounting -----------------------------------------------------------
+# Every timed single transfer and 8-stream row also records the CPU the
+# whole machine spent while it ran (every process and the kernel, from
+# /proc/stat) per GB moved (KEY.cpu), the share of the cores busy
+# meanwhile (KEY.busy), and the CPU of the server processes per GB: the
+# gateway or xrootd (KEY.srvcpu) and the ecstore nodes (KEY.nodecpu).
+# On a machine whose every hop shares the same cores, a row near 100 %
+# busy is bound by the CPU its path needs, whatever the disk and
+# loopback rates; the CPU per GB compares the work of each path with the
+# loopback transfer's own (L1, L2).
+clk_tck="$(getconf CLK_TCK)"
+cpu_server=() # PIDs counted in KEY.srvcpu: the gateway, or xrootd
+cpu_nodes=()  # PIDs counted in KEY.nodecpu: the ecstore nodes
+# pid_ticks PID: the user and system ticks a process has used (0 once gone)
+pid_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# cpu_sample: print "busy total server nodes" ticks as of now (busy and
+# total over all cores)
+cpu_sample() {
+  local s=0 n=0 p
+  for p in "${cpu_server[@]}"; do s=$((s + $(pid_ticks "$p"))); done
+  for p in "${cpu_nodes[@]}"; do n=$((n + $(pid_ticks "$p"))); done
+  awk -v s="$s" -v n="$n" '$1 == "cpu" { b = $2 + $3 + $4 + $7 + $8; print b, b + $5 + $6 + $9, s, n; exit }' /proc/stat
+}
+# cpu_add ACC BEFORE AFTER: add the ticks between two cpu_samples to the
+# array named ACC (4 numbers, as cpu_sample's)
+cpu_add() {
+  local -n cpu_acc_ref="$1"
+  local b a i
+  read -ra b <<<"$2"
+  read -ra a <<<"$3"
+  for i in 0 1 2 3; do cpu_acc_ref[i]=$((${cpu_acc_ref[i]:-0} + a[i] - b[i])); done
+}
+# cpu_record KEY BYTES ACC: record KEY.cpu, .busy, .srvcpu and .nodecpu
+# from the ticks in ACC, spent moving BYTES
+cpu_record() {
+  local key="$1" bytes="$2"
+  local -n cpu_acc_ref="$3"
+  [ "${cpu_acc_ref[1]:-0}" -gt 0 ] || return 0
+  record "$key.cpu" "$(per_gb "${cpu_acc_ref[0]}" "$bytes")"
+  record "$key.busy" "$(awk -v a="${cpu_acc_ref[0]}" -v t="${cpu_acc_ref[1]}" 'BEGIN { printf "%.2f", a / t }')"
+  [ "${#cpu_server[@]}" = 0 ] || record "$key.srvcpu" "$(per_gb "${cpu_acc_ref[2]}" "$bytes")"
+  [ "${#cpu_nodes[@]}" = 0 ] || record "$key.nodecpu" "$(per_gb "${cpu_acc_ref[3]}" "$bytes")"
+}
+# per_gb TICKS BYTES: CPU seconds per GB (10^9 bytes)
+per_gb() { awk -v t="$1" -v hz="$clk_tck" -v b="$2" 'BEGIN { printf "%.2f", t / hz / (b / 1e9) }'; }
+
 # --- helper programs --------------------------------------------------------
 say "building bench/limits and bench/report"
 mkdir -p "$work/bin"
@@ -230,8 +276,17 @@ best_of() {
   done
 }
 say "1. machine limits"
-best_of limit.tcp1=tcp_mbps tcp --bytes "$limit_h" --streams 1
-best_of limit.tcp8=tcp_mbps tcp --bytes "$limit_h" --streams "$nstreams"
+# the CPU loopback TCP itself needs per GB, for the CPU columns of the
+# transfers (bench/limits sends and receives in one process)
+for spec in "tcp1 1" "tcp8 $nstreams"; do
+  set -- $spec
+  tcp_acc=()
+  c0="$(cpu_sample)"
+  best_of "limit.$1=tcp_mbps" tcp --bytes "$limit_h" --streams "$2"
+  cpu_add tcp_acc "$c0" "$(cpu_sample)"
+  cpu_record "limit.$1" $((limit_repeats * size)) tcp_acc
+done
+set --
 sync
 best_of limit.write=write_mbps disk --dir "$work" --bytes "$limit_h"
 sync
@@ -365,7 +420,7 @@ timed() {
 # KEY, and every run's rate in the note on repeated runs. elapsed_ns holds
 # the median time (0 if a run failed: one failed run fails the row).
 timed_median() {
-  local key="$1" bytes="$2" n="$3" prep="$4" i t0 ns=() rates=()
+  local key="$1" bytes="$2" n="$3" prep="$4" i t0 c0 ns=() rates=() acc=()
   shift 4
   for ((i = 0; i < n; i++)); do
     if ! $prep; then
@@ -374,6 +429,7 @@ timed_median() {
       return 1
     fi
     sync
+    c0="$(cpu_sample)"
     t0=$(now)
     if ! "$@"; then
       fail "$key" "xrdcp ${*: -3}: $(xrd_error "$work/xrdcp.log")"
@@ -381,10 +437,12 @@ timed_median() {
       return 1
     fi
     ns+=($(($(now) - t0)))
+    cpu_add acc "$c0" "$(cpu_sample)"
     rates+=("$(mbps "$bytes" "${ns[-1]}")")
   done
   elapsed_ns="$(median "${ns[@]}")"
   record "$key" "$(mbps "$bytes" "$elapsed_ns")"
+  cpu_record "$key" $((n * bytes)) acc
   if [ "$n" -gt 1 ]; then
     runs_note+="${runs_note:+; }$key $(IFS=/; echo "${rates[*]}")"
     say "$key = $(mbps "$bytes" "$elapsed_ns") MB/s (median of ${rates[*]})"
@@ -495,7 +553,7 @@ random() {
 # the page cache) 8 parallel gets to /dev/null; records the median
 # aggregate MB/s of each as KEY.put and KEY.get
 streams() {
-  local key="$1" url="$2" dir="$3" i j kind put_ns=() get_ns=() put_nfail=0 get_nfail=0 put_err="" get_err="" rates
+  local key="$1" url="$2" dir="$3" i j kind c0 put_ns=() get_ns=() put_nfail=0 get_nfail=0 put_err="" get_err="" rates put_acc=() get_acc=()
   shift 3
   for ((i = 0; i < reps; i++)); do
     if [ "$i" -gt 0 ]; then # each round creates its files, as the first
@@ -505,14 +563,18 @@ streams() {
       done
     fi
     sync
+    c0="$(cpu_sample)"
     if streams_once put "$url" "$dir"; then
       put_ns+=("$elapsed_ns")
+      cpu_add put_acc "$c0" "$(cpu_sample)"
     else
       put_nfail=$((put_nfail + nfail)) put_err="${put_err:-$(xrd_error "$work"/stream-put*.log)}"
     fi
     "$limits" evict "$@" >/dev/null
+    c0="$(cpu_sample)"
     if streams_once get "$url" "$dir"; then
       get_ns+=("$elapsed_ns")
+      cpu_add get_acc "$c0" "$(cpu_sample)"
     else
       get_nfail=$((get_nfail + nfail)) get_err="${get_err:-$(xrd_error "$work"/stream-get*.log)}"
     fi
@@ -526,6 +588,7 @@ streams() {
     fi
     elapsed_ns="$(median "${got[@]}")"
     record "$key.$kind" "$(mbps $((nstreams * stream)) "$elapsed_ns")"
+    cpu_record "$key.$kind" $((reps * nstreams * stream)) "${kind}_acc"
     rates="$(for i in "${got[@]}"; do mbps $((nstreams * stream)) "$i"; echo; done | paste -sd/)"
     [ "$reps" -gt 1 ] && runs_note+="${runs_note:+; }$key.$kind $rates"
     say "$key.$kind = $(mbps $((nstreams * stream)) "$elapsed_ns") MB/s ($rates)"
@@ -581,6 +644,7 @@ gateway() {
   shift
   start "$name" "$ecstore" serve --root-addr 127.0.0.1:0 --metrics-addr= --heal=false "$@"
   gw_pid=$started
+  cpu_server=("$gw_pid")
   addr="$(wait_log "$gw_pid" "$name" 'serving root://[^ ]+')" || die "the gateway did not start"
   gw_url="root://${addr#serving root://}"
 }
@@ -627,6 +691,7 @@ for ((i = 0; ; i++)); do
   sleep 0.1
 done
 
+cpu_server=("$xrootd_pid")
 remover "$xurl//put-plain"
 median_xrd xrootd.put "$size" remove_now -f "$src" "$xurl//put-plain" || true
 rm -f "$xdir/data/put-plain"
@@ -647,6 +712,7 @@ random xrootd.random "$xurl//bench"
 # puts are not fsynced).
 streams xrootd.streams "$xurl" streams "$xdir/data"
 stop_proc "$xrootd_pid"
+cpu_server=()
 rm -rf "$xdir"
 
 # --- 3. ecstore ---------------------------------------------------------------
@@ -693,6 +759,7 @@ for i in 0 1 2 3 4 5 6 7 8 9; do
   a="$(wait_log "${node_pids[$i]}" "node$i" 'on root://[^ ]+')" || die "ecstore node $i did not start"
   node_urls+=("${a#on }//data")
 done
+cpu_nodes=("${node_pids[@]}")
 gateway gw-nodes --nodes "$(
   IFS=,
   echo "${node_urls[*]}"
@@ -745,6 +812,7 @@ median_xrd nodes.get_killed2 "$size" evict_now -f "$gw_url//big" /dev/null || tr
 stop_proc "$gw_pid"
 for p in "${node_pids[@]:2}"; do stop_proc "$p"; done
 rm -rf "$work/nodes"
+cpu_nodes=()
 
 say "3b. ecstore on 10 local directories (--data)"
 data="$work/local"

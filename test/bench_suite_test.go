@@ -78,7 +78,7 @@ func TestBenchSuiteQuick(t *testing.T) {
 	if !strings.Contains(string(output), "| id ") {
 		t.Errorf("bench/run.sh printed no table:\n%s", output)
 	}
-	for _, want := range []string{"**CPU**", "**RAM**", "**kernel**", "**node directories**", "**Go**", "**ecstore**", "## Limit arithmetic"} {
+	for _, want := range []string{"**CPU**", "**RAM**", "**kernel**", "**node directories**", "**Go**", "**ecstore**", "## Limit arithmetic", "## Where the CPU goes"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("%s has no %q", out, want)
 		}
@@ -108,22 +108,37 @@ func TestBenchSuiteQuick(t *testing.T) {
 		switch {
 		case !ok:
 			t.Errorf("row %s missing", id)
-		case len(cells) != 9:
-			t.Errorf("row %s has %d cells, want 9: %q", id, len(cells), cells)
+		case len(cells) != 11:
+			t.Errorf("row %s has %d cells, want 11: %q", id, len(cells), cells)
 		default:
 			if _, err := strconv.ParseFloat(cells[3], 64); err != nil {
 				t.Errorf("row %s (%s): result %q is not a number", id, cells[1], cells[3])
 			}
-			if strings.HasPrefix(cells[8], "ERR") {
-				t.Errorf("row %s (%s): %s", id, cells[1], cells[8])
+			if strings.HasPrefix(cells[10], "ERR") {
+				t.Errorf("row %s (%s): %s", id, cells[1], cells[10])
 			}
 		}
 	}
 	// The degraded gets are compared with the healthy gets timed right
 	// before them, not with N2 and D2.
 	for _, id := range []string{"N3", "D3"} {
-		if cells := rows[id]; len(cells) == 9 && !strings.HasSuffix(cells[6], "× "+id+"h") {
+		if cells := rows[id]; len(cells) == 11 && !strings.HasSuffix(cells[6], "× "+id+"h") {
 			t.Errorf("row %s is compared with %q, want %sh", id, cells[6], id)
+		}
+	}
+	// The timed transfers carry the machine's CPU per GB and how busy its
+	// cores were, with the server's share (and the nodes' on nodes).
+	cpuCell := regexp.MustCompile(`^[0-9]+\.[0-9]{2}( \([0-9]+\.[0-9]{2}(, [0-9]+\.[0-9]{2})?\))?$`)
+	for id, shares := range map[string]int{"L1": 0, "X2": 1, "X3": 1, "N1": 2, "N2": 2, "N17": 2, "D1": 1, "D14": 1} {
+		cells := rows[id]
+		if len(cells) != 11 {
+			continue
+		}
+		if !cpuCell.MatchString(cells[7]) || strings.Count(cells[7], ".") != shares+1 {
+			t.Errorf("row %s: CPU cell %q, want the machine's s/GB and %d shares", id, cells[7], shares)
+		}
+		if !regexp.MustCompile(`^[0-9]+%$`).MatchString(cells[8]) {
+			t.Errorf("row %s: busy cell %q is not a percentage", id, cells[8])
 		}
 	}
 	if t.Failed() {
@@ -146,7 +161,9 @@ func tableRows(md string) map[string][]string {
 		for i := range cells {
 			cells[i] = strings.TrimSpace(cells[i])
 		}
-		if rowIDRE.MatchString(cells[0]) {
+		// the first table holds the results; later ones (the CPU
+		// section) name some of its rows again
+		if _, seen := rows[cells[0]]; rowIDRE.MatchString(cells[0]) && !seen {
 			rows[cells[0]] = cells
 		}
 	}

@@ -356,17 +356,17 @@ func build(r *results) *report {
 	}
 
 	rep := &report{limits: limits}
-	header := []string{"id", "measurement", "durability", "result", "unit", "÷ path limit", "÷ baseline", "target", "verdict"}
+	header := []string{"id", "measurement", "durability", "result", "unit", "÷ path limit", "÷ baseline", "CPU s/GB (server, nodes)", "busy", "target", "verdict"}
 	for _, rw := range rows {
 		v, ok := r.num(rw.key)
-		cells := []string{rw.id, rw.what, orDash(rw.durability), "ERR", rw.unit, "-", "-", orDash(rw.target), "-"}
+		cells := []string{rw.id, rw.what, orDash(rw.durability), "ERR", rw.unit, "-", "-", cpuCell(r, rw.key), busyCell(r, rw.key), orDash(rw.target), "-"}
 		if !ok {
 			rep.errors++
 			msg := r.vals[rw.key]
 			if msg == "" {
 				msg = "not measured"
 			}
-			cells[8] = "ERR (see below)"
+			cells[10] = "ERR (see below)"
 			rep.failed = append(rep.failed, fmt.Sprintf("%s (%s): %s", rw.id, rw.what, msg))
 			rep.rows = append(rep.rows, cells)
 			continue
@@ -410,11 +410,42 @@ func build(r *results) *report {
 			rep.errors++
 			rep.failed = append(rep.failed, fmt.Sprintf("%s (%s): the limit or baseline it is compared with failed", rw.id, rw.what))
 		}
-		cells[8] = orDash(verdict)
+		cells[10] = orDash(verdict)
 		rep.rows = append(rep.rows, cells)
 	}
 	rep.table = markdownTable(header, rep.rows)
 	return rep
+}
+
+// cpuCell is the CPU the whole machine spent per GB moved while the
+// measurement key ran, with the server's (the gateway or xrootd) and the
+// ecstore nodes' shares in brackets where they were measured; "-" when
+// none was recorded.
+func cpuCell(r *results, key string) string {
+	all, ok := r.num(key + ".cpu")
+	if !ok {
+		return "-"
+	}
+	var parts []string
+	for _, k := range []string{".srvcpu", ".nodecpu"} {
+		if v, ok := r.num(key + k); ok {
+			parts = append(parts, strconv.FormatFloat(v, 'f', 2, 64))
+		}
+	}
+	cell := strconv.FormatFloat(all, 'f', 2, 64)
+	if len(parts) > 0 {
+		cell += " (" + strings.Join(parts, ", ") + ")"
+	}
+	return cell
+}
+
+// busyCell is the share of the machine's cores busy while key ran.
+func busyCell(r *results, key string) string {
+	b, ok := r.num(key + ".busy")
+	if !ok {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100*b)
 }
 
 func orDash(s string) string {
@@ -441,6 +472,16 @@ func formatNum(v float64) string {
 	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
+// rightAligned reports whether column i of the results table holds
+// numbers (result, the two ratios, CPU and busy).
+func rightAligned(i int) bool {
+	switch i {
+	case 3, 5, 6, 7, 8:
+		return true
+	}
+	return false
+}
+
 // markdownTable renders a Markdown table with padded columns, readable
 // as plain text too.
 func markdownTable(header []string, rows [][]string) string {
@@ -456,7 +497,7 @@ func markdownTable(header []string, rows [][]string) string {
 		for i, c := range cells {
 			c = strings.ReplaceAll(c, "|", "/")
 			pad := strings.Repeat(" ", width[i]-len([]rune(c)))
-			if i == 3 || i == 5 || i == 6 {
+			if rightAligned(i) {
 				fmt.Fprintf(&b, " %s%s |", pad, c)
 			} else {
 				fmt.Fprintf(&b, " %s%s |", c, pad)
@@ -467,7 +508,7 @@ func markdownTable(header []string, rows [][]string) string {
 	line(header)
 	b.WriteString("|")
 	for i, w := range width {
-		if i == 3 || i == 5 || i == 6 {
+		if rightAligned(i) {
 			fmt.Fprintf(&b, "%s:|", strings.Repeat("-", w+1))
 		} else {
 			fmt.Fprintf(&b, "%s|", strings.Repeat("-", w+2))
@@ -561,6 +602,7 @@ func writeMarkdown(w io.Writer, r *results, rep *report) {
 		pl = append(pl, []string{p.name, p.formula, v})
 	}
 	io.WriteString(w, markdownTableLeft([]string{"path", "machine limit", "MB/s"}, pl))
+	writeCPU(w, r)
 
 	fmt.Fprintf(w, "\n## Notes\n\n")
 	fmt.Fprintf(w, "- Durability: ecstore rows run in the default durable mode. Plain xrootd does not fsync on close: X1 and X4–X6 are "+
@@ -600,4 +642,57 @@ func markdownTableLeft(header []string, rows [][]string) string {
 		b.WriteString("| " + strings.Join(r, " | ") + " |\n")
 	}
 	return b.String()
+}
+
+// writeCPU writes the section on the CPU of the bulk transfers: what
+// each row spent per GB against what its loopback hops alone cost, and
+// the rate its CPU per GB allows with every core busy.
+func writeCPU(w io.Writer, r *results) {
+	cores, _ := strconv.ParseFloat(r.info["cores"], 64)
+	lo1, ok1 := r.num("limit.tcp1.cpu")
+	lo8, ok8 := r.num("limit.tcp8.cpu")
+	if !ok1 && !ok8 || cores <= 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n## Where the CPU goes\n\n")
+	fmt.Fprintf(w, "The CPU column is the CPU time of the whole machine (every process and the kernel, from /proc/stat) per GB the row moved, "+
+		"with the server's share (the gateway, or xrootd) and the ecstore nodes' in brackets (the rest is xrdcp and the kernel's work outside them); "+
+		"busy is the share of the %.0f cores in use meanwhile. Every process here shares the same cores, so a row near 100%% busy "+
+		"goes as fast as its CPU per GB allows (cores ÷ CPU per GB), whatever the disk and loopback rates of the limits above. "+
+		"Loopback TCP alone, sender and receiver, takes the CPU of L1 (1 stream) or L2 (%d streams) per GB; a path that crosses loopback n times "+
+		"needs n times that before any disk, checksum or erasure-coding work: its loopback floor. "+
+		"The machine's figure counts whatever else ran meanwhile (see the load average); the server's and the nodes' are those processes' own.\n\n", cores, streams)
+	type cpuRow struct {
+		id, key   string
+		crossings float64
+		eight     bool
+	}
+	rows := []cpuRow{
+		{"X2", "xrootd.put_fsync", 1, false}, {"X3", "xrootd.get", 1, false},
+		{"N1", "nodes.put", 1 + expansion, false}, {"N2", "nodes.get", 2, false},
+		{"D1", "local.put", 1, false}, {"D2", "local.get", 1, false},
+		{"X18", "xrootd.streams.put", 1, true}, {"X19", "xrootd.streams.get", 1, true},
+		{"N17", "nodes.streams.put", 1 + expansion, true}, {"N18", "nodes.streams.get", 2, true},
+		{"D13", "local.streams.put", 1, true}, {"D14", "local.streams.get", 1, true},
+	}
+	var out [][]string
+	for _, c := range rows {
+		v, okv := r.num(c.key)
+		cpu, okc := r.num(c.key + ".cpu")
+		if !okv || !okc || cpu <= 0 {
+			continue
+		}
+		lo, okl := lo1, ok1
+		ref := "L1"
+		if c.eight {
+			lo, okl, ref = lo8, ok8, "L2"
+		}
+		floor := "-"
+		if okl {
+			floor = fmt.Sprintf("%s × %s = %.2f", trimFloat(c.crossings), ref, c.crossings*lo)
+		}
+		out = append(out, []string{c.id, formatNum(v), strconv.FormatFloat(cpu, 'f', 2, 64), busyCell(r, c.key), floor,
+			formatNum(cores / cpu * 1e3)})
+	}
+	io.WriteString(w, markdownTableLeft([]string{"row", "MB/s", "CPU s/GB", "busy", "loopback floor s/GB", "MB/s with every core busy"}, out))
 }
