@@ -1060,6 +1060,32 @@ func (c *Client) Dirlist(ctx context.Context, path string, withStat bool) ([]Fil
 	return list, nil
 }
 
+// DirlistChecksums lists directory path with every entry's stat and
+// checksum (kXR_dcksm, as xrdfs ls -C asks), algorithm naming the
+// checksum (cks.type; "" for the server's default). It returns the
+// entries, with Checksum empty where the server has none, and the
+// algorithm the server named (empty when it sent no checksums at all,
+// as xrootd without checksums configured answers).
+func (c *Client) DirlistChecksums(ctx context.Context, path, algorithm string) ([]ChecksumEntry, string, error) {
+	req := &DirlistRequest{Path: path, Options: DirlistCksum}
+	if algorithm != "" {
+		sep := "?"
+		if strings.Contains(path, "?") {
+			sep = "&"
+		}
+		req.Path += sep + "cks.type=" + url.QueryEscape(algorithm)
+	}
+	body, err := c.collect(ctx, req)
+	if err != nil {
+		return nil, "", fmt.Errorf("xrootd: dirlist %s: %w", path, err)
+	}
+	list, alg, err := ParseDirlistChecksums(body)
+	if err != nil {
+		return nil, "", fmt.Errorf("xrootd: dirlist %s: %w", path, err)
+	}
+	return list, alg, nil
+}
+
 // Mkdir creates directory path with permissions perm; with parents,
 // missing parents are created and an existing directory is no error.
 func (c *Client) Mkdir(ctx context.Context, path string, perm fs.FileMode, parents bool) error {

@@ -364,6 +364,44 @@ func TestParseDirlist(t *testing.T) {
 	}
 }
 
+func TestParseDirlistChecksums(t *testing.T) {
+	// Captured from xrootd 5.5.3 (xrootd.chksum adler32): kXR_dirlist
+	// with kXR_dcksm of a directory with a file whose checksum it has
+	// stored, one whose checksum it has not, and a directory.
+	body := ".\n0 0 0 0\nb.bin\n42891278584708608 21 48 1796649224 1796649841 1796649841 0644 xrootd xrootd [ adler32:5a560847 ]\nsub\n42891265699806720 4096 51 1796649224 1796649834 1796649834 0755 xrootd xrootd [ adler32:none ]\na.txt\n42891274289741312 5 48 1796649224 1796649834 1796649224 0644 xrootd xrootd [ adler32:none ]\x00"
+	list, alg, err := ParseDirlistChecksums([]byte(body))
+	if err != nil || alg != "adler32" || len(list) != 3 {
+		t.Fatalf("%+v %q %v", list, alg, err)
+	}
+	if e := list[0]; e.Name != "b.bin" || e.Size != 21 || e.Checksum != "5a560847" || e.Group != "xrootd" {
+		t.Errorf("b.bin: %+v", e)
+	}
+	if e := list[1]; e.Name != "sub" || !e.IsDir() || e.Checksum != "" {
+		t.Errorf("sub: %+v", e)
+	}
+	// ParseDirlist takes the same body, checksums left out.
+	if plain, err := ParseDirlist([]byte(body)); err != nil || len(plain) != 3 || plain[2].Size != 5 || plain[2].Group != "xrootd" {
+		t.Errorf("ParseDirlist: %+v %v", plain, err)
+	}
+	// What the server writes for an entry.
+	fi := FileInfo{ID: 9, Size: 5, Mode: 0o644, ModTime: time.Unix(77, 0), Owner: "u", Group: "g"}
+	if got := string(AppendChecksumField(AppendStat(nil, &fi), "adler32", "062c0215")); got != "9 5 48 77 77 77 0644 u g [ adler32:062c0215 ]" {
+		t.Errorf("entry %q", got)
+	}
+	if got := string(AppendChecksumField(nil, "adler32", "")); got != " [ adler32:none ]" {
+		t.Errorf("no checksum: %q", got)
+	}
+	for _, bad := range []string{
+		".\n0 0 0 0\na\n1 2 48 3 3 3 0644 u g [ adler32:1 ]\nb\n1 2 48 3 3 3 0644 u g [ crc32c:2 ]\x00",
+		".\n0 0 0 0\na\n1 2 48 3 3 3 0644 u g [ adler32 ]\x00",
+		"a\nb\x00",
+	} {
+		if _, _, err := ParseDirlistChecksums([]byte(bad)); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%q: %v, want ErrMalformed", bad, err)
+		}
+	}
+}
+
 func TestResponseBodies(t *testing.T) {
 	xe, err := ParseErrorBody(AppendErrorBody(nil, ErrNotFound, "no such file"))
 	if err != nil || xe.Code != ErrNotFound || xe.Message != "no such file" || !errors.Is(xe, fs.ErrNotExist) {

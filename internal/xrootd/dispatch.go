@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"net"
 	"net/url"
 	"os"
@@ -1066,12 +1067,28 @@ func (s *session) doClose(sid StreamID, of *openFile) {
 	s.sendOK(sid, nil)
 }
 
+// doDirlist answers kXR_dirlist: names, or with kXR_dstat the "." lead
+// entry and each name with its stat line, and with kXR_dcksm each stat
+// line followed by the entry's checksum (ChecksumLister), as xrootd 5
+// answers them (XrdXrootdProtocol::do_DirStat).
 func (s *session) doDirlist(ctx context.Context, sid StreamID, r *DirlistRequest) error {
-	name, _, err := cleanPath(r.Path)
+	name, cgi, err := cleanPath(r.Path)
 	if err != nil {
 		return err
 	}
 	withStat := r.Options&(DirlistStat|DirlistCksum) != 0
+	alg := "" // of kXR_dcksm; none without it
+	list := checksumLess(s.srv.Handler.List(ctx, name))
+	if h, ok := s.srv.Handler.(Checksummer); ok && r.Options&DirlistCksum != 0 && len(h.ChecksumAlgorithms()) > 0 {
+		want := cgi.Get("cks.type")
+		if alg = pickAlgorithm(h.ChecksumAlgorithms(), want); alg == "" {
+			// xrootd's answer, word for word.
+			return Errorf(ErrServerError, "%s checksum not supported.", want)
+		}
+		if cl, ok := s.srv.Handler.(ChecksumLister); ok {
+			list = cl.ListChecksums(ctx, name, alg)
+		}
+	}
 	chunk := s.limits.ResponseChunk
 	var buf []byte
 	if withStat {
@@ -1079,17 +1096,21 @@ func (s *session) doDirlist(ctx context.Context, sid StreamID, r *DirlistRequest
 	}
 	entries := 0
 	var entry []byte
-	for fi, err := range s.srv.Handler.List(ctx, name) {
+	for e, err := range list {
 		if err != nil {
 			return fmt.Errorf("dirlist %s: %w", name, err)
 		}
-		if fi.Name == "" || fi.Name == "." || fi.Name == ".." || strings.ContainsAny(fi.Name, "/\n\x00") {
-			s.log.Debug("xrootd dirlist skips unlistable name", "path", name, "name", fi.Name)
+		if e.Name == "" || e.Name == "." || e.Name == ".." || strings.ContainsAny(e.Name, "/\n\x00") {
+			s.log.Debug("xrootd dirlist skips unlistable name", "path", name, "name", e.Name)
 			continue
 		}
-		entry = append(append(entry[:0], fi.Name...), '\n')
+		entry = append(append(entry[:0], e.Name...), '\n')
 		if withStat {
-			entry = append(AppendStat(entry, &fi), '\n')
+			entry = AppendStat(entry, &e.FileInfo)
+			if alg != "" {
+				entry = AppendChecksumField(entry, alg, e.Checksum)
+			}
+			entry = append(entry, '\n')
 		}
 		// Send what is buffered before it grows past a chunk; entries end
 		// with a newline, and the last entry always goes in the final
@@ -1107,6 +1128,33 @@ func (s *session) doDirlist(ctx context.Context, sid StreamID, r *DirlistRequest
 		buf[len(buf)-1] = 0
 	}
 	return sent(s.sendOK(sid, buf))
+}
+
+// checksumLess turns a List into a listing whose entries have no
+// checksum.
+func checksumLess(list iter.Seq2[FileInfo, error]) iter.Seq2[ChecksumEntry, error] {
+	return func(yield func(ChecksumEntry, error) bool) {
+		for fi, err := range list {
+			if !yield(ChecksumEntry{FileInfo: fi}, err) {
+				return
+			}
+		}
+	}
+}
+
+// pickAlgorithm returns the checksum algorithm of algs that a client
+// asking for want (cks.type) gets: the first when want is empty, else
+// the one named want in any case, or "" when none is.
+func pickAlgorithm(algs []string, want string) string {
+	if want == "" {
+		return algs[0]
+	}
+	for _, a := range algs {
+		if strings.EqualFold(a, want) {
+			return a
+		}
+	}
+	return ""
 }
 
 func (s *session) doMkdir(ctx context.Context, sid StreamID, r *MkdirRequest) error {
@@ -1300,17 +1348,10 @@ func (s *session) doChecksum(ctx context.Context, sid StreamID, args string) err
 	if len(algs) == 0 {
 		return Errorf(ErrUnsupported, "checksums are not supported")
 	}
-	alg := algs[0]
-	if want := cgi.Get("cks.type"); want != "" {
-		alg = ""
-		for _, a := range algs {
-			if strings.EqualFold(a, want) {
-				alg = a
-			}
-		}
-		if alg == "" {
-			return Errorf(ErrUnsupported, "checksum %q is not supported (have %s)", want, strings.Join(algs, ", "))
-		}
+	want := cgi.Get("cks.type")
+	alg := pickAlgorithm(algs, want)
+	if alg == "" {
+		return Errorf(ErrUnsupported, "checksum %q is not supported (have %s)", want, strings.Join(algs, ", "))
 	}
 	sum, err := h.Checksum(ctx, name, alg)
 	if err != nil {

@@ -65,7 +65,12 @@
 //     kXR_dirlist. With kXR_dstat the listing starts with ".\n0 0 0 0\n";
 //     entries are "name\nstat\n", the last one ends with a NUL instead of
 //     the newline, and long listings come as kXR_oksofar parts that end on
-//     entry boundaries.
+//     entry boundaries. xrdfs ls -C sends kXR_dcksm (with the path's CGI,
+//     such as "?cks.type=crc32c"); xrootd then follows each stat with
+//     " [ adler32:0a1b2c3d ]", "none" for a checksum it has not stored
+//     or a directory, and refuses an algorithm it does not keep with
+//     kXR_ServerError "crc32c checksum not supported.". A kXR_dirlist of
+//     a file fails with kXR_FSError ("...; not a directory").
 //   - Stat text is "id size flags mtime ctime atime mode owner group".
 //   - xrdcp uploads: kXR_stat of the target (kXR_NotFound is expected),
 //     kXR_open with kXR_delete|kXR_open_updt|kXR_async|kXR_retstat and CGI

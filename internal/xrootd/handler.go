@@ -27,8 +27,8 @@ import (
 //
 // Namespace operations beyond Open, Stat and List are optional
 // interfaces (Remover, Renamer, DirMaker, DirRemover, Truncater, Chmoder,
-// Checksummer, SpaceReporter): the server tests for them at run time and
-// answers kXR_Unsupported when they are missing.
+// Checksummer, ChecksumLister, SpaceReporter): the server tests for them
+// at run time and answers kXR_Unsupported when they are missing.
 type FileSystem interface {
 	// Open opens or creates the file at name.
 	Open(ctx context.Context, name string, opts OpenOptions) (File, error)
@@ -279,6 +279,32 @@ type Checksummer interface {
 	// Checksum returns the checksum of the file at name as the lower-case
 	// hex string the protocol carries (8 digits for adler32).
 	Checksum(ctx context.Context, name, algorithm string) (string, error)
+}
+
+// ChecksumLister is implemented by file systems that list a directory
+// with the checksum of each entry (kXR_dirlist with kXR_dcksm; xrdfs ls
+// -C) from checksums they keep, as xrootd answers it from the checksums
+// it has stored, never computing one. It is used only by a Checksummer,
+// whose ChecksumAlgorithms name what a client may ask for: algorithm is
+// one of them (the client's cks.type, else the first). Entries are
+// listed as List lists them; an entry whose Checksum is empty (a
+// directory, a file whose checksum is not kept or could not be read) is
+// sent with "none", as xrootd sends it.
+//
+// A Checksummer that is not a ChecksumLister answers kXR_dcksm with
+// "none" for every entry rather than compute checksums in a listing; a
+// file system that is no Checksummer answers it as kXR_dstat, as xrootd
+// without xrootd.chksum does.
+type ChecksumLister interface {
+	ListChecksums(ctx context.Context, dir, algorithm string) iter.Seq2[ChecksumEntry, error]
+}
+
+// ChecksumEntry is a directory entry with its checksum (ChecksumLister,
+// Client.DirlistChecksums): lower-case hex as Checksummer returns it, or
+// empty for none.
+type ChecksumEntry struct {
+	FileInfo
+	Checksum string
 }
 
 // Space describes the capacity behind a path, in bytes.

@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -361,6 +362,50 @@ func startXrootd(t *testing.T) string {
 	}
 }
 
+// xrdfs ls -C (kXR_dirlist with kXR_dcksm) prints each file's checksum
+// as xrdfs query checksum gives it, "none" for a directory, and the
+// algorithm asked for with cks.type.
+func TestInteropXrdfsListChecksums(t *testing.T) {
+	xrdfs := requireTool(t, "xrdfs")
+	m := newMemFS()
+	m.put("/data/a.txt", []byte("hello"))
+	m.put("/data/b.bin", []byte("checksum this content"))
+	m.mkdirAll("/data/sub")
+	addr, _ := startServer(t, m, Limits{})
+	url := "root://" + addr
+
+	for _, args := range [][]string{{"ls", "-l", "-C", "/data"}, {"ls", "-C", "/data"}} {
+		out := runTool(t, false, nil, xrdfs, append([]string{url}, args...)...)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 3 {
+			t.Fatalf("%s: %d lines:\n%s", args, len(lines), out)
+		}
+		for _, l := range lines {
+			f := strings.Fields(l)
+			name := f[len(f)-1]
+			want := "adler32:none"
+			if name != "/data/sub" {
+				q := strings.Fields(runTool(t, false, nil, xrdfs, url, "query", "checksum", name))
+				if len(q) != 2 || q[0] != "adler32" {
+					t.Fatalf("query checksum %s: %q", name, q)
+				}
+				want = "adler32:" + q[1]
+			}
+			if !slices.Contains(f, want) {
+				t.Errorf("%s: %q, want %s in it", args, l, want)
+			}
+		}
+	}
+	out := runTool(t, false, nil, xrdfs, url, "ls", "-C", "/data?cks.type=crc32c")
+	if sum, _ := m.Checksum(context.Background(), "/data/a.txt", "crc32c"); !strings.Contains(out, "crc32c:"+sum+" ") {
+		t.Errorf("ls -C with cks.type=crc32c:\n%s", out)
+	}
+	out = runTool(t, true, nil, xrdfs, url, "ls", "-C", "/data?cks.type=md5")
+	if !strings.Contains(out, "[3012] md5 checksum not supported.") {
+		t.Errorf("ls -C with cks.type=md5: %s", out)
+	}
+}
+
 func TestInteropClientWithXrootd(t *testing.T) {
 	addr := startXrootd(t)
 	r := rand.New(rand.NewPCG(testSeed(t), 11))
@@ -439,6 +484,13 @@ func TestInteropClientWithXrootd(t *testing.T) {
 	alg, sum, err := c.Checksum(ctx, "/ec/dir/obj", "adler32")
 	if want := fmt.Sprintf("%08x", adler32.Checksum(all)); err != nil || alg != "adler32" || sum != want {
 		t.Errorf("checksum: %q %q %v, want %s", alg, sum, err, want)
+	}
+	// The checksum xrootd computed is kept, and kXR_dcksm lists it.
+	if list, alg, err := c.DirlistChecksums(ctx, "/ec/dir", ""); err != nil || alg != "adler32" || len(list) != 1 || list[0].Checksum != sum || list[0].Size != int64(len(all)) {
+		t.Errorf("dirlist with checksums: %+v %q %v, want %s", list, alg, err, sum)
+	}
+	if _, _, err := c.DirlistChecksums(ctx, "/ec/dir", "md5"); !isCode(err, ErrServerError) {
+		t.Errorf("dirlist with md5 checksums: %v, want kXR_ServerError", err)
 	}
 	if vals, err := c.QueryConfig(ctx, "readv_iov_max", "chksum"); err != nil || vals[0] != "1024" {
 		t.Errorf("query config: %q %v", vals, err)

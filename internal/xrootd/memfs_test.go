@@ -301,6 +301,21 @@ func (m *memFS) Checksum(ctx context.Context, name, alg string) (string, error) 
 	return "", Errorf(ErrUnsupported, "no %s", alg)
 }
 
+// ListChecksums lists dir as List does, with the files' checksums.
+func (m *memFS) ListChecksums(ctx context.Context, dir, alg string) iter.Seq2[ChecksumEntry, error] {
+	return func(yield func(ChecksumEntry, error) bool) {
+		for fi, err := range m.List(ctx, dir) {
+			e := ChecksumEntry{FileInfo: fi}
+			if err == nil && !fi.IsDir() {
+				e.Checksum, _ = m.Checksum(ctx, path.Join(dir, fi.Name), alg)
+			}
+			if !yield(e, err) {
+				return
+			}
+		}
+	}
+}
+
 func (m *memFS) Space(ctx context.Context, name string) (Space, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

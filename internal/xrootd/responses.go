@@ -174,11 +174,32 @@ const dirlistStatLead = ".\n0 0 0 0\n"
 
 // ParseDirlist decodes the complete body of a kXR_dirlist response (all
 // kXR_oksofar parts concatenated with the final kXR_ok). Listings that
-// start with the "." lead entry carry a stat line after each name.
+// start with the "." lead entry carry a stat line after each name (and
+// may carry a checksum after it, which ParseDirlistChecksums reads).
 func ParseDirlist(body []byte) ([]FileInfo, error) {
+	var out []FileInfo
+	err := eachDirlistEntry(body, func(n int) { out = make([]FileInfo, 0, n) }, func(name, stat string) error {
+		fi := FileInfo{Name: name}
+		if stat != "" {
+			var err error
+			if fi, err = ParseStat(stat); err != nil {
+				return fmt.Errorf("dirlist entry %q: %w", name, err)
+			}
+			fi.Name = name
+		}
+		out = append(out, fi)
+		return nil
+	})
+	return out, err
+}
+
+// eachDirlistEntry splits a kXR_dirlist body into its entries: it calls
+// start with their number, then fn with each entry's name and stat line
+// (empty in a listing without stat).
+func eachDirlistEntry(body []byte, start func(n int), fn func(name, stat string) error) error {
 	s := string(bytes.TrimRight(body, "\x00"))
 	if s == "" {
-		return nil, nil
+		return nil
 	}
 	withStat := false
 	if strings.HasPrefix(s, dirlistStatLead) || s == strings.TrimSuffix(dirlistStatLead, "\n") {
@@ -188,30 +209,102 @@ func ParseDirlist(body []byte) ([]FileInfo, error) {
 	}
 	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
 	if len(lines) == 1 && lines[0] == "" {
-		return nil, nil
+		return nil
 	}
 	if !withStat {
-		out := make([]FileInfo, 0, len(lines))
+		start(len(lines))
 		for _, l := range lines {
 			if l != "" {
-				out = append(out, FileInfo{Name: l})
+				if err := fn(l, ""); err != nil {
+					return err
+				}
 			}
 		}
-		return out, nil
+		return nil
 	}
 	if len(lines)%2 != 0 {
-		return nil, fmt.Errorf("%w: dirlist with stat has an odd number of lines (%d)", ErrMalformed, len(lines))
+		return fmt.Errorf("%w: dirlist with stat has an odd number of lines (%d)", ErrMalformed, len(lines))
 	}
-	out := make([]FileInfo, 0, len(lines)/2)
+	start(len(lines) / 2)
 	for i := 0; i < len(lines); i += 2 {
-		fi, err := ParseStat(lines[i+1])
-		if err != nil {
-			return nil, fmt.Errorf("dirlist entry %q: %w", lines[i], err)
+		if err := fn(lines[i], lines[i+1]); err != nil {
+			return err
 		}
-		fi.Name = lines[i]
-		out = append(out, fi)
 	}
-	return out, nil
+	return nil
+}
+
+// A kXR_dirlist with kXR_dcksm follows each entry's stat with its
+// checksum, as xrootd 5 sends it (XrdXrootdProtocol::do_DirStat):
+// " [ adler32:0a1b2c3d ]", or " [ adler32:none ]" for an entry that has
+// none (a directory, a file whose checksum is not kept).
+const (
+	checksumOpen  = " [ "
+	checksumClose = " ]"
+	checksumNone  = "none"
+)
+
+// AppendChecksumField appends the checksum field of a kXR_dcksm listing
+// entry (to follow its stat text) to b: sum of algorithm alg, or "none"
+// when sum is empty or could not be read back as one token.
+func AppendChecksumField(b []byte, alg, sum string) []byte {
+	if !checksumToken(sum) {
+		sum = checksumNone
+	}
+	b = append(b, checksumOpen...)
+	b = append(b, alg...)
+	b = append(b, ':')
+	b = append(b, sum...)
+	return append(b, checksumClose...)
+}
+
+// checksumToken reports whether s can be an algorithm name or checksum
+// value in a listing's checksum field.
+func checksumToken(s string) bool {
+	return s != "" && !strings.ContainsAny(s, " \n\x00:[]")
+}
+
+// ParseDirlistChecksums decodes the body of a kXR_dirlist response with
+// kXR_dcksm: the entries with their stat and checksum (Checksum empty for
+// "none", or when the server sent no checksum, as xrootd without
+// checksums configured answers), and the algorithm the server named. A
+// listing whose entries name different algorithms is malformed.
+func ParseDirlistChecksums(body []byte) (list []ChecksumEntry, algorithm string, err error) {
+	err = eachDirlistEntry(body, func(n int) { list = make([]ChecksumEntry, 0, n) }, func(name, stat string) error {
+		if stat == "" {
+			return fmt.Errorf("%w: dirlist entry %q without stat", ErrMalformed, name)
+		}
+		var alg, sum string
+		if i := strings.LastIndex(stat, checksumOpen); i >= 0 && i+len(checksumOpen)+len(checksumClose) <= len(stat) && strings.HasSuffix(stat, checksumClose) {
+			field := stat[i+len(checksumOpen) : len(stat)-len(checksumClose)]
+			var ok bool
+			if alg, sum, ok = strings.Cut(field, ":"); !ok || !checksumToken(alg) || !checksumToken(sum) {
+				return fmt.Errorf("%w: dirlist entry %q: checksum %q", ErrMalformed, name, field)
+			}
+			if sum == checksumNone {
+				sum = ""
+			}
+			stat = stat[:i]
+		}
+		switch {
+		case alg == "":
+		case algorithm == "":
+			algorithm = alg
+		case alg != algorithm:
+			return fmt.Errorf("%w: dirlist entry %q has a %s checksum, others %s", ErrMalformed, name, alg, algorithm)
+		}
+		fi, err := ParseStat(stat)
+		if err != nil {
+			return fmt.Errorf("dirlist entry %q: %w", name, err)
+		}
+		fi.Name = name
+		list = append(list, ChecksumEntry{FileInfo: fi, Checksum: sum})
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return list, algorithm, nil
 }
 
 // AttrListArg is the query argument of a listing with attributes
