@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -123,14 +124,15 @@ func NodeFence(store *object.Store) *netfence.Fence {
 
 // Compile-time checks of the optional capabilities FS offers.
 var (
-	_ xrootd.FileSystem    = (*FS)(nil)
-	_ xrootd.Remover       = (*FS)(nil)
-	_ xrootd.Renamer       = (*FS)(nil)
-	_ xrootd.DirMaker      = (*FS)(nil)
-	_ xrootd.DirRemover    = (*FS)(nil)
-	_ xrootd.Checksummer   = (*FS)(nil)
-	_ xrootd.SpaceReporter = (*FS)(nil)
-	_ xrootd.FileSlicer    = (*readFile)(nil)
+	_ xrootd.FileSystem     = (*FS)(nil)
+	_ xrootd.Remover        = (*FS)(nil)
+	_ xrootd.Renamer        = (*FS)(nil)
+	_ xrootd.DirMaker       = (*FS)(nil)
+	_ xrootd.DirRemover     = (*FS)(nil)
+	_ xrootd.Checksummer    = (*FS)(nil)
+	_ xrootd.ChecksumLister = (*FS)(nil)
+	_ xrootd.SpaceReporter  = (*FS)(nil)
+	_ xrootd.FileSlicer     = (*readFile)(nil)
 )
 
 // Open opens an object for reading, or starts writing a new version of it
@@ -219,29 +221,110 @@ func (f *FS) Stat(ctx context.Context, name string) (_ xrootd.FileInfo, err erro
 // List lists a directory: one entry per object, with its real size.
 func (f *FS) List(ctx context.Context, dir string) iter.Seq2[xrootd.FileInfo, error] {
 	return func(yield func(xrootd.FileInfo, error) bool) {
-		start := time.Now()
-		if err := f.allow(ctx, jwtauth.Read, "list", dir); err != nil {
-			yield(xrootd.FileInfo{}, err)
-			return
-		}
-		err := f.store.ListEach(ctx, dir, func(infos []object.Info) error {
+		f.listEach(ctx, dir, func(infos []object.Info) bool {
 			for i := range infos {
 				fi := fileInfo(&infos[i])
 				fi.Name = infos[i].Name
 				if !yield(fi, nil) {
-					return errListingStopped
+					return false
 				}
 			}
-			return nil
-		})
-		if errors.Is(err, errListingStopped) {
-			err = nil // the caller's own stop: not a failed request
-		}
-		f.hooks.done("list", start, err)
-		if err != nil {
-			yield(xrootd.FileInfo{}, mapErr(err))
-		}
+			return true
+		}, func(err error) { yield(xrootd.FileInfo{}, err) })
 	}
+}
+
+// ListChecksums lists a directory as List does, with each object's
+// whole-object checksum of algorithm (xrootd.ChecksumLister: xrdfs ls
+// -C). The checksums are in the objects' metadata, which the archives'
+// summaries that a listing reads do not hold: the metadata of each
+// object is read from one of its archives (object.Store.Describe,
+// describeAtOnce at a time), no object data. An object whose metadata
+// cannot be read, or that was replaced since it was listed, is listed
+// without a checksum ("none"), as directories are.
+func (f *FS) ListChecksums(ctx context.Context, dir, algorithm string) iter.Seq2[xrootd.ChecksumEntry, error] {
+	return func(yield func(xrootd.ChecksumEntry, error) bool) {
+		f.listEach(ctx, dir, func(infos []object.Info) bool {
+			sums := f.listedChecksums(ctx, infos, algorithm)
+			for i := range infos {
+				e := xrootd.ChecksumEntry{FileInfo: fileInfo(&infos[i]), Checksum: sums[i]}
+				e.Name = infos[i].Name
+				if !yield(e, nil) {
+					return false
+				}
+			}
+			return true
+		}, func(err error) { yield(xrootd.ChecksumEntry{}, err) })
+	}
+}
+
+// listEach lists dir for a client that may read it, handing each batch
+// of entries to each until it returns false (the consumer stopped), and
+// a failure to fail (once, after any batch).
+func (f *FS) listEach(ctx context.Context, dir string, each func([]object.Info) bool, fail func(error)) {
+	start := time.Now()
+	if err := f.allow(ctx, jwtauth.Read, "list", dir); err != nil {
+		fail(err)
+		return
+	}
+	err := f.store.ListEach(ctx, dir, func(infos []object.Info) error {
+		if !each(infos) {
+			return errListingStopped
+		}
+		return nil
+	})
+	if errors.Is(err, errListingStopped) {
+		err = nil // the caller's own stop: not a failed request
+	}
+	f.hooks.done("list", start, err)
+	if err != nil {
+		fail(mapErr(err))
+	}
+}
+
+// describeAtOnce bounds the metadata reads of a listing with checksums.
+const describeAtOnce = 16
+
+// listedChecksums returns the checksums of algorithm of the listed
+// objects infos, by index: from their Info where it has them, else from
+// their metadata (object.Store.Describe); "" for directories and for
+// objects not described.
+func (f *FS) listedChecksums(ctx context.Context, infos []object.Info, algorithm string) []string {
+	sums := make([]string, len(infos))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, describeAtOnce)
+	for i := range infos {
+		info := &infos[i]
+		if info.IsDir {
+			continue
+		}
+		if sums[i] = checksumOf(info, algorithm); sums[i] != "" {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			d, err := f.store.Describe(ctx, info)
+			if err == nil && !d.IsDir && d.Version == info.Version {
+				sums[i] = checksumOf(d, algorithm)
+			}
+		}()
+	}
+	wg.Wait()
+	return sums
+}
+
+// checksumOf returns info's whole-object checksum of algorithm, "" when
+// it has none.
+func checksumOf(info *object.Info, algorithm string) string {
+	switch algorithm {
+	case "adler32":
+		return info.Adler32
+	case "crc32c":
+		return info.CRC32C
+	}
+	return ""
 }
 
 // errListingStopped ends a listing whose consumer stopped taking entries.
@@ -319,10 +402,8 @@ func (f *FS) Checksum(ctx context.Context, name, algorithm string) (_ string, er
 		return "", xrootd.Errorf(xrootd.ErrIsDirectory, "%s is a directory", name)
 	}
 	switch algorithm {
-	case "adler32":
-		return info.Adler32, nil
-	case "crc32c":
-		return info.CRC32C, nil
+	case "adler32", "crc32c":
+		return checksumOf(info, algorithm), nil
 	}
 	return "", xrootd.Errorf(xrootd.ErrUnsupported, "checksum %q not supported (adler32, crc32c)", algorithm)
 }

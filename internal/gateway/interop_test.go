@@ -1,0 +1,89 @@
+//go:build interop
+
+package gateway
+
+// The real XRootD 5.5 clients against FS, served in process:
+//
+//	go test -tags interop ./internal/gateway/
+//
+// A missing tool skips its test, except with CI=true, where it fails.
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/testcluster"
+)
+
+// tool returns the path of an external tool; a missing tool skips the
+// test, or fails it when CI=true.
+func tool(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is required when CI=true: %v", name, err)
+		}
+		t.Skipf("%s not installed: %v", name, err)
+	}
+	return p
+}
+
+// run runs a tool and returns its combined output, failing the test when
+// the tool's failure is not wantErr.
+func run(t *testing.T, wantErr bool, name string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	if (err != nil) != wantErr {
+		t.Fatalf("%s %s: err=%v, want error %v\n%s", name, strings.Join(args, " "), err, wantErr, out)
+	}
+	return string(out)
+}
+
+// xrdfs ls -C lists every object with the checksum that xrdfs query
+// checksum gives for it, and a directory with none (TestListChecksums).
+func TestInteropListChecksums(t *testing.T) {
+	xrdfs := tool(t, "xrdfs")
+	_, cl := serve(t)
+	url := "root://" + cl.Addr()
+	r := rand.New(rand.NewPCG(5, 6))
+	upload(t, cl, "/ls/big", testcluster.Rand(r, 700<<10+3))
+	upload(t, cl, "/ls/small", []byte("hello"))
+	if err := cl.Mkdir(context.Background(), "/ls/sub", 0o755, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, alg := range []string{"adler32", "crc32c"} {
+		dir := "/ls"
+		if alg != "adler32" {
+			dir += "?cks.type=" + alg
+		}
+		out := run(t, false, xrdfs, url, "ls", "-l", "-C", dir)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 3 {
+			t.Fatalf("ls -l -C %s: %d lines:\n%s", dir, len(lines), out)
+		}
+		for _, l := range lines {
+			f := strings.Fields(l)
+			name := f[len(f)-1]
+			want := alg + ":none"
+			if name != "/ls/sub" {
+				q := strings.Fields(run(t, false, xrdfs, url, "query", "checksum", name+"?cks.type="+alg))
+				if len(q) != 2 || q[0] != alg {
+					t.Fatalf("query checksum %s: %q", name, q)
+				}
+				want = alg + ":" + q[1]
+			}
+			if !slices.Contains(f, want) {
+				t.Errorf("ls -l -C %s: %q, want %s in it", dir, l, want)
+			}
+		}
+	}
+}
