@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/adler32"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/ecstore/ecstore/internal/testcluster"
@@ -69,5 +70,27 @@ func TestListChecksums(t *testing.T) {
 	}
 	if _, _, err := cl.DirlistChecksums(ctx, "/nope", ""); !hasCode(err, xrootd.ErrNotFound) {
 		t.Errorf("missing directory: %v", err)
+	}
+}
+
+// A listing of an object answers as xrootd answers a listing of a file:
+// kXR_FSError, "not a directory" (xrdnode takes that answer from a node
+// for node.ErrNotDir), with or without stat and checksums; not
+// kXR_NotFound.
+func TestListingAnObjectIsNotADirectory(t *testing.T) {
+	_, cl := serve(t)
+	ctx := context.Background()
+	upload(t, cl, "/d/obj", []byte("an object"))
+	for _, p := range []string{"/d/obj", "/d/obj/below"} {
+		_, err := cl.Dirlist(ctx, p, false)
+		if !hasCode(err, xrootd.ErrFSError) || !strings.HasSuffix(err.Error(), "not a directory") {
+			t.Errorf("dirlist %s: %v", p, err)
+		}
+		if _, err := cl.Dirlist(ctx, p, true); !hasCode(err, xrootd.ErrFSError) {
+			t.Errorf("dirlist with stat %s: %v", p, err)
+		}
+		if _, _, err := cl.DirlistChecksums(ctx, p, ""); !hasCode(err, xrootd.ErrFSError) {
+			t.Errorf("dirlist with checksums %s: %v", p, err)
+		}
 	}
 }

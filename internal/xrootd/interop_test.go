@@ -492,6 +492,10 @@ func TestInteropClientWithXrootd(t *testing.T) {
 	if _, _, err := c.DirlistChecksums(ctx, "/ec/dir", "md5"); !isCode(err, ErrServerError) {
 		t.Errorf("dirlist with md5 checksums: %v, want kXR_ServerError", err)
 	}
+	// A file is no directory to list: kXR_FSError, "not a directory".
+	if _, err := c.Dirlist(ctx, "/ec/dir/obj", false); !isCode(err, ErrFSError) || !strings.HasSuffix(err.Error(), "not a directory") {
+		t.Errorf("dirlist of a file: %v", err)
+	}
 	if vals, err := c.QueryConfig(ctx, "readv_iov_max", "chksum"); err != nil || vals[0] != "1024" {
 		t.Errorf("query config: %q %v", vals, err)
 	}

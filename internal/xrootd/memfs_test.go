@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -138,7 +139,11 @@ func (m *memFS) List(ctx context.Context, dir string) iter.Seq2[FileInfo, error]
 		d, ok := m.nodes[dir]
 		if !ok || !d.dir {
 			m.mu.Unlock()
-			yield(FileInfo{}, fmt.Errorf("list %s: %w", dir, fs.ErrNotExist))
+			err := fs.ErrNotExist
+			if ok {
+				err = syscall.ENOTDIR // as os.ReadDir says, and xrootd
+			}
+			yield(FileInfo{}, fmt.Errorf("list %s: %w", dir, err))
 			return
 		}
 		var out []FileInfo

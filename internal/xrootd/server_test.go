@@ -723,6 +723,10 @@ func TestLargeDirlist(t *testing.T) {
 	if _, err := c.Dirlist(ctx, "/missing", true); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("dirlist missing: %v", err)
 	}
+	// A handler's ENOTDIR is kXR_FSError, as xrootd answers a file.
+	if _, err := c.Dirlist(ctx, "/many/file_with_a_fairly_long_name_number_00001.dat", false); !isCode(err, ErrFSError) {
+		t.Errorf("dirlist of a file: %v", err)
+	}
 }
 
 func TestOpenFileLimit(t *testing.T) {
