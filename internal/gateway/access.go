@@ -73,6 +73,14 @@ func (f *FS) decide(ctx context.Context, op jwtauth.Op, what, name string) error
 	return xrootd.Errorf(xrootd.ErrNotAuthorized, "%s %s: anonymous clients may only read here; authenticate with a token over roots:// (BEARER_TOKEN)", what, name)
 }
 
+// MayWrite implements xrootd.WriteReporter: kXR_locate answers "r" to a
+// client that may not create anything at name (an anonymous client of a
+// read-only listener, a token without a create or modify scope there),
+// as xrootd answers for a path exported read-only.
+func (f *FS) MayWrite(ctx context.Context, name string) bool {
+	return f.decide(ctx, jwtauth.Create, "locate", name) == nil
+}
+
 // allowWrite checks a write of name: creating it needs storage.create,
 // replacing an object that exists storage.modify. exclusive reports a
 // write allowed by storage.create alone, which must then not replace an

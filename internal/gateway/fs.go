@@ -131,6 +131,7 @@ var (
 	_ xrootd.DirRemover     = (*FS)(nil)
 	_ xrootd.Checksummer    = (*FS)(nil)
 	_ xrootd.ChecksumLister = (*FS)(nil)
+	_ xrootd.WriteReporter  = (*FS)(nil)
 	_ xrootd.SpaceReporter  = (*FS)(nil)
 	_ xrootd.FileSlicer     = (*readFile)(nil)
 )

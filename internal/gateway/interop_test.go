@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ecstore/ecstore/internal/testcluster"
+	"github.com/ecstore/ecstore/internal/xrootd"
 )
 
 // tool returns the path of an external tool; a missing tool skips the
@@ -84,6 +85,25 @@ func TestInteropListChecksums(t *testing.T) {
 			if !slices.Contains(f, want) {
 				t.Errorf("ls -l -C %s: %q, want %s in it", dir, l, want)
 			}
+		}
+	}
+}
+
+// xrdfs locate says a read-only listener is read-only
+// (TestLocateSaysWhoMayWrite), as it says of an xrootd that exports its
+// path r/o, and xrdfs ls, which locates first, still lists there.
+func TestInteropLocateReadOnly(t *testing.T) {
+	xrdfs := tool(t, "xrdfs")
+	c, cl := serve(t)
+	upload(t, cl, "/ro/x", []byte("x"))
+	roAddr, _ := serveFS(t, &xrootd.Server{Handler: NewFS(c.Store, nil, Hooks{}).ReadOnly()})
+	for _, tc := range []struct{ addr, want string }{{cl.Addr(), "Server ReadWrite"}, {roAddr, "Server Read"}} {
+		out := strings.TrimSpace(run(t, false, xrdfs, "root://"+tc.addr, "locate", "/ro/x"))
+		if !strings.HasSuffix(out, tc.want) {
+			t.Errorf("locate on %s: %q, want %q", tc.addr, out, tc.want)
+		}
+		if out := run(t, false, xrdfs, "root://"+tc.addr, "ls", "-l", "/ro"); !strings.Contains(out, " /ro/x") {
+			t.Errorf("ls -l on %s: %q", tc.addr, out)
 		}
 	}
 }

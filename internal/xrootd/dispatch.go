@@ -1414,7 +1414,8 @@ func hostPort(a net.Addr) (string, string) {
 }
 
 // doLocate answers with this server: "S" (a data server), "w" (writable)
-// and its address in the "[::ipv4]:port" form xrootd uses.
+// or "r" (read-only, WriteReporter) and its address in the
+// "[::ipv4]:port" form xrootd uses.
 func (s *session) doLocate(ctx context.Context, sid StreamID, r *LocateRequest) error {
 	p := strings.TrimPrefix(r.Path, "*")
 	if p == "" {
@@ -1429,7 +1430,11 @@ func (s *session) doLocate(ctx context.Context, sid StreamID, r *LocateRequest) 
 			return fmt.Errorf("locate %s: %w", name, err)
 		}
 	}
-	return sent(s.sendOK(sid, []byte("Sw"+locateAddr(s.conn.LocalAddr())+"\x00")))
+	access := "w"
+	if h, ok := s.srv.Handler.(WriteReporter); ok && !h.MayWrite(ctx, name) {
+		access = "r"
+	}
+	return sent(s.sendOK(sid, []byte("S"+access+locateAddr(s.conn.LocalAddr())+"\x00")))
 }
 
 func locateAddr(a net.Addr) string {

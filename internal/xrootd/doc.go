@@ -61,8 +61,9 @@
 //   - kXR_login is answered with the bare 16-byte session id when no
 //     authentication is required.
 //   - xrdfs ls first sends kXR_locate for "*<path>" (kXR_prefname|
-//     kXR_4dirlist|kXR_compress) and expects "Sw[::ip]:port", then
-//     kXR_dirlist. With kXR_dstat the listing starts with ".\n0 0 0 0\n";
+//     kXR_4dirlist|kXR_compress) and expects "Sw[::ip]:port" ("Sr..."
+//     from an xrootd exporting the path read-only, which xrdfs locate
+//     prints as "Server Read"), then kXR_dirlist. With kXR_dstat the listing starts with ".\n0 0 0 0\n";
 //     entries are "name\nstat\n", the last one ends with a NUL instead of
 //     the newline, and long listings come as kXR_oksofar parts that end on
 //     entry boundaries. xrdfs ls -C sends kXR_dcksm (with the path's CGI,

@@ -171,6 +171,18 @@ type ConfigReporter interface {
 	ConfigValue(key string) (value string, ok bool)
 }
 
+// WriteReporter is implemented by file systems that refuse writes to
+// some clients or paths (a listener that serves anonymous clients
+// read-only, say): kXR_locate then answers "r" (read-only) where
+// MayWrite reports false for the client of ctx (PeerIdentity) and the
+// path located, as xrootd answers for a path it exports read-only, and
+// "w" where it reports true. Without it, kXR_locate answers "w". The
+// answer is a hint for the client; the writes themselves are still
+// checked when they come.
+type WriteReporter interface {
+	MayWrite(ctx context.Context, name string) bool
+}
+
 // Remover is implemented by file systems that support kXR_rm.
 type Remover interface {
 	Remove(ctx context.Context, name string) error

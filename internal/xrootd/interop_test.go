@@ -492,6 +492,9 @@ func TestInteropClientWithXrootd(t *testing.T) {
 	if _, _, err := c.DirlistChecksums(ctx, "/ec/dir", "md5"); !isCode(err, ErrServerError) {
 		t.Errorf("dirlist with md5 checksums: %v, want kXR_ServerError", err)
 	}
+	if loc, err := c.Locate(ctx, "/ec/dir/obj"); err != nil || !strings.HasPrefix(loc, "Sw") {
+		t.Errorf("locate on a writable xrootd: %q %v", loc, err)
+	}
 	// A file is no directory to list: kXR_FSError, "not a directory".
 	if _, err := c.Dirlist(ctx, "/ec/dir/obj", false); !isCode(err, ErrFSError) || !strings.HasSuffix(err.Error(), "not a directory") {
 		t.Errorf("dirlist of a file: %v", err)
