@@ -353,13 +353,18 @@ func (f *FS) Rename(ctx context.Context, oldName, newName string) (err error) {
 }
 
 // Mkdir creates a directory; without parents, its parent must exist and
-// the directory must not.
+// the directory must not. With parents, the client must be allowed to
+// create each directory that is missing, not only the last.
 func (f *FS) Mkdir(ctx context.Context, name string, _ fs.FileMode, parents bool) (err error) {
 	defer func(start time.Time) { f.hooks.done("mkdir", start, err) }(time.Now())
 	if err := f.allow(ctx, jwtauth.Create, "mkdir", name); err != nil {
 		return err
 	}
-	if !parents {
+	if parents {
+		if err := f.allowParents(ctx, name); err != nil {
+			return err
+		}
+	} else {
 		if _, err := f.store.StatBrief(ctx, name); err == nil {
 			return xrootd.Errorf(xrootd.ErrItExists, "%s exists", name)
 		}
@@ -374,6 +379,28 @@ func (f *FS) Mkdir(ctx context.Context, name string, _ fs.FileMode, parents bool
 		}
 	}
 	return mapErr(f.store.Mkdir(ctx, name))
+}
+
+// allowParents checks that the client of ctx may create the parents of
+// name that are missing: a storage.create scope for /a/b lets its holder
+// make /a/b/c, not /a when it is missing. A scope that allows a
+// directory allows everything below it, so only the lowest parent it
+// does not allow is looked up: if it exists, so do those above it.
+func (f *FS) allowParents(ctx context.Context, name string) error {
+	for dir, _ := node.Split(name); dir != "/"; dir, _ = node.Split(dir) {
+		if f.decide(ctx, jwtauth.Create, "mkdir", dir) == nil {
+			continue
+		}
+		_, err := f.store.StatBrief(ctx, dir)
+		switch {
+		case err == nil:
+			return nil // an object there fails the mkdir itself
+		case errors.Is(err, object.ErrNotExist):
+			return f.allow(ctx, jwtauth.Create, "create missing parent", dir)
+		}
+		return mapErr(err)
+	}
+	return nil
 }
 
 // Rmdir removes an empty directory.
