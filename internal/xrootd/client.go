@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ecstore/ecstore/internal/bufpool"
@@ -194,10 +195,12 @@ type call struct {
 
 	// sink, when set, is where the bodies of the call's kXR_oksofar and
 	// kXR_ok frames are received, in order, without an intermediate
-	// buffer (kXR_read). readLoop holds smu while it writes into sink;
-	// pending.detach takes it to make sure it never will again.
-	smu  sync.Mutex
-	sink []byte
+	// buffer (kXR_read). readLoop holds smu during each read into sink;
+	// pending.detach sets detaching, then takes smu to make sure it
+	// never writes there again.
+	smu       sync.Mutex
+	sink      []byte
+	detaching atomic.Bool
 
 	// late, when set, takes the final answer of a call whose caller
 	// gave up on it (lateFor): an open's answer holds a file handle that
@@ -279,17 +282,39 @@ const lateCloseTimeout = 30 * time.Second
 
 // receive reads the n-byte body of f straight into the call's sink when
 // it fits there; it reports whether it did. An error is a read error.
+// It reads as the bytes arrive, one read at a time, and skips the rest
+// of the body once the call is detached (its caller gave up): the
+// stream stays in step, and sink is not written again.
 func (cl *call) receive(r io.Reader, f *ResponseFrame, n int) (bool, error) {
 	cl.smu.Lock()
-	defer cl.smu.Unlock()
 	if cl.sink == nil || n > len(cl.sink) {
+		cl.smu.Unlock()
 		return false, nil
 	}
 	dst := cl.sink[:n:n]
-	if _, err := io.ReadFull(r, dst); err != nil {
-		return true, truncatedEOF(err)
-	}
 	cl.sink = cl.sink[n:]
+	cl.smu.Unlock()
+	got := 0
+	for got < n && !cl.detaching.Load() {
+		cl.smu.Lock()
+		if cl.sink == nil {
+			cl.smu.Unlock()
+			break
+		}
+		k, err := r.Read(dst[got:])
+		cl.smu.Unlock()
+		got += k
+		if err != nil && got < n {
+			return true, truncatedEOF(err)
+		}
+	}
+	if got < n {
+		// Detached: nobody takes the answer (see deliver).
+		if _, err := io.CopyN(io.Discard, r, int64(n-got)); err != nil {
+			return true, truncatedEOF(err)
+		}
+		return true, nil
+	}
 	f.Body, f.inPlace = dst, true
 	return true, nil
 }
@@ -899,17 +924,28 @@ func (c *Client) releaseSlots(n int) {
 
 // detach makes sure the connection's reader no longer writes into the
 // call's sink. If it is receiving into it right now (the caller gave up
-// mid-frame), the connection is failed, as the stream cannot skip the
-// rest of that frame, and detach waits for the reader to let go.
+// mid-frame), the reader lets go after its current read, which returns
+// as soon as any bytes arrive, and skips the rest of the frame. Should
+// none arrive within detachWait (the server stopped in the middle of the
+// frame), the connection is failed, which ends that read: the stream
+// cannot skip bytes that do not come.
 func (p *pending) detach() {
 	cl := p.cl
+	cl.detaching.Store(true)
 	if !cl.smu.TryLock() {
-		p.c.fail(errors.New("a read was abandoned while its answer was arriving"))
+		t := time.AfterFunc(detachWait, func() {
+			p.c.fail(errors.New("a read was abandoned while its answer was arriving, and the server stopped sending it"))
+		})
 		cl.smu.Lock()
+		t.Stop()
 	}
 	cl.sink = nil
 	cl.smu.Unlock()
 }
+
+// detachWait bounds how long detach waits for the bytes of a frame
+// being received into the sink of a read given up on.
+const detachWait = 100 * time.Millisecond
 
 // wait consumes the answer, passing every data frame (kXR_oksofar, the
 // final kXR_ok, kXR_status) to onData (nil: none expected), and returns
