@@ -534,6 +534,18 @@ func (c *Client) Close() error {
 	return nil
 }
 
+// Err returns nil while the connection is up, and once it has failed or
+// was closed why, an error wrapping ErrClosed: every request would fail
+// with it, unsent.
+func (c *Client) Err() error {
+	select {
+	case <-c.done:
+		return c.connErr()
+	default:
+		return nil
+	}
+}
+
 // fail marks the connection dead with err and wakes every waiter.
 func (c *Client) fail(err error) {
 	c.mu.Lock()

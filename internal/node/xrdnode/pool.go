@@ -14,9 +14,9 @@ import (
 // Connections are dialled lazily by the first call that needs one, in a
 // goroutine bounded by Options.DialTimeout (callers wait with their own
 // context). A connection is replaced by the next call that picks its slot
-// once it is dead: its socket failed, a request on it failed with
-// xrootd.ErrClosed, or it did not answer a ping after a request timed
-// out. The xrootd.Client does not reconnect by itself; this is where
+// once it is dead: its socket failed, its client failed (on a frame it
+// could not take, say), a request on it failed with xrootd.ErrClosed,
+// or it did not answer a ping after a request timed out. The xrootd.Client does not reconnect by itself; this is where
 // that happens.
 type pool struct {
 	n     *Node
@@ -52,7 +52,7 @@ type conn struct {
 func (cn *conn) failed() bool {
 	select {
 	case <-cn.ready:
-		return cn.err != nil || cn.dead.Load()
+		return cn.err != nil || cn.dead.Load() || cn.c.Err() != nil
 	default:
 		return false
 	}
