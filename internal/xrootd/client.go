@@ -159,8 +159,9 @@ func (o *DialOptions) withDefaults() DialOptions {
 // context that bounds it; a request abandoned by its context keeps its
 // stream id reserved until the server's answer arrives and is discarded.
 //
-// The client follows kXR_wait (pause and re-send) and kXR_waitresp (the
-// answer arrives later as kXR_attn) itself; kXR_redirect is returned as a
+// The client follows kXR_wait (pause and re-send; after part of an
+// answer, ErrMalformed) and kXR_waitresp (the answer arrives later as
+// kXR_attn) itself; kXR_redirect is returned as a
 // *RedirectError and kXR_error as an *Error.
 type Client struct {
 	conn  net.Conn
@@ -1018,7 +1019,9 @@ func (c *Client) roundTripInto(ctx context.Context, req Request, sink []byte, on
 	// is handled: the request is bounded by how long the server goes
 	// silent, not by how long the whole answer, or the caller's work on
 	// it, takes.
+	parts := 0 // of the answer handed to handle
 	onData = func(f *ResponseFrame) error {
+		parts++
 		defer watchdog.Busy(ctx)()
 		return handle(f)
 	}
@@ -1033,6 +1036,11 @@ func (c *Client) roundTripInto(ctx context.Context, req Request, sink []byte, on
 		}
 		if err != nil {
 			return err
+		}
+		if f.Status == StatusWait && parts > 0 {
+			// Sent again, the request's answer would follow the parts
+			// handled already (a read's data, a listing's entries).
+			return fmt.Errorf("%w: kXR_wait after %d parts of the answer", ErrMalformed, parts)
 		}
 		if f.Status == StatusWait && attempt < c.opts.MaxWaitRetries {
 			d, msg, err := parseWaitBody(f.Body)
