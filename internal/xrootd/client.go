@@ -213,12 +213,15 @@ type call struct {
 }
 
 // deliver hands f to the call's caller, or to late when the caller gave
-// up (readLoop).
-func (cl *call) deliver(f *ResponseFrame) {
+// up (readLoop). It drops f once the connection is closed (closed): a
+// caller that finds it closed stops listening without giving up, and
+// the server's handles are gone with the connection.
+func (cl *call) deliver(f *ResponseFrame, closed <-chan struct{}) {
 	if cl.late == nil {
 		select {
 		case cl.frames <- f:
 		case <-cl.gone:
+		case <-closed:
 		}
 		return
 	}
@@ -229,6 +232,8 @@ func (cl *call) deliver(f *ResponseFrame) {
 		case cl.frames <- f:
 			return
 		case <-cl.gone:
+		case <-closed:
+			return
 		}
 	}
 	if isFinal(f) {
@@ -616,7 +621,7 @@ func (c *Client) readLoop() {
 			c.log.Debug("xrootd client drops response for unknown stream", "stream", f.StreamID.String(), "status", f.Status.String())
 			continue
 		}
-		cl.deliver(f)
+		cl.deliver(f, c.done)
 	}
 }
 
