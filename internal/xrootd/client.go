@@ -979,29 +979,36 @@ func (p *pending) wait(ctx context.Context, onData func(f *ResponseFrame) error)
 		return nil, err
 	}
 	for {
+		var f *ResponseFrame
 		select {
-		case f := <-p.cl.frames:
-			final := isFinal(f)
-			if f.Status == StatusOK || f.Status == StatusOKSoFar || f.Status == StatusStatus {
-				p.received += int64(len(f.Body))
-				if err := onData(f); err != nil {
-					p.observe(nil, err)
-					p.abandon()
-					return nil, err
-				}
-			}
-			if final {
-				p.observe(f, nil)
-				return f, nil
-			}
+		case f = <-p.cl.frames:
 		case <-ctx.Done():
 			p.observe(nil, ctx.Err())
 			p.abandon()
 			return nil, ctx.Err()
 		case <-p.c.done:
-			err := p.c.connErr()
-			p.observe(nil, err)
-			return nil, err
+			// The frames read before the connection closed are the
+			// answer's (a server answers, then goes).
+			select {
+			case f = <-p.cl.frames:
+			default:
+				err := p.c.connErr()
+				p.observe(nil, err)
+				return nil, err
+			}
+		}
+		final := isFinal(f)
+		if f.Status == StatusOK || f.Status == StatusOKSoFar || f.Status == StatusStatus {
+			p.received += int64(len(f.Body))
+			if err := onData(f); err != nil {
+				p.observe(nil, err)
+				p.abandon()
+				return nil, err
+			}
+		}
+		if final {
+			p.observe(f, nil)
+			return f, nil
 		}
 	}
 }
