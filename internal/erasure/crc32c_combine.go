@@ -93,12 +93,18 @@ const PagedSize = 4096
 // CRC. pageCRCs must describe chunk (4 bytes per page); n must not
 // exceed len(chunk).
 func (s *ObjectSums) WritePaged(chunk []byte, n int, pageCRCs []byte) {
-	p := chunk[:n]
-	for q := p; len(q) > 0; {
+	for q := chunk[:n]; len(q) > 0; {
 		m := min(len(q), sumPiece)
 		s.adler = updateAdler32(s.adler, q[:m])
 		q = q[m:]
 	}
+	s.addPagedCRC(chunk, n, pageCRCs)
+}
+
+// addPagedCRC adds chunk[:n] to the CRC-32C and the length, from the
+// chunk's page CRC-32Cs (see WritePaged).
+func (s *ObjectSums) addPagedCRC(chunk []byte, n int, pageCRCs []byte) {
+	p := chunk[:n]
 	shift := pageShift()
 	for start := 0; start < n; start += PagedSize {
 		end := min(start+PagedSize, len(chunk))

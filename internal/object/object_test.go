@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecstore/ecstore/internal/erasure"
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/node"
 )
@@ -148,32 +149,44 @@ func TestRoundTripSizes(t *testing.T) {
 // write stores against the data's own, for sizes that end inside a page,
 // a chunk and a block: the writer derives the CRC-32C from the chunks'
 // page checksums, and a last block's chunks are neither whole chunks nor
-// whole pages, and end in padding.
+// whole pages, and end in padding. The second geometry's chunks span
+// several of the pieces the writer encodes and sums at a time
+// (erasure.SumPiece), the last one short.
 func TestStoredChecksumsAreTheDatas(t *testing.T) {
-	g := layout.Geometry{K: 3, M: 2, ChunkSize: 16 << 10}
-	c := newCluster(t, 6, g, func(o *Options) { o.SmallObjectSize = 8 << 10 })
-	r := rand.New(rand.NewPCG(seed(t), 1))
-	cs, bs := g.ChunkSize, g.BlockSize()
-	castagnoli := crc32.MakeTable(crc32.Castagnoli)
-	for _, size := range []int64{0, 1, 4095, 4096, 4097, cs - 1, cs + 5, bs - 1, bs, bs + 1, 2*bs + 3*4096 + 7} {
-		for _, hinted := range []bool{false, true} { // hinted and small: stored as 1+M copies
-			data := randBytes(r, size)
-			path := fmt.Sprintf("/sums/f%d-%v", size, hinted)
-			hint := int64(0)
-			if hinted {
-				hint = size
+	for _, g := range []layout.Geometry{
+		{K: 3, M: 2, ChunkSize: 16 << 10},
+		{K: 3, M: 2, ChunkSize: 2*erasure.SumPiece + 5*4096},
+	} {
+		t.Run(fmt.Sprintf("chunk=%d", g.ChunkSize), func(t *testing.T) {
+			c := newCluster(t, 6, g, func(o *Options) { o.SmallObjectSize = 8 << 10 })
+			r := rand.New(rand.NewPCG(seed(t), 1))
+			cs, bs := g.ChunkSize, g.BlockSize()
+			castagnoli := crc32.MakeTable(crc32.Castagnoli)
+			for _, size := range []int64{0, 1, 4095, 4096, 4097, cs - 1, cs + 5, bs - 1, bs, bs + 1, 2*bs + 3*4096 + 7} {
+				for _, hinted := range []bool{false, true} { // hinted and small: stored as 1+M copies
+					data := randBytes(r, size)
+					path := fmt.Sprintf("/sums/f%d-%v", size, hinted)
+					hint := int64(0)
+					if hinted {
+						hint = size
+					}
+					putHint(t, c.store, path, data, hint)
+					info, err := c.store.Stat(context.Background(), path)
+					if err != nil {
+						t.Fatal(err)
+					}
+					wantCRC := fmt.Sprintf("%08x", crc32.Checksum(data, castagnoli))
+					wantAdler := fmt.Sprintf("%08x", adler32.Checksum(data))
+					if info.CRC32C != wantCRC || info.Adler32 != wantAdler {
+						t.Errorf("%s (%d bytes): crc32c %s adler32 %s, want %s %s", path, size, info.CRC32C, info.Adler32, wantCRC, wantAdler)
+					}
+					got, err := get(c.store, path)
+					if err != nil || !bytes.Equal(got, data) {
+						t.Errorf("%s (%d bytes): read back: err %v, equal %v", path, size, err, bytes.Equal(got, data))
+					}
+				}
 			}
-			putHint(t, c.store, path, data, hint)
-			info, err := c.store.Stat(context.Background(), path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			wantCRC := fmt.Sprintf("%08x", crc32.Checksum(data, castagnoli))
-			wantAdler := fmt.Sprintf("%08x", adler32.Checksum(data))
-			if info.CRC32C != wantCRC || info.Adler32 != wantAdler {
-				t.Errorf("%s (%d bytes): crc32c %s adler32 %s, want %s %s", path, size, info.CRC32C, info.Adler32, wantCRC, wantAdler)
-			}
-		}
+		})
 	}
 }
 

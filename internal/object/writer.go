@@ -71,6 +71,7 @@ type blockJob struct {
 	chunks  [][]byte
 	crcs    []uint32
 	pages   [][]byte // each chunk's page checksums (archive.AppendPageCRCs)
+	adlers  []uint32 // each chunk's adler32 of its object bytes (erasure.SumChunk)
 	encoded chan struct{}
 	refs    atomic.Int32 // slot writers still using the job
 }
@@ -569,19 +570,40 @@ func (w *Writer) encode(job *blockJob) {
 	for s := k; s < width; s++ {
 		job.chunks[s] = bufpool.Get(cl)
 	}
-	if err := w.codec.Encode(job.chunks); err != nil {
-		w.fail(fmt.Errorf("encode block %d: %w", job.block, err))
-		return
+	// Parity and every checksum of a chunk are taken here, of the same
+	// bytes, a row of pieces at a time: each piece is read from memory
+	// once and from the cache by the rest (the adler32 of the object
+	// bytes too, for the whole-object adler32 that dispatch combines in
+	// order). Damage to a buffer between now and its write then fails
+	// the page checksums as it fails the chunk's CRC-32.
+	summers := make([]*erasure.ChunkSummer, width)
+	for s := range summers {
+		n := 0
+		if s < k {
+			n = min(cl, max(0, job.n-s*cl))
+		}
+		summers[s] = erasure.NewChunkSummer(n, make([]byte, 0, (cl+erasure.PagedSize-1)/erasure.PagedSize*4))
 	}
-	// Both checksums of a chunk are taken here, of the same bytes:
-	// damage to a buffer between now and its write then fails the page
-	// checksums as it fails the chunk's CRC-32.
-	crcs, pages := make([]uint32, width), make([][]byte, width)
-	for s, c := range job.chunks {
-		crcs[s] = erasure.ChunkChecksum(c)
-		pages[s] = archive.AppendPageCRCs(nil, c)
+	row := make([][]byte, width)
+	for off := 0; off < cl; off += erasure.SumPiece {
+		end := min(off+erasure.SumPiece, cl)
+		for s, c := range job.chunks {
+			row[s] = c[off:end]
+		}
+		if err := w.codec.Encode(row); err != nil {
+			w.fail(fmt.Errorf("encode block %d: %w", job.block, err))
+			return
+		}
+		for s, piece := range row {
+			summers[s].Write(piece)
+		}
 	}
-	job.crcs, job.pages = crcs, pages
+	crcs, pages, adlers := make([]uint32, width), make([][]byte, width), make([]uint32, width)
+	for s, c := range summers {
+		sums := c.Sums()
+		crcs[s], pages[s], adlers[s] = sums.CRC32, sums.Pages, sums.Adler32
+	}
+	job.crcs, job.pages, job.adlers = crcs, pages, adlers
 }
 
 // dispatch feeds blocks, in order, to every slot writer and computes the
@@ -600,10 +622,11 @@ func (w *Writer) dispatch() {
 			continue
 		}
 		// The object's CRC-32C comes from the data chunks' page CRCs,
-		// which encode took for the archives.
+		// which encode took for the archives, and its adler32 from the
+		// chunks' own.
 		cl := len(job.chunks[0])
 		for s := 0; s < w.geo.K && s*cl < job.n; s++ {
-			w.sums.WritePaged(job.chunks[s], min(cl, job.n-s*cl), job.pages[s])
+			w.sums.AddChunk(job.chunks[s], min(cl, job.n-s*cl), erasure.ChunkSums{Adler32: job.adlers[s], Pages: job.pages[s]})
 		}
 		job.refs.Store(int32(len(w.slots)))
 		for _, sw := range w.slots {
