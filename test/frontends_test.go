@@ -21,22 +21,8 @@ import (
 	"time"
 
 	"github.com/ecstore/ecstore/internal/testport"
+	"github.com/ecstore/ecstore/internal/testtool"
 )
-
-// needTool returns the path of an external client; a missing one skips
-// the test, or fails it when CI=true (scripts/install-deps.sh installs
-// them all).
-func needTool(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("required tool missing (CI=true): %s: %v", name, err)
-		}
-		t.Skipf("tool missing (install with scripts/install-deps.sh): %s", name)
-	}
-	return p
-}
 
 // servingGateway is an "ecstore serve" process.
 type servingGateway struct {
@@ -162,8 +148,8 @@ func runTool(t *testing.T, env []string, name string, args ...string) string {
 // settings (8 MiB parts, 10 at a time) up and back.
 func TestFrontendsGiB(t *testing.T) {
 	const size = 1 << 30
-	curl := needTool(t, "curl")
-	aws := needTool(t, "aws")
+	curl := testtool.Need(t, "curl")
+	aws := testtool.Need(t, "aws")
 	work := t.TempDir()
 	const token = "slow-suite-token-0123456789"
 	auth := filepath.Join(work, "auth.conf")

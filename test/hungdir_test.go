@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ecstore/ecstore/internal/testtool"
 )
 
 // fuseMount is a bindfs mount of a directory: a FUSE file system whose
@@ -28,7 +30,7 @@ type fuseMount struct {
 // would otherwise walk into a frozen mount).
 func mountBindfs(t *testing.T, src, dst string) *fuseMount {
 	t.Helper()
-	bindfs := needTool(t, "bindfs")
+	bindfs := testtool.Need(t, "bindfs")
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("no /dev/fuse (CI=true): %v", err)
@@ -67,8 +69,8 @@ func (m *fuseMount) thaw()   { _ = m.cmd.Process.Signal(syscall.SIGCONT) }
 // starts and serves. Before node.Guard every one of these waited for as
 // long as the mount stayed frozen.
 func TestFrozenNodeDirectory(t *testing.T) {
-	xrdcp := needTool(t, "xrdcp")
-	xrdfs := needTool(t, "xrdfs")
+	xrdcp := testtool.Need(t, "xrdcp")
+	xrdfs := testtool.Need(t, "xrdfs")
 	root := t.TempDir()
 	var dirs []string
 	for i := range 10 {

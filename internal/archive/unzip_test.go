@@ -11,27 +11,13 @@ import (
 	"testing"
 
 	"github.com/ecstore/ecstore/internal/layout"
+	"github.com/ecstore/ecstore/internal/testtool"
 )
-
-// lookUnzip returns the path of Info-ZIP's unzip (Debian package
-// "unzip"). Without it the test is skipped, except in CI (CI=true), where
-// a missing tool is a failure.
-func lookUnzip(t testing.TB) string {
-	t.Helper()
-	p, err := exec.LookPath("unzip")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("unzip is required in CI (apt-get install unzip): %v", err)
-		}
-		t.Skipf("unzip not installed (apt-get install unzip): %v", err)
-	}
-	return p
-}
 
 // TestUnzip checks that Info-ZIP's unzip lists and verifies archives with
 // no ecstore code, and catches a corrupted chunk.
 func TestUnzip(t *testing.T) {
-	unzip := lookUnzip(t)
+	unzip := testtool.Need(t, "unzip")
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		g          layout.Geometry

@@ -20,6 +20,7 @@ import (
 	"unsafe"
 
 	"github.com/ecstore/ecstore/internal/layout"
+	"github.com/ecstore/ecstore/internal/testtool"
 )
 
 // sparseBuf is an io.Writer that keeps the bytes written to it except
@@ -298,7 +299,7 @@ func TestZip64(t *testing.T) {
 
 	// unzip lists the archive and tests its entries past 4 GiB, from a
 	// sparse file.
-	unzip := lookUnzip(t)
+	unzip := testtool.Need(t, "unzip")
 	path := filepath.Join(t.TempDir(), "big.zip")
 	if err := writeSparseFile(path, &s); err != nil {
 		t.Fatal(err)

@@ -21,21 +21,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-)
 
-// tool returns the path of an external tool; a missing tool skips the
-// test, or fails it when CI=true.
-func tool(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is required when CI=true: %v", name, err)
-		}
-		t.Skipf("%s not installed: %v", name, err)
-	}
-	return p
-}
+	"github.com/ecstore/ecstore/internal/testtool"
+)
 
 // logVersion logs the version of the XRootD client tools.
 func logVersion(t *testing.T) {
@@ -58,7 +46,7 @@ func run(t *testing.T, wantErr bool, name string, args ...string) string {
 }
 
 func TestInteropXrdcp(t *testing.T) {
-	xrdcp := tool(t, "xrdcp")
+	xrdcp := testtool.Need(t, "xrdcp")
 	logVersion(t)
 	r := testRand(t)
 	dir, addr := serve(t, Options{Fsync: true})
@@ -99,7 +87,7 @@ func TestInteropXrdcp(t *testing.T) {
 }
 
 func TestInteropXrdfs(t *testing.T) {
-	xrdfs := tool(t, "xrdfs")
+	xrdfs := testtool.Need(t, "xrdfs")
 	logVersion(t)
 	dir, addr := serve(t, Options{})
 	url := "root://" + addr
@@ -158,7 +146,7 @@ func TestInteropXrdfs(t *testing.T) {
 // xrdfs xattr against an ecstore node: an attribute set with xrdfs is got
 // back by xrdfs and lies on disk where a plain xrootd keeps it.
 func TestInteropXrdfsAttrs(t *testing.T) {
-	xrdfs := tool(t, "xrdfs")
+	xrdfs := testtool.Need(t, "xrdfs")
 	dir, addr := serve(t, Options{Fsync: true})
 	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)

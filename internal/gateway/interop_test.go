@@ -11,7 +11,6 @@ package gateway
 import (
 	"context"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -19,22 +18,9 @@ import (
 	"time"
 
 	"github.com/ecstore/ecstore/internal/testcluster"
+	"github.com/ecstore/ecstore/internal/testtool"
 	"github.com/ecstore/ecstore/internal/xrootd"
 )
-
-// tool returns the path of an external tool; a missing tool skips the
-// test, or fails it when CI=true.
-func tool(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is required when CI=true: %v", name, err)
-		}
-		t.Skipf("%s not installed: %v", name, err)
-	}
-	return p
-}
 
 // run runs a tool and returns its combined output, failing the test when
 // the tool's failure is not wantErr.
@@ -52,7 +38,7 @@ func run(t *testing.T, wantErr bool, name string, args ...string) string {
 // xrdfs ls -C lists every object with the checksum that xrdfs query
 // checksum gives for it, and a directory with none (TestListChecksums).
 func TestInteropListChecksums(t *testing.T) {
-	xrdfs := tool(t, "xrdfs")
+	xrdfs := testtool.Need(t, "xrdfs")
 	_, cl := serve(t)
 	url := "root://" + cl.Addr()
 	r := rand.New(rand.NewPCG(5, 6))
@@ -93,7 +79,7 @@ func TestInteropListChecksums(t *testing.T) {
 // (TestLocateSaysWhoMayWrite), as it says of an xrootd that exports its
 // path r/o, and xrdfs ls, which locates first, still lists there.
 func TestInteropLocateReadOnly(t *testing.T) {
-	xrdfs := tool(t, "xrdfs")
+	xrdfs := testtool.Need(t, "xrdfs")
 	c, cl := serve(t)
 	upload(t, cl, "/ro/x", []byte("x"))
 	roAddr, _ := serveFS(t, &xrootd.Server{Handler: NewFS(c.Store, nil, Hooks{}).ReadOnly()})

@@ -27,6 +27,7 @@ import (
 
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/testcluster"
+	"github.com/ecstore/ecstore/internal/testtool"
 )
 
 // interop is a server plus the environment for the client tools.
@@ -37,17 +38,6 @@ type interop struct {
 	hostPort string
 	home     string
 	env      []string
-}
-
-// needTool skips (or, in CI, fails) when a client is missing.
-func needTool(t *testing.T, path string) {
-	t.Helper()
-	if _, err := os.Stat(path); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is missing (install: scripts/install-deps.sh): %v", path, err)
-		}
-		t.Skipf("%s is missing (install: scripts/install-deps.sh)", path)
-	}
 }
 
 func newInterop(t *testing.T) *interop {
@@ -163,7 +153,7 @@ func makeTree(t *testing.T, root string, n int) {
 }
 
 func TestInteropAWSCLI(t *testing.T) {
-	needTool(t, "/usr/bin/aws")
+	testtool.Need(t, "/usr/bin/aws")
 	ix := newInterop(t)
 	rng := testRand(t)
 	ix.aws("s3", "mb", "s3://awscli")
@@ -241,7 +231,7 @@ func TestInteropAWSCLI(t *testing.T) {
 }
 
 func TestInteropAWSMultipartAPI(t *testing.T) {
-	needTool(t, "/usr/bin/aws")
+	testtool.Need(t, "/usr/bin/aws")
 	ix := newInterop(t)
 	rng := testRand(t)
 	ix.aws("s3", "mb", "s3://mpu")
@@ -352,7 +342,7 @@ elif op == "roundtrip":
 `
 
 func TestInteropBoto3(t *testing.T) {
-	needTool(t, "/usr/bin/python3")
+	testtool.Need(t, "/usr/bin/python3")
 	ix := newInterop(t)
 	if _, err := ix.run(nil, "/usr/bin/python3", "-c", "import boto3"); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -360,7 +350,7 @@ func TestInteropBoto3(t *testing.T) {
 		}
 		t.Skipf("python3-boto3 is missing: %v", err)
 	}
-	needTool(t, "/usr/bin/curl")
+	testtool.Need(t, "/usr/bin/curl")
 	script := filepath.Join(ix.home, "s3test.py")
 	writeFile(t, script, []byte(boto3Script))
 	if out := ix.must(nil, "/usr/bin/python3", script, ix.endpoint, testAK, testSecret, "boto", "roundtrip"); strings.TrimSpace(out) != "ok" {
@@ -399,7 +389,7 @@ func TestInteropBoto3(t *testing.T) {
 }
 
 func TestInteropWrongSecretAWSCLI(t *testing.T) {
-	needTool(t, "/usr/bin/aws")
+	testtool.Need(t, "/usr/bin/aws")
 	ix := newInterop(t)
 	ix.aws("s3", "mb", "s3://sec")
 	f := filepath.Join(ix.home, "f")
@@ -420,7 +410,7 @@ func TestInteropWrongSecretAWSCLI(t *testing.T) {
 }
 
 func TestInteropRclone(t *testing.T) {
-	needTool(t, "/usr/bin/rclone")
+	testtool.Need(t, "/usr/bin/rclone")
 	ix := newInterop(t)
 	env := []string{"RCLONE_CONFIG_ECS_TYPE=s3", "RCLONE_CONFIG_ECS_PROVIDER=Other", "RCLONE_CONFIG_ECS_ENV_AUTH=false",
 		"RCLONE_CONFIG_ECS_ACCESS_KEY_ID=" + testAK, "RCLONE_CONFIG_ECS_SECRET_ACCESS_KEY=" + testSecret,
@@ -443,7 +433,7 @@ func TestInteropRclone(t *testing.T) {
 }
 
 func TestInteropS3cmd(t *testing.T) {
-	needTool(t, "/usr/bin/s3cmd")
+	testtool.Need(t, "/usr/bin/s3cmd")
 	ix := newInterop(t)
 	cfg := filepath.Join(ix.home, "s3cfg")
 	writeFile(t, cfg, []byte(fmt.Sprintf("[default]\naccess_key = %s\nsecret_key = %s\nhost_base = %s\nhost_bucket = %s\n"+

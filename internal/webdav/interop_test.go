@@ -33,19 +33,8 @@ import (
 
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/testcluster"
+	"github.com/ecstore/ecstore/internal/testtool"
 )
-
-// needTool skips (or, with CI=true, fails) when a client is missing.
-func needTool(t *testing.T, path string) string {
-	t.Helper()
-	if _, err := os.Stat(path); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is missing (install: scripts/install-deps.sh): %v", path, err)
-		}
-		t.Skipf("%s is missing (install: scripts/install-deps.sh)", path)
-	}
-	return path
-}
 
 // interop is a server on a 4+2 cluster of 64 KiB chunks plus a scratch
 // directory for the clients.
@@ -126,7 +115,7 @@ func sameBytes(t *testing.T, path string, want []byte) {
 }
 
 func TestInteropCurl(t *testing.T) {
-	curl := needTool(t, "/usr/bin/curl")
+	curl := testtool.Need(t, "/usr/bin/curl")
 	ix := newInterop(t)
 	rng := testRand(t)
 	bearer := "Authorization: Bearer " + testToken
@@ -231,7 +220,7 @@ func TestInteropCurl(t *testing.T) {
 
 func TestInteropDavix(t *testing.T) {
 	for _, tool := range []string{"davix-ls", "davix-get", "davix-put", "davix-mkdir", "davix-rm"} {
-		needTool(t, "/usr/bin/"+tool)
+		testtool.Need(t, "/usr/bin/"+tool)
 	}
 	ix := newInterop(t)
 	rng := testRand(t)
@@ -295,8 +284,8 @@ func TestInteropDavix(t *testing.T) {
 // With anonymous reads, davix and curl read without credentials but
 // cannot write.
 func TestInteropAnonymousRead(t *testing.T) {
-	needTool(t, "/usr/bin/curl")
-	needTool(t, "/usr/bin/davix-get")
+	testtool.Need(t, "/usr/bin/curl")
+	testtool.Need(t, "/usr/bin/davix-get")
 	ix := newInterop(t, func(o *Options) { o.AnonymousRead = true })
 	ix.ts.put("/pub/file", []byte("public data"))
 	down := filepath.Join(ix.home, "down")

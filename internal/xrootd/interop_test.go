@@ -29,24 +29,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// requireTool returns the path of an external tool, skipping the test
-// when it is missing (failing it when CI=true).
-func requireTool(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err == nil && filepath.IsAbs(name) {
-		_, err = os.Stat(name)
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is required in CI: %v", name, err)
-		}
-		t.Skipf("%s not available: %v", name, err)
-	}
-	return p
-}
+	"github.com/ecstore/ecstore/internal/testtool"
+)
 
 // logVersion logs the version a tool reports.
 func logVersion(t *testing.T, tool string, args ...string) {
@@ -70,7 +55,7 @@ func runTool(t *testing.T, wantErr bool, env []string, name string, args ...stri
 }
 
 func TestInteropXrdfs(t *testing.T) {
-	xrdfs := requireTool(t, "xrdfs")
+	xrdfs := testtool.Need(t, "xrdfs")
 	logVersion(t, "xrdcp", "--version")
 	m := newMemFS()
 	m.put("/data/a.txt", []byte("hello"))
@@ -140,7 +125,7 @@ func TestInteropXrdfs(t *testing.T) {
 }
 
 func TestInteropXrdcp(t *testing.T) {
-	xrdcp := requireTool(t, "xrdcp")
+	xrdcp := testtool.Need(t, "xrdcp")
 	logVersion(t, "xrdcp", "--version")
 	r := rand.New(rand.NewPCG(testSeed(t), 10))
 	m := newMemFS()
@@ -250,7 +235,7 @@ print("PYTHON-OK")
 `
 
 func TestInteropPython(t *testing.T) {
-	py := requireTool(t, "/usr/bin/python3")
+	py := testtool.Need(t, "/usr/bin/python3")
 	if out, err := exec.Command(py, "-c", "import XRootD.client, importlib.metadata as m, sys; print(sys.version.split()[0], m.version('xrootd'))").CombinedOutput(); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("python3-xrootd is required in CI: %v\n%s", err, out)
@@ -274,7 +259,7 @@ func TestInteropPython(t *testing.T) {
 // startXrootd runs a real xrootd data server on a free port, exporting a
 // fresh directory, and returns its address.
 func startXrootd(t *testing.T) string {
-	bin := requireTool(t, "xrootd")
+	bin := testtool.Need(t, "xrootd")
 	logVersion(t, bin, "-v")
 	base, err := os.MkdirTemp("", "ecstore-xrootd-")
 	if err != nil {
@@ -366,7 +351,7 @@ func startXrootd(t *testing.T) string {
 // as xrdfs query checksum gives it, "none" for a directory, and the
 // algorithm asked for with cks.type.
 func TestInteropXrdfsListChecksums(t *testing.T) {
-	xrdfs := requireTool(t, "xrdfs")
+	xrdfs := testtool.Need(t, "xrdfs")
 	m := newMemFS()
 	m.put("/data/a.txt", []byte("hello"))
 	m.put("/data/b.bin", []byte("checksum this content"))

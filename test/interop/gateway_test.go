@@ -17,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ecstore/ecstore/internal/testtool"
 )
 
 // TestGatewayEmbedded runs the real XRootD clients against "ecstore serve"
@@ -26,9 +28,9 @@ import (
 // namespace commands and the Python bindings, cross-checked with the
 // ecstore CLI on the same cluster.
 func TestGatewayEmbedded(t *testing.T) {
-	needTool(t, "xrdcp")
-	needTool(t, "xrdfs")
-	needTool(t, "xrdadler32")
+	testtool.Need(t, "xrdcp")
+	testtool.Need(t, "xrdfs")
+	testtool.Need(t, "xrdadler32")
 	work := t.TempDir()
 	gw := startGateway(t, work, true, "--data", filepath.Join(work, "data"), "--fsync=false")
 	seed := seed(t)
@@ -488,7 +490,7 @@ func grep(page, s string) string {
 // and kXR_pgwrite to one run with --page-checksums. The bytes arrive
 // intact either way.
 func TestPageChecksums(t *testing.T) {
-	needTool(t, "xrdcp")
+	testtool.Need(t, "xrdcp")
 	for _, tc := range []struct {
 		flags       []string
 		write, read string

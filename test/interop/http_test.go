@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ecstore/ecstore/internal/testport"
+	"github.com/ecstore/ecstore/internal/testtool"
 )
 
 // httpCreds are the credentials of the HTTP suite, given to the gateway
@@ -37,9 +38,9 @@ const (
 // with its parts.
 func TestCrossProtocolHTTP(t *testing.T) {
 	for _, tool := range []string{"xrdcp", "xrdfs", "xrdadler32", "curl", "davix-put", "davix-get", "davix-ls"} {
-		needTool(t, tool)
+		testtool.Need(t, tool)
 	}
-	aws := needTool(t, "aws")
+	aws := testtool.Need(t, "aws")
 	work := t.TempDir()
 	auth := filepath.Join(work, "auth.conf")
 	if err := os.WriteFile(auth, []byte(fmt.Sprintf("# HTTP suite\naccess-key = %s:%s\nhttp-token = %s\n", httpKeyID, httpKeySecret, httpToken)), 0o600); err != nil {
@@ -241,8 +242,8 @@ func TestCrossProtocolHTTP(t *testing.T) {
 // push mode (the source gateway sends it), each side with its own token
 // (the other side's passed as TransferHeaderAuthorization), as FTS does.
 func TestThirdPartyCopyDavix(t *testing.T) {
-	davix := needTool(t, "davix-cp")
-	needTool(t, "curl")
+	davix := testtool.Need(t, "davix-cp")
+	testtool.Need(t, "curl")
 	work := t.TempDir()
 	gws := make([]string, 2)
 	tokens := []string{"source-gateway-token-0123", "destination-gateway-token-0123"}
@@ -288,7 +289,7 @@ func TestThirdPartyCopyDavix(t *testing.T) {
 // stops working, without a restart; a file that does not parse keeps the
 // current credentials (and says so in the log).
 func TestCredentialsReloadOnHangup(t *testing.T) {
-	needTool(t, "curl")
+	testtool.Need(t, "curl")
 	work := t.TempDir()
 	auth := filepath.Join(work, "auth")
 	write := func(text string) {
@@ -365,7 +366,7 @@ print("VECTOR-OK")
 // and send a GET per range.
 func TestHTTPVectorRead(t *testing.T) {
 	py, _ := needPython(t)
-	needTool(t, "xrdcp")
+	testtool.Need(t, "xrdcp")
 	if _, err := os.Stat("/etc/xrootd/client.plugins.d/xrdcl-http-plugin.conf"); err != nil {
 		missing(t, "XRootD's HTTP client plug-in (xrootd-client-http-plugins): %v", err)
 	}

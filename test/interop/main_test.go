@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"github.com/ecstore/ecstore/internal/testport"
+	"github.com/ecstore/ecstore/internal/testtool"
 )
 
 // ecstoreBin is the ecstore binary built by TestMain.
@@ -88,17 +89,6 @@ func runMain(m *testing.M) int {
 // bindings (not whatever python3 comes first on PATH).
 const pythonBin = "/usr/bin/python3"
 
-// needTool returns the path of an external tool. It skips the test when
-// the tool is missing, or fails it when CI=true.
-func needTool(t testing.TB, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		missing(t, "%s: %v", name, err)
-	}
-	return p
-}
-
 // missing skips the test, or fails it when CI=true.
 func missing(t testing.TB, format string, args ...any) {
 	t.Helper()
@@ -137,7 +127,7 @@ func toolVersion(name string, args ...string) string {
 // uses; with CI=true it fails when one is missing.
 func TestToolVersions(t *testing.T) {
 	for _, tool := range []string{"xrdcp", "xrdfs", "xrdadler32", "xrootd"} {
-		needTool(t, tool)
+		testtool.Need(t, tool)
 	}
 	t.Logf("xrdcp --version: %s", toolVersion("xrdcp", "--version"))
 	t.Logf("xrootd -v: %s", toolVersion("xrootd", "-v"))
@@ -568,7 +558,7 @@ func xrootdBase(t testing.TB) string {
 // -R as user xrootd (else nobody), which owns its directories.
 func startXrootd(t testing.TB, base, name string, extra ...string) *xrootdServer {
 	t.Helper()
-	bin := needTool(t, "xrootd")
+	bin := testtool.Need(t, "xrootd")
 	dir := filepath.Join(base, name)
 	s := &xrootdServer{data: filepath.Join(dir, "data")}
 	admin := filepath.Join(dir, "admin")

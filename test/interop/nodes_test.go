@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ecstore/ecstore/internal/testtool"
 )
 
 // backendObjects are the objects written through a gateway over remote
@@ -34,9 +36,9 @@ var nodeServingRE = regexp.MustCompile(`node serving .* on root://(\S+)`)
 // listed with its true size, and new writes must go to the surviving
 // nodes.
 func TestGatewayEcstoreNodes(t *testing.T) {
-	needTool(t, "xrdcp")
-	needTool(t, "xrdfs")
-	needTool(t, "xrdadler32")
+	testtool.Need(t, "xrdcp")
+	testtool.Need(t, "xrdfs")
+	testtool.Need(t, "xrdadler32")
 	work := t.TempDir()
 	const n = 12
 	procs := map[string]*proc{} // by node URL
@@ -69,10 +71,10 @@ func TestGatewayEcstoreNodes(t *testing.T) {
 // size. With only 8 servers left, a write cannot reach the write quorum
 // (K+1 = 9) and must fail with nothing visible.
 func TestGatewayXrootdNodes(t *testing.T) {
-	needTool(t, "xrdcp")
-	needTool(t, "xrdfs")
-	needTool(t, "xrdadler32")
-	needTool(t, "xrootd")
+	testtool.Need(t, "xrdcp")
+	testtool.Need(t, "xrdfs")
+	testtool.Need(t, "xrdadler32")
+	testtool.Need(t, "xrootd")
 	t.Logf("xrootd -v: %s", toolVersion("xrootd", "-v"))
 	work := t.TempDir()
 	base := xrootdBase(t)

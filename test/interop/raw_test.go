@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/ecstore/ecstore/internal/testtool"
 )
 
 // XRootD protocol numbers, from XProtocol/XProtocol.hh (libxrootd-dev).
@@ -222,8 +224,8 @@ func (r *rawConn) expectClosedAfterHandshake(timeout time.Duration) {
 // xrdfs must list and read what it stores: one bad client never takes the
 // gateway down.
 func TestGatewayRawTCP(t *testing.T) {
-	needTool(t, "xrdfs")
-	needTool(t, "xrdcp")
+	testtool.Need(t, "xrdfs")
+	testtool.Need(t, "xrdcp")
 	work := t.TempDir()
 	gw := startGateway(t, work, false, "--data", filepath.Join(work, "data"), "--fsync=false")
 	seed := seed(t)

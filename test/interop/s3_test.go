@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"github.com/ecstore/ecstore/internal/testport"
+	"github.com/ecstore/ecstore/internal/testtool"
 )
 
 // TestCrossProtocolS3 writes objects with xrdcp and reads them with the
 // aws cli through the same gateway, and the other way round.
 func TestCrossProtocolS3(t *testing.T) {
-	needTool(t, "xrdcp")
-	aws := needTool(t, "aws")
+	testtool.Need(t, "xrdcp")
+	aws := testtool.Need(t, "aws")
 	t.Setenv("ECSTORE_ACCESS_KEY", "interop")
 	t.Setenv("ECSTORE_SECRET_KEY", "interop-secret-key")
 	t.Setenv("AWS_ACCESS_KEY_ID", "interop")

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ecstore/ecstore/internal/testtool"
 )
 
 // TestThroughput1GiB logs single-stream xrdcp upload and download rates
@@ -25,8 +27,8 @@ func TestThroughput1GiB(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the 1 GiB throughput measurement is skipped with -short")
 	}
-	needTool(t, "xrdcp")
-	needTool(t, "xrootd")
+	testtool.Need(t, "xrdcp")
+	testtool.Need(t, "xrootd")
 	work := t.TempDir()
 	gw := startGateway(t, work, false, "--data", filepath.Join(work, "data"), "--fsync=false")
 	xs := startXrootd(t, xrootdBase(t), "plain")

@@ -16,6 +16,7 @@ import (
 	"github.com/ecstore/ecstore/internal/testissuer"
 	"github.com/ecstore/ecstore/internal/testport"
 	"github.com/ecstore/ecstore/internal/testtls"
+	"github.com/ecstore/ecstore/internal/testtool"
 )
 
 const interopToken = "interop-token-0123456789abcdef"
@@ -29,7 +30,7 @@ type tlsClients struct {
 
 func newTLSClients(t *testing.T, files *testtls.Files) *tlsClients {
 	t.Helper()
-	needTool(t, "openssl")
+	testtool.Need(t, "openssl")
 	dir := filepath.Join(files.Dir, "cadir")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -85,9 +86,9 @@ func (c *tlsClients) mustFail(t *testing.T, extra []string, want, name string, a
 // are refused writes; a wrong token is refused and said so; with
 // --root-token-required clients without a token are turned away.
 func TestTLSAndTokens(t *testing.T) {
-	needTool(t, "xrdcp")
-	needTool(t, "xrdfs")
-	needTool(t, "curl")
+	testtool.Need(t, "xrdcp")
+	testtool.Need(t, "xrdfs")
+	testtool.Need(t, "curl")
 	py, _ := needPython(t)
 	work := t.TempDir()
 	files := testtls.New(t, "localhost")
@@ -197,8 +198,8 @@ var tlsNodeServingRE = regexp.MustCompile(`node serving \S+ on roots://(\S+)`)
 // and fsck is clean, while xrdfs without the token is turned away from a
 // node and with it lists the node's archives.
 func TestGatewayOverTLSNodes(t *testing.T) {
-	needTool(t, "xrdcp")
-	needTool(t, "xrdfs")
+	testtool.Need(t, "xrdcp")
+	testtool.Need(t, "xrdfs")
 	work := t.TempDir()
 	files := testtls.New(t, "localhost")
 	clients := newTLSClients(t, files)
@@ -244,7 +245,7 @@ func TestGatewayOverTLSNodes(t *testing.T) {
 // elsewhere, and lists only the buckets it reaches; an unlimited key
 // sees everything.
 func TestS3KeyScopesOverHTTPS(t *testing.T) {
-	aws := needTool(t, "aws")
+	aws := testtool.Need(t, "aws")
 	work := t.TempDir()
 	files := testtls.New(t, "localhost")
 	auth := filepath.Join(work, "auth")

@@ -4,6 +4,7 @@ package interop
 
 import (
 	"github.com/ecstore/ecstore/internal/testtls"
+	"github.com/ecstore/ecstore/internal/testtool"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -21,7 +22,7 @@ import (
 // --tpc first falls back to a plain copy that succeeds (a real xrootd
 // destination leaves an empty file there, on which that fallback fails).
 func TestThirdPartyCopyXrdcp(t *testing.T) {
-	xrdcp := needTool(t, "xrdcp")
+	xrdcp := testtool.Need(t, "xrdcp")
 	work := t.TempDir()
 	var gws [2]*gateway
 	for i := range gws {
@@ -105,7 +106,7 @@ func TestThirdPartyCopyXrdcp(t *testing.T) {
 // and the destination pulls over TLS, trusting the source's certificate
 // through X509_CERT_DIR, with no token of its own (the key lets it in).
 func TestThirdPartyCopyOverTLS(t *testing.T) {
-	xrdcp := needTool(t, "xrdcp")
+	xrdcp := testtool.Need(t, "xrdcp")
 	work := t.TempDir()
 	files := testtls.New(t, "localhost")
 	clients := newTLSClients(t, files)

@@ -6,13 +6,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ecstore/ecstore/internal/testtool"
 )
 
 // A real xrootd killed by a signal before it answered (Debian's 5.5.3
 // has died of SIGSEGV at start) is started again by waitUp, which then
 // waits for the new process.
 func TestXrootdCrashAtStartIsStartedAgain(t *testing.T) {
-	needTool(t, "xrootd")
+	testtool.Need(t, "xrootd")
 	s := startXrootd(t, xrootdBase(t), "crash")
 	first := s.proc
 	if err := first.cmd.Process.Signal(syscall.SIGSEGV); err != nil {

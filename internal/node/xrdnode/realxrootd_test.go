@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecstore/ecstore/internal/testtool"
 	"github.com/ecstore/ecstore/internal/xrootd"
 
 	"github.com/ecstore/ecstore/internal/testport"
@@ -39,26 +40,12 @@ type realServer struct {
 	out    bytes.Buffer
 }
 
-// needTool returns the path of tool; it skips the test when the tool is
-// missing, or fails it when CI=true.
-func needTool(t testing.TB, tool string) string {
-	t.Helper()
-	p, err := exec.LookPath(tool)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is required when CI=true: %v", tool, err)
-		}
-		t.Skipf("%s not installed: %v", tool, err)
-	}
-	return p
-}
-
 // startReal starts a real xrootd. As root, xrootd refuses to run, so it
 // is started with -R and an unprivileged user (xrootd, else nobody) that
 // owns the exported and admin directories.
 func startReal(t testing.TB) *realServer {
 	t.Helper()
-	s := &realServer{t: t, bin: needTool(t, "xrootd"), uid: -1, gid: -1}
+	s := &realServer{t: t, bin: testtool.Need(t, "xrootd"), uid: -1, gid: -1}
 	if out, err := exec.Command(s.bin, "-v").CombinedOutput(); err == nil {
 		t.Logf("xrootd version %s", strings.TrimSpace(string(out)))
 	}
