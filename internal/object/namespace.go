@@ -797,7 +797,7 @@ func (s *Store) removeEverywhere(ctx context.Context, path string, v archive.Ver
 		return fmt.Errorf("object: remove %s: %d archives could not be removed, which keep it visible: %w", path, left, err)
 	}
 	if err != nil {
-		s.opts.Logger.Warn("remove left archives on unreachable nodes", "obj", path, "removed", removed.Load(), "err", err)
+		s.warns.log(ctx, s.opts.Logger, "remove left archives on unreachable nodes", nil, "obj", path, "removed", removed.Load(), "err", err)
 	}
 	return nil
 }
@@ -1122,7 +1122,7 @@ func (s *Store) Rename(ctx context.Context, oldPath, newPath string) error {
 		if !src.IsDir && src.Version != "" {
 			s.writeTombstones(ctx, oldPath, max(src.Version, left))
 		}
-		s.opts.Logger.Warn("rename left archives on unreachable nodes", "obj", oldPath, "to", newPath, "err", err)
+		s.warns.log(ctx, s.opts.Logger, "rename left archives on unreachable nodes", nil, "obj", oldPath, "to", newPath, "err", err)
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -818,11 +817,18 @@ func (r *Reader) readBlock(ctx context.Context, b int64, need []bool) (_, _ [][]
 			slots[i] = r.l.Slot(b, s)
 		}
 		if len(failed) > 0 {
-			level := slog.LevelDebug
+			args := []any{"obj", r.path, "block", b, "failed_slots", slots, "err", causes[0]}
 			if r.warned.CompareAndSwap(false, true) {
-				level = slog.LevelWarn // once per reader; metrics count every block
+				// once per reader, and spaced across readers failing on
+				// the same nodes; metrics count every block
+				nodes := make([]string, len(failed))
+				for i, st := range failed {
+					nodes[i] = r.nodeOf(b, st)
+				}
+				r.s.warns.log(ctx, r.s.opts.Logger, "degraded read", nodes, args...)
+			} else {
+				r.s.opts.Logger.Debug("degraded read", args...)
 			}
-			r.s.opts.Logger.Log(ctx, level, "degraded read", "obj", r.path, "block", b, "failed_slots", slots, "err", causes[0])
 			if f := r.s.opts.Events.DegradedRead; f != nil {
 				f(r.path, b, slots)
 			}

@@ -348,6 +348,8 @@ type Store struct {
 	paths pathLocks
 	// transferMu orders the Transfers and TransferMemory events.
 	transferMu sync.Mutex
+	// warns spaces the warnings an outage repeats for every request.
+	warns warnings
 }
 
 // transfer counts a reader or writer opening (delta 1) or closing (-1),

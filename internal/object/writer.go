@@ -357,7 +357,7 @@ func (w *Writer) open(primary, spare []string, down map[string]bool) error {
 					return
 				}
 				w.s.space.forget() // the node may be full or down
-				w.s.opts.Logger.Warn("archive open failed", "obj", w.path, "node", id, "err", err)
+				w.s.warns.log(w.ctx, w.s.opts.Logger, "archive open failed", []string{id}, "obj", w.path, "node", id, "err", err)
 				w.s.opts.Events.nodeError(id, "open", err)
 				errs[i] = err
 				if id, err = nextSpareOr(nextSpare); err != nil || w.ctx.Err() != nil {
@@ -770,7 +770,7 @@ func (w *Writer) slotFailed(sw *slotWriter, err error) {
 	sw.err = fmt.Errorf("slot %d on node %s: %w", sw.slot, sw.node.ID(), err)
 	w.s.space.forget() // the node may be full or down
 	w.s.opts.Events.nodeError(sw.node.ID(), "write", err)
-	w.s.opts.Logger.Warn("archive write failed", "obj", w.path, "node", sw.node.ID(), "slot", sw.slot, "err", err)
+	w.s.warns.log(w.ctx, w.s.opts.Logger, "archive write failed", []string{sw.node.ID()}, "obj", w.path, "node", sw.node.ID(), "slot", sw.slot, "err", err)
 	if int(w.failed.Add(1)) > w.geo.Width()-w.quorum {
 		w.fail(fmt.Errorf("%w: %d of %d archives failed: %w", ErrQuorum, w.failed.Load(), w.geo.Width(), sw.err))
 	}
@@ -934,7 +934,7 @@ func (w *Writer) commit() error {
 			renameFailed.Store(sw.slot, true)
 			sw.dropped.Store(true)
 			sw.err = err
-			w.s.opts.Logger.Warn("archive commit failed", "obj", w.path, "node", sw.node.ID(), "err", err)
+			w.s.warns.log(ctx, w.s.opts.Logger, "archive commit failed", []string{sw.node.ID()}, "obj", w.path, "node", sw.node.ID(), "err", err)
 			return false
 		}
 		return true
@@ -947,9 +947,11 @@ func (w *Writer) commit() error {
 	// answer, rather than removed with the last whole version.
 	keepTemps := committed > w.geo.M && committed < w.geo.K
 	var missing []int
+	var missingNodes []string
 	for _, sw := range w.slots {
 		if sw.dropped.Load() {
 			missing = append(missing, sw.slot)
+			missingNodes = append(missingNodes, sw.node.ID())
 			if _, ok := renameFailed.Load(sw.slot); ok && keepTemps {
 				continue
 			}
@@ -978,7 +980,7 @@ func (w *Writer) commit() error {
 		return fmt.Errorf("object: write %s: %w: only %d of %d archives committed; run fsck", w.path, ErrQuorum, c, w.geo.Width())
 	}
 	if len(missing) > 0 {
-		w.s.opts.Logger.Warn("object written degraded", "obj", w.path, "missing_slots", missing)
+		w.s.warns.log(w.ctx, w.s.opts.Logger, "object written degraded", missingNodes, "obj", w.path, "missing_slots", missing, "nodes", missingNodes)
 		if f := w.s.opts.Events.DegradedWrite; f != nil {
 			f(w.path, missing)
 		}
