@@ -12,7 +12,8 @@ type ChunkSums struct {
 	// CRC32 is the chunk's IEEE CRC-32, as ChunkChecksum returns it.
 	CRC32 uint32
 	// Adler32 is the adler32 of the chunk's object bytes: its first n
-	// bytes, the n given to SumChunk (1, the empty stream's, for none).
+	// bytes, the n given to NewChunkSummer (1, the empty stream's, for
+	// none).
 	Adler32 uint32
 	// Pages holds the big-endian CRC-32C of each PagedSize page of the
 	// chunk (the last one shorter when the chunk is), as the archives'
@@ -62,19 +63,6 @@ func (c *ChunkSummer) Write(piece []byte) {
 // Sums returns the checksums of the pieces written.
 func (c *ChunkSummer) Sums() ChunkSums { return c.sums }
 
-// SumChunk computes the checksums of chunk in one pass: its CRC-32, its
-// page CRC-32Cs (appended to pages, which may be nil) and the adler32 of
-// chunk[:n]; n is 0 for a parity chunk (no object bytes) and at most
-// len(chunk). Taking the three a piece at a time reads the chunk from
-// memory once instead of three times.
-func SumChunk(chunk []byte, n int, pages []byte) ChunkSums {
-	c := NewChunkSummer(n, pages)
-	for off := 0; off < len(chunk); off += SumPiece {
-		c.Write(chunk[off:min(off+SumPiece, len(chunk))])
-	}
-	return c.Sums()
-}
-
 // updateIEEE extends the IEEE CRC-32 crc with p, as crc32.Update with
 // crc32.IEEETable does, through ieeeFold256 where ChunkChecksum uses it;
 // state is its scratch space.
@@ -103,7 +91,7 @@ func CombineAdler32(adlerA, adlerB uint32, lenB int64) uint32 {
 }
 
 // AddChunk adds chunk[:n] to the checksums, as Write(chunk[:n]) would,
-// from what SumChunk(chunk, n, nil) returned for it: the adler32 comes
+// from the ChunkSums of a ChunkSummer for its first n bytes: the adler32 comes
 // from sums.Adler32 and the CRC-32C from sums.Pages, so that only the
 // page that n ends in, when it is not the chunk's end, is read.
 func (s *ObjectSums) AddChunk(chunk []byte, n int, sums ChunkSums) {

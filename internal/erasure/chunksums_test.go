@@ -9,9 +9,20 @@ import (
 	"testing"
 )
 
-// TestSumChunkMatchesSeparatePasses checks SumChunk against hash/crc32
+// sumChunk takes chunk through a ChunkSummer in pieces of piece bytes,
+// as the writer does with SumPiece.
+func sumChunk(chunk []byte, n, piece int, pages []byte) ChunkSums {
+	c := NewChunkSummer(n, pages)
+	for off := 0; off < len(chunk); off += piece {
+		c.Write(chunk[off:min(off+piece, len(chunk))])
+	}
+	return c.Sums()
+}
+
+// TestSumChunkMatchesSeparatePasses checks ChunkSummer against hash/crc32
 // and hash/adler32 at lengths around its piece, page and fold sizes, with
-// every kind of n (parity, a whole data chunk, a partial last block).
+// every kind of n (parity, a whole data chunk, a partial last block), in
+// the writer's pieces, in pages and in one piece.
 func TestSumChunkMatchesSeparatePasses(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	buf := make([]byte, 3*SumPiece+2*PagedSize+100)
@@ -26,12 +37,16 @@ func TestSumChunkMatchesSeparatePasses(t *testing.T) {
 				continue
 			}
 			chunk := buf[align : align+l]
-			for _, n := range []int{0, 1, l / 3, l - 1, l} {
+			for _, c := range []struct{ n, piece int }{
+				{0, SumPiece}, {1, SumPiece}, {l / 3, SumPiece}, {l - 1, SumPiece}, {l, SumPiece},
+				{l / 3, PagedSize}, {l - 1, max(l, 1)},
+			} {
+				n, piece := c.n, c.piece
 				if n < 0 || n > l {
 					continue
 				}
-				t.Run(fmt.Sprintf("len=%d/align=%d/n=%d", l, align, n), func(t *testing.T) {
-					got := SumChunk(chunk, n, nil)
+				t.Run(fmt.Sprintf("len=%d/align=%d/n=%d/piece=%d", l, align, n, piece), func(t *testing.T) {
+					got := sumChunk(chunk, n, piece, nil)
 					if want := crc32.ChecksumIEEE(chunk); got.CRC32 != want {
 						t.Errorf("CRC32 %08x, want %08x", got.CRC32, want)
 					}
@@ -53,7 +68,7 @@ func TestSumChunkMatchesSeparatePasses(t *testing.T) {
 // TestSumChunkAppends checks that the page CRCs go after what pages held.
 func TestSumChunkAppends(t *testing.T) {
 	chunk := make([]byte, 3*PagedSize)
-	got := SumChunk(chunk, 0, []byte("head"))
+	got := sumChunk(chunk, 0, SumPiece, []byte("head"))
 	if want := append([]byte("head"), pageCRCs(chunk)...); string(got.Pages) != string(want) {
 		t.Fatalf("pages %x, want %x", got.Pages, want)
 	}
@@ -111,7 +126,7 @@ func TestAddChunkMatchesWrite(t *testing.T) {
 	want, got := NewObjectSums(), NewObjectSums()
 	for i, c := range chunks {
 		want.Write(c[:ns[i]])
-		got.AddChunk(c, ns[i], SumChunk(c, ns[i], nil))
+		got.AddChunk(c, ns[i], sumChunk(c, ns[i], SumPiece, nil))
 	}
 	if got.Adler32() != want.Adler32() || got.CRC32C() != want.CRC32C() || got.Len() != want.Len() {
 		t.Fatalf("AddChunk: adler %08x crc32c %08x len %d, Write: %08x %08x %d",
@@ -142,7 +157,7 @@ func BenchmarkChunkSums(b *testing.B) {
 			b.SetBytes(cl)
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
-				SumChunk(chunks[i%nchunks], cl, pages[:0])
+				sumChunk(chunks[i%nchunks], cl, SumPiece, pages[:0])
 			}
 		})
 		b.Run("impl=threepass/chunk=1MiB/cache="+name, func(b *testing.B) {

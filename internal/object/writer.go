@@ -71,7 +71,7 @@ type blockJob struct {
 	chunks  [][]byte
 	crcs    []uint32
 	pages   [][]byte // each chunk's page checksums (archive.AppendPageCRCs)
-	adlers  []uint32 // each chunk's adler32 of its object bytes (erasure.SumChunk)
+	adlers  []uint32 // each chunk's adler32 of its object bytes (erasure.ChunkSummer)
 	encoded chan struct{}
 	refs    atomic.Int32 // slot writers still using the job
 }
