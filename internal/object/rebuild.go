@@ -148,7 +148,12 @@ func (s *Store) Rebuild(ctx context.Context, path string, slots []int, opts Rebu
 					return nil, err
 				}
 			}
-			if err := t.aw.WriteChunk(b, st, chunks[st], erasure.ChunkChecksum(chunks[st])); err != nil {
+			// its CRC-32 and page CRC-32Cs in one pass, as the writer's
+			sum := erasure.NewChunkSummer(0, nil)
+			for off := 0; off < cl; off += erasure.SumPiece {
+				sum.Write(chunks[st][off:min(off+erasure.SumPiece, cl)])
+			}
+			if err := t.aw.WriteChunkPages(b, st, chunks[st], sum.Sums().CRC32, sum.Sums().Pages); err != nil {
 				release()
 				abort()
 				return nil, fmt.Errorf("object %s: rebuild slot %d on node %s: %w", path, t.slot, t.node.ID(), err)
