@@ -13,6 +13,8 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,6 +78,11 @@ type DialOptions struct {
 	// environment (a service's connections must not present the token of
 	// whoever runs it).
 	NoTokenSearch bool
+	// staleAbandoned is how long requests given up on may stay
+	// unanswered before they count as lost (see staleAbandoned); tests
+	// shorten it.
+	staleAbandoned time.Duration
+
 	// Observe, if set, is told of every request sent after the login
 	// once its answer is in, or once the request failed (its sending
 	// too) or its caller gave up on it (metrics of the server's load and latency). It runs
@@ -131,6 +138,9 @@ func (o *DialOptions) withDefaults() DialOptions {
 		d.MaxInflight = 256
 	}
 	d.MaxInflight = min(d.MaxInflight, 65535)
+	if d.staleAbandoned <= 0 {
+		d.staleAbandoned = staleAbandoned
+	}
 	if d.ReadChunk <= 0 {
 		d.ReadChunk = 8 << 20
 	}
@@ -157,7 +167,9 @@ func (o *DialOptions) withDefaults() DialOptions {
 // Requests from any number of goroutines are multiplexed over the
 // connection by stream id. Every method that talks to the server takes a
 // context that bounds it; a request abandoned by its context keeps its
-// stream id reserved until the server's answer arrives and is discarded.
+// stream id reserved until the server's answer arrives and is discarded,
+// or until so many such requests stay unanswered that the connection is
+// failed (see staleAbandoned).
 //
 // The client follows kXR_wait (pause and re-send; after part of an
 // answer, ErrMalformed) and kXR_waitresp (the answer arrives later as
@@ -210,6 +222,10 @@ type call struct {
 	late      func(f *ResponseFrame)
 	lmu       sync.Mutex
 	abandoned bool
+
+	// abandonedAt is when the caller gave up on the call (UnixNano; 0
+	// while it listens): see starved.
+	abandonedAt atomic.Int64
 }
 
 // deliver hands f to the call's caller, or to late when the caller gave
@@ -779,11 +795,8 @@ func (c *Client) send(ctx context.Context, reqs []Request, sink []byte, pds []*p
 		}
 	}
 	for taken := range reqs {
-		select {
-		case c.slots <- struct{}{}:
+		if c.takeSlot(ctx) {
 			continue
-		case <-ctx.Done():
-		case <-c.done:
 		}
 		c.releaseSlots(taken)
 		if len(reqs) > 1 {
@@ -871,6 +884,82 @@ func (c *Client) send(ctx context.Context, reqs []Request, sink []byte, pds []*p
 		}
 	}
 	return nil
+}
+
+// staleAbandoned is how long a request given up on by its caller may
+// stay unanswered before it counts as lost: a node that answers pings but
+// never answers some requests (a disk hung under one file, a handler
+// stuck) keeps their stream ids reserved, as they may yet be answered.
+// When no stream id is free and at least half of them are held by
+// requests abandoned longer than this ago, the connection is failed
+// (starved): the requests waiting for a stream id, and those sent later,
+// fail unsent and go to a fresh connection (xrdnode's pool replaces a
+// failed client), instead of waiting until their own deadline for ids
+// that may never come back. Those still in flight on it fail too, but
+// half the connection is lost already then. Counting only at exhaustion,
+// and only half, keeps one lost request from failing a busy connection.
+// A healthy node answers a request given up on when it gets to it; 30 s
+// after its caller's deadline, on top of the node's own ping answered
+// meanwhile, the answer is taken as not coming.
+const staleAbandoned = 30 * time.Second
+
+// takeSlot takes a request slot (a stream id), waiting for one until ctx
+// is done or the connection fails; it reports whether it took one. While
+// it waits it fails a starved connection (see staleAbandoned).
+func (c *Client) takeSlot(ctx context.Context) bool {
+	select {
+	case c.slots <- struct{}{}:
+		return true
+	default:
+	}
+	for {
+		again := c.starved()
+		if c.Err() != nil {
+			return false
+		}
+		t := time.NewTimer(again)
+		select {
+		case c.slots <- struct{}{}:
+			t.Stop()
+			return true
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-c.done:
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+	}
+}
+
+// starved fails the connection when at least half of its stream ids are
+// held by requests abandoned more than staleAbandoned ago (see there),
+// called when none is free. Otherwise it returns how long it will take
+// at the earliest for that to be so.
+func (c *Client) starved() time.Duration {
+	stale := c.opts.staleAbandoned
+	need := (cap(c.slots) + 1) / 2
+	now := time.Now()
+	var ages []time.Duration
+	c.mu.Lock()
+	for _, cl := range c.calls {
+		if at := cl.abandonedAt.Load(); at != 0 {
+			ages = append(ages, now.Sub(time.Unix(0, at)))
+		}
+	}
+	c.mu.Unlock()
+	if len(ages) < need {
+		return stale
+	}
+	slices.Sort(ages)
+	age := ages[len(ages)-need] // the need-th oldest
+	if age < stale {
+		return stale - age
+	}
+	lost := len(ages) - sort.Search(len(ages), func(i int) bool { return ages[i] >= stale })
+	c.fail(fmt.Errorf("%d of the %d stream ids are held by requests still unanswered %v after they were given up on: the server lost them", lost, cap(c.slots), stale))
+	return 0
 }
 
 // unsent forgets the calls of requests that were never sent, and gives

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 )
 
 // ClientFile is a file opened with Client.Open. ReadAt, PgReadAt, ReadV
@@ -45,6 +46,7 @@ func (p *pending) abandon() {
 	case <-cl.gone:
 		return
 	default:
+		cl.abandonedAt.Store(time.Now().UnixNano())
 		close(cl.gone)
 	}
 	if cl.late == nil {
