@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +21,9 @@ type injector struct {
 	mu      sync.Mutex // held for each write to a client
 	clients []net.Conn
 	wg      sync.WaitGroup
+	// hold, when set, makes new connections hang: accepted, never
+	// forwarded (a node whose logins hang).
+	hold atomic.Bool
 }
 
 func newInjector(t *testing.T, backend string) *injector {
@@ -48,6 +52,12 @@ func (in *injector) accept() {
 		c, err := in.ln.Accept()
 		if err != nil {
 			return
+		}
+		if in.hold.Load() {
+			in.mu.Lock()
+			in.clients = append(in.clients, c)
+			in.mu.Unlock()
+			continue
 		}
 		b, err := net.Dial("tcp", in.backend)
 		if err != nil {

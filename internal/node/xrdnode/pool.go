@@ -12,12 +12,15 @@ import (
 
 // pool is a fixed number of slots, each holding at most one connection.
 // Connections are dialled lazily by the first call that needs one, in a
-// goroutine bounded by Options.DialTimeout (callers wait with their own
-// context). A connection is replaced by the next call that picks its slot
+// goroutine bounded by Options.DialTimeout; callers wait with their own
+// context, unless another slot has a live connection, which serves them
+// meanwhile (a node whose logins hang may still serve the connections it
+// has). A connection is replaced by the next call that picks its slot
 // once it is dead: its socket failed, its client failed (on a frame it
 // could not take, say), a request on it failed with xrootd.ErrClosed,
-// or it did not answer a ping after a request timed out. The xrootd.Client does not reconnect by itself; this is where
-// that happens.
+// or it did not answer a ping after a request timed out. The
+// xrootd.Client does not reconnect by itself; this is where that
+// happens.
 type pool struct {
 	n     *Node
 	slots []slot
@@ -67,7 +70,8 @@ func (cn *conn) kill() {
 }
 
 // get returns a live connection, dialling one if its slot has none. It
-// waits for a dial in progress until ctx is done.
+// waits for a dial in progress until ctx is done, unless another slot has
+// a live connection, which it returns instead.
 func (p *pool) get(ctx context.Context) (*conn, error) {
 	if p.n.closed.Load() {
 		return nil, ErrClosed
@@ -89,6 +93,15 @@ func (p *pool) get(ctx context.Context) (*conn, error) {
 	s.mu.Unlock()
 	select {
 	case <-cn.ready:
+	default:
+		// Its slot is dialling: a live connection of another slot
+		// serves the call meanwhile.
+		if live := p.live(); live != nil {
+			return live, nil
+		}
+	}
+	select {
+	case <-cn.ready:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -96,6 +109,29 @@ func (p *pool) get(ctx context.Context) (*conn, error) {
 		return nil, cn.err
 	}
 	return cn, nil
+}
+
+// live returns a connected connection of any slot that is not failed,
+// or nil.
+func (p *pool) live() *conn {
+	start := int(p.next.Load())
+	for i := range p.slots {
+		s := &p.slots[(start+i)%len(p.slots)]
+		s.mu.Lock()
+		cn := s.cur
+		s.mu.Unlock()
+		if cn == nil {
+			continue
+		}
+		select {
+		case <-cn.ready:
+			if !cn.failed() {
+				return cn
+			}
+		default:
+		}
+	}
+	return nil
 }
 
 // dial starts connecting in the background and returns at once.

@@ -1,0 +1,55 @@
+package xrdnode
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestCallsSkipASlotThatIsDialling checks that while one slot of the pool
+// re-dials a node whose logins hang (its connections still work), the
+// calls that pick that slot are served by the live connection of another.
+// They waited for the dial: up to DialTimeout, or their own deadline.
+func TestCallsSkipASlotThatIsDialling(t *testing.T) {
+	s := startOurs(t, "", "127.0.0.1:0")
+	in := newInjector(t, s.addr)
+	n := newNode(t, "root://"+in.addr()+"//p", Options{Conns: 2})
+	putFile(t, n, "/f", []byte("data"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for connected := 0; connected < 2; {
+		if _, err := n.Stat(ctx, "/f"); err != nil {
+			t.Fatal(err)
+		}
+		connected = 0
+		for i := range n.pool.slots {
+			sl := &n.pool.slots[i]
+			sl.mu.Lock()
+			if cn := sl.cur; cn != nil && !cn.failed() && cn.c != nil {
+				connected++
+			}
+			sl.mu.Unlock()
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the pool did not connect both slots")
+		}
+	}
+
+	in.hold.Store(true)
+	sl := &n.pool.slots[1]
+	sl.mu.Lock()
+	sl.cur.kill()
+	sl.mu.Unlock()
+	for i := range 6 {
+		sctx, scancel := context.WithTimeout(ctx, time.Second)
+		start := time.Now()
+		_, err := n.Stat(sctx, "/f")
+		scancel()
+		if err != nil {
+			t.Fatalf("stat %d while a slot re-dials a node whose logins hang: %v", i, err)
+		}
+		if d := time.Since(start); d > 500*time.Millisecond {
+			t.Errorf("stat %d took %v", i, d)
+		}
+	}
+}
