@@ -41,7 +41,10 @@ type DialOptions struct {
 	// DefaultMaxPayload.
 	MaxFrame int
 	// MaxResponse bounds a response assembled from several frames (a
-	// directory listing, a query answer). Default 256 MiB.
+	// directory listing, a readv's data); answers that are small by
+	// nature (stat, open, checksum, query, locate) have tighter bounds
+	// of their own (see smallAnswer). A listing handed over part by part
+	// (ListAttrEach) may total 4 × MaxResponse. Default 256 MiB.
 	MaxResponse int
 	// MaxInflight bounds the requests outstanding on the connection.
 	// Default 256.
@@ -1161,16 +1164,37 @@ func (c *Client) roundTripInto(ctx context.Context, req Request, sink []byte, on
 	}
 }
 
+// Bounds of the answers collect assembles, by kind of request, so that
+// a server cannot make the client gather MaxResponse bytes (256 MiB by
+// default) for an answer of a few bytes, once per request.
+const (
+	// smallAnswer bounds the answer to a stat, an open (its handle and
+	// stat line), a checksum, a space or config query and a kXR_fattr
+	// set or del: some dozens of bytes, at most a few KiB.
+	smallAnswer = 64 << 10
+	// locateAnswer bounds a kXR_locate answer: a list of servers.
+	locateAnswer = 1 << 20
+	// attrEntryMax bounds one entry of an attribute listing: a name
+	// (a path, maxPathLen), its stat line and an attribute value.
+	attrEntryMax = maxPathLen + MaxFattrValue + smallAnswer
+)
+
+// answerMax is limit, or MaxResponse when that is lower.
+func (c *Client) answerMax(limit int) int {
+	return min(limit, c.opts.MaxResponse)
+}
+
 // collect sends req and returns the concatenated bodies of its kXR_oksofar
-// and kXR_ok frames, bounded by MaxResponse.
-func (c *Client) collect(ctx context.Context, req Request) ([]byte, error) {
+// and kXR_ok frames, bounded by limit and by MaxResponse.
+func (c *Client) collect(ctx context.Context, req Request, limit int) ([]byte, error) {
+	limit = c.answerMax(limit)
 	var body []byte
 	err := c.roundTrip(ctx, req, func(f *ResponseFrame) error {
 		if f.Status == StatusStatus {
 			return fmt.Errorf("%w: unexpected kXR_status answer", ErrMalformed)
 		}
-		if len(body)+len(f.Body) > c.opts.MaxResponse {
-			return fmt.Errorf("%w: response exceeds %d bytes", ErrFrameTooLarge, c.opts.MaxResponse)
+		if len(body)+len(f.Body) > limit {
+			return fmt.Errorf("%w: %v answer exceeds %d bytes", ErrFrameTooLarge, req.RequestID(), limit)
 		}
 		body = append(body, f.Body...)
 		return nil
@@ -1188,7 +1212,7 @@ func (c *Client) Ping(ctx context.Context) error {
 
 // Stat describes the file or directory at path.
 func (c *Client) Stat(ctx context.Context, path string) (FileInfo, error) {
-	body, err := c.collect(ctx, &StatRequest{Path: path})
+	body, err := c.collect(ctx, &StatRequest{Path: path}, smallAnswer)
 	if err != nil {
 		return FileInfo{}, fmt.Errorf("xrootd: stat %s: %w", path, err)
 	}
@@ -1206,7 +1230,7 @@ func (c *Client) Dirlist(ctx context.Context, path string, withStat bool) ([]Fil
 	if withStat {
 		req.Options = DirlistStat
 	}
-	body, err := c.collect(ctx, req)
+	body, err := c.collect(ctx, req, c.opts.MaxResponse)
 	if err != nil {
 		return nil, fmt.Errorf("xrootd: dirlist %s: %w", path, err)
 	}
@@ -1232,7 +1256,7 @@ func (c *Client) DirlistChecksums(ctx context.Context, path, algorithm string) (
 		}
 		req.Path += sep + "cks.type=" + url.QueryEscape(algorithm)
 	}
-	body, err := c.collect(ctx, req)
+	body, err := c.collect(ctx, req, c.opts.MaxResponse)
 	if err != nil {
 		return nil, "", fmt.Errorf("xrootd: dirlist %s: %w", path, err)
 	}
@@ -1309,7 +1333,7 @@ func (c *Client) Checksum(ctx context.Context, path, algorithm string) (alg, val
 		}
 		arg += sep + "cks.type=" + url.QueryEscape(algorithm)
 	}
-	body, err := c.collect(ctx, &QueryRequest{InfoType: QueryCksum, Args: []byte(arg)})
+	body, err := c.collect(ctx, &QueryRequest{InfoType: QueryCksum, Args: []byte(arg)}, smallAnswer)
 	if err != nil {
 		return "", "", fmt.Errorf("xrootd: checksum %s: %w", path, err)
 	}
@@ -1324,7 +1348,7 @@ func (c *Client) Checksum(ctx context.Context, path, algorithm string) (alg, val
 // as "readv_iov_max" or "chksum", and returns one value per key. Servers
 // echo the key for values they do not have.
 func (c *Client) QueryConfig(ctx context.Context, keys ...string) ([]string, error) {
-	body, err := c.collect(ctx, &QueryRequest{InfoType: QueryConfig, Args: []byte(strings.Join(keys, " "))})
+	body, err := c.collect(ctx, &QueryRequest{InfoType: QueryConfig, Args: []byte(strings.Join(keys, " "))}, smallAnswer)
 	if err != nil {
 		return nil, fmt.Errorf("xrootd: query config: %w", err)
 	}
@@ -1342,7 +1366,7 @@ func (c *Client) QueryConfig(ctx context.Context, keys ...string) ([]string, err
 // answer kXR_Unsupported.
 func (c *Client) OpenWhole(ctx context.Context, path string, max int64) (content []byte, f *ClientFile, err error) {
 	q := &QueryRequest{InfoType: QueryOpaqueFile, Args: []byte(path + "?" + OpenWholeArg + "=" + strconv.FormatInt(max, 10))}
-	body, err := c.collect(ctx, q)
+	body, err := c.collect(ctx, q, int(min(max, int64(c.opts.MaxResponse)))+smallAnswer)
 	if err != nil {
 		return nil, nil, fmt.Errorf("xrootd: open %s: %w", path, err)
 	}
@@ -1365,7 +1389,7 @@ func (c *Client) OpenWhole(ctx context.Context, path string, max int64) (content
 // ecstore's answer kXR_Unsupported and remove nothing.
 func (c *Client) RemoveWithAttr(ctx context.Context, path, attr string) (value []byte, had bool, err error) {
 	q := &QueryRequest{InfoType: QueryOpaqueFile, Args: []byte(path + "?" + RemoveAttrArg + "=" + url.QueryEscape(attr))}
-	body, err := c.collect(ctx, q)
+	body, err := c.collect(ctx, q, MaxFattrValue+smallAnswer)
 	if err != nil {
 		return nil, false, fmt.Errorf("xrootd: rm %s: %w", path, err)
 	}
@@ -1400,12 +1424,18 @@ func attrListQuery(dir, attr string) *QueryRequest {
 // answer's frames arrive, so that a large directory's listing is never
 // held whole: each part is parsed and handed over before the next is
 // read. fn must not keep the slice. An entry split between frames is
-// completed by the next; MaxResponse bounds what is kept of it.
+// completed by the next, and bounded (attrEntryMax); the whole answer is
+// bounded by 4 × MaxResponse, so that one that never ends fails.
 func (c *Client) ListAttrEach(ctx context.Context, dir, attr string, fn func([]AttrEntry) error) error {
 	var carry []byte
+	entryMax := c.answerMax(attrEntryMax)
+	total, totalMax := int64(0), 4*int64(c.opts.MaxResponse)
 	err := c.roundTrip(ctx, attrListQuery(dir, attr), func(f *ResponseFrame) error {
 		if f.Status == StatusStatus {
 			return fmt.Errorf("%w: unexpected kXR_status answer", ErrMalformed)
+		}
+		if total += int64(len(f.Body)); total > totalMax {
+			return fmt.Errorf("%w: a listing of more than %d bytes", ErrFrameTooLarge, totalMax)
 		}
 		carry = append(carry, f.Body...)
 		cut := len(carry)
@@ -1424,8 +1454,8 @@ func (c *Client) ListAttrEach(ctx context.Context, dir, attr string, fn func([]A
 			}
 			carry = append(carry[:0], carry[cut:]...)
 		}
-		if len(carry) > c.opts.MaxResponse {
-			return fmt.Errorf("%w: an entry of more than %d bytes", ErrFrameTooLarge, c.opts.MaxResponse)
+		if len(carry) > entryMax {
+			return fmt.Errorf("%w: an entry of more than %d bytes", ErrFrameTooLarge, entryMax)
 		}
 		return nil
 	})
@@ -1449,7 +1479,7 @@ func attrListCut(b []byte) int {
 
 // Space asks for the space behind path (kXR_query kXR_Qspace).
 func (c *Client) Space(ctx context.Context, path string) (Space, error) {
-	body, err := c.collect(ctx, &QueryRequest{InfoType: QuerySpace, Args: []byte(path)})
+	body, err := c.collect(ctx, &QueryRequest{InfoType: QuerySpace, Args: []byte(path)}, smallAnswer)
 	if err != nil {
 		return Space{}, fmt.Errorf("xrootd: space %s: %w", path, err)
 	}
@@ -1467,7 +1497,7 @@ func (c *Client) Space(ctx context.Context, path string) (Space, error) {
 // Locate asks where path is served (kXR_locate) and returns the raw
 // answer, such as "Sw[::127.0.0.1]:1094".
 func (c *Client) Locate(ctx context.Context, path string) (string, error) {
-	body, err := c.collect(ctx, &LocateRequest{Path: path})
+	body, err := c.collect(ctx, &LocateRequest{Path: path}, locateAnswer)
 	if err != nil {
 		return "", fmt.Errorf("xrootd: locate %s: %w", path, err)
 	}
@@ -1479,7 +1509,7 @@ func (c *Client) Locate(ctx context.Context, path string) (string, error) {
 // Use OpenRead to read, OpenNew|OpenMkpath to create a new file,
 // OpenDelete to create or replace, OpenUpdate to modify.
 func (c *Client) Open(ctx context.Context, path string, flags OpenFlags, perm fs.FileMode) (*ClientFile, error) {
-	body, err := c.collect(ctx, &OpenRequest{Mode: uint16(perm.Perm()), Options: flags | OpenRetStat, Path: path})
+	body, err := c.collect(ctx, &OpenRequest{Mode: uint16(perm.Perm()), Options: flags | OpenRetStat, Path: path}, smallAnswer)
 	if err != nil {
 		return nil, fmt.Errorf("xrootd: open %s: %w", path, err)
 	}

@@ -173,7 +173,7 @@ func (f *ClientFile) ReadV(ctx context.Context, segs []ReadSegment) ([][]byte, e
 		}
 		req.Segments[i] = ReadSegment{Handle: f.fh, Length: s.Length, Offset: s.Offset}
 	}
-	body, err := f.c.collect(ctx, req)
+	body, err := f.c.collect(ctx, req, readVAnswerMax(segs))
 	if err != nil {
 		return nil, fmt.Errorf("xrootd: readv %s: %w", f.name, err)
 	}
@@ -190,6 +190,16 @@ func (f *ClientFile) ReadV(ctx context.Context, segs []ReadSegment) ([][]byte, e
 		}
 	}
 	return data, nil
+}
+
+// readVAnswerMax bounds the answer to a readv of segs: each range's
+// header and data.
+func readVAnswerMax(segs []ReadSegment) int {
+	n := 0
+	for _, s := range segs {
+		n += readVItemLen + int(s.Length)
+	}
+	return n
 }
 
 // WriteAt writes p at off with kXR_write requests. It returns the number
@@ -421,6 +431,7 @@ func (f *ClientFile) FinishWrite(ctx context.Context, p []byte, off int64, o Fin
 	}
 	var fattr *FattrRequest
 	fattrAt := -1 // its index in reqs
+	fattrMax := 0 // bounds its answer
 	if len(o.Attrs) > 0 {
 		fattr = setRequest(o.Attrs, false)
 		fattr.Handle = f.fh
@@ -428,6 +439,7 @@ func (f *ClientFile) FinishWrite(ctx context.Context, p []byte, off int64, o Fin
 			return nil, fmt.Errorf("xrootd: finish %s: %w", f.name, err)
 		}
 		fattrAt = len(reqs)
+		fattrMax = f.c.answerMax(fattrAnswerMax(fattr))
 		reqs = append(reqs, fattr)
 	}
 	if o.Sync {
@@ -442,7 +454,7 @@ func (f *ClientFile) FinishWrite(ctx context.Context, p []byte, off int64, o Fin
 	for i, pd := range sent {
 		var body []byte
 		fr, err := pd.wait(ctx, func(fr *ResponseFrame) error {
-			if i == fattrAt && fr.Status != StatusStatus && len(body)+len(fr.Body) <= f.c.opts.MaxResponse {
+			if i == fattrAt && fr.Status != StatusStatus && len(body)+len(fr.Body) <= fattrMax {
 				body = append(body, fr.Body...)
 			}
 			return nil
@@ -494,7 +506,7 @@ func (f *ClientFile) Truncate(ctx context.Context, size int64) error {
 
 // Stat asks the server to describe the open file.
 func (f *ClientFile) Stat(ctx context.Context) (FileInfo, error) {
-	body, err := f.c.collect(ctx, &StatRequest{Handle: f.fh})
+	body, err := f.c.collect(ctx, &StatRequest{Handle: f.fh}, smallAnswer)
 	if err != nil {
 		return FileInfo{}, fmt.Errorf("xrootd: stat %s: %w", f.name, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -186,7 +187,7 @@ func (c *Client) fattr(ctx context.Context, r *FattrRequest) ([]Attr, error) {
 	if err := checkFattr(r); err != nil {
 		return nil, fmt.Errorf("xrootd: fattr %s: %w", what, err)
 	}
-	body, err := c.collect(ctx, r)
+	body, err := c.collect(ctx, r, fattrAnswerMax(r))
 	if err != nil {
 		return nil, fmt.Errorf("xrootd: fattr %s: %w", what, err)
 	}
@@ -195,6 +196,19 @@ func (c *Client) fattr(ctx context.Context, r *FattrRequest) ([]Attr, error) {
 		return nil, fmt.Errorf("xrootd: fattr %s: %w", what, err)
 	}
 	return attrs, nil
+}
+
+// fattrAnswerMax bounds the answer to r: a status and name per attribute,
+// and with a get, its value; a list's answer, all of a file's attributes,
+// is bounded by MaxResponse alone.
+func fattrAnswerMax(r *FattrRequest) int {
+	switch r.Op {
+	case FattrList:
+		return math.MaxInt
+	case FattrGet:
+		return len(r.Names)*(MaxFattrName+MaxFattrValue+16) + smallAnswer
+	}
+	return len(r.Names)*(MaxFattrName+16) + smallAnswer
 }
 
 // checkFattr refuses what a server would: too many or too few
