@@ -583,6 +583,12 @@ func (c *Client) fail(err error) {
 	c.conn.Close()
 }
 
+// unsentErr is the error of a request not sent because the connection
+// had failed: ErrNotSent and the connection's error.
+func (c *Client) unsentErr() error {
+	return fmt.Errorf("%w: %w", ErrNotSent, c.connErr())
+}
+
 // connErr returns the sticky connection error.
 func (c *Client) connErr() error {
 	c.mu.Lock()
@@ -794,7 +800,7 @@ func (c *Client) send(ctx context.Context, reqs []Request, sink []byte, pds []*p
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-c.done:
-			return c.connErr()
+			return c.unsentErr()
 		}
 	}
 	for taken := range reqs {
@@ -808,7 +814,7 @@ func (c *Client) send(ctx context.Context, reqs []Request, sink []byte, pds []*p
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		return c.connErr()
+		return c.unsentErr()
 	}
 	if len(reqs) > 1 {
 		<-c.batching
@@ -824,7 +830,7 @@ func (c *Client) send(ctx context.Context, reqs []Request, sink []byte, pds []*p
 	if c.err != nil {
 		c.mu.Unlock()
 		c.releaseSlots(len(reqs))
-		return c.connErr()
+		return c.unsentErr()
 	}
 	for i := range reqs {
 		for {
@@ -859,7 +865,7 @@ func (c *Client) send(ctx context.Context, reqs []Request, sink []byte, pds []*p
 		c.unsent(sids, calls)
 		return ctx.Err()
 	case <-c.done:
-		return c.connErr()
+		return c.unsentErr()
 	}
 	release := deadlineOnDone(ctx, c.conn.SetWriteDeadline)
 	err := writeFrames(c.conn, bufs)

@@ -127,6 +127,11 @@ var (
 	ErrChecksum = errors.New("xrootd: page checksum mismatch")
 	// ErrClosed reports use of a closed Client or ClientFile.
 	ErrClosed = errors.New("xrootd: connection closed")
+	// ErrNotSent reports a request that never left the client: its
+	// connection had failed (the error wraps ErrClosed too) before the
+	// request was written to it. It may be sent again on another
+	// connection, even if it is not idempotent (a kXR_mv, a kXR_rm).
+	ErrNotSent = errors.New("xrootd: request not sent")
 	// ErrServerClosed is returned by Server.Serve after Shutdown.
 	ErrServerClosed = errors.New("xrootd: server closed")
 )

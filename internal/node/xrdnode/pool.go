@@ -236,10 +236,15 @@ func (p *pool) close() {
 }
 
 // call runs fn on a pooled connection. When fn fails because the
-// connection was closed and the request is idempotent, it is retried on
-// the next connection, up to once per slot: after a server restart every
-// pooled connection may be dead before the client has noticed, and the
-// restart then costs no failed idempotent call.
+// connection was closed and the request is idempotent, or was not sent
+// at all (xrootd.ErrNotSent: the connection failed between get and the
+// send), it is retried on the next connection, up to once per slot:
+// after a server restart every pooled connection may be dead before the
+// client has noticed, and the restart then costs no failed call. A fn
+// that is not idempotent must fail with ErrNotSent only while nothing it
+// sent before has changed anything a retry would change again (its
+// failed request is its first that changes something, as for a remove,
+// or what came before is idempotent, as a rename's mkdir -p).
 func (p *pool) call(ctx context.Context, idempotent bool, fn func(c *xrootd.Client) error) error {
 	return p.callConn(ctx, idempotent, func(cn *conn) error { return fn(cn.c) })
 }
@@ -254,7 +259,7 @@ func (p *pool) callConn(ctx context.Context, idempotent bool, fn func(cn *conn) 
 		}
 		err = fn(cn)
 		p.observe(cn, err)
-		if err != nil && idempotent && attempt < len(p.slots) && errors.Is(err, xrootd.ErrClosed) && ctx.Err() == nil {
+		if err != nil && (idempotent || errors.Is(err, xrootd.ErrNotSent)) && attempt < len(p.slots) && errors.Is(err, xrootd.ErrClosed) && ctx.Err() == nil {
 			continue
 		}
 		return err
