@@ -24,7 +24,7 @@ func cmdMkdir(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if handled, err := remoteEach(ctx, paths, func(c *xrootd.Client, u rootURL) error {
+	if handled, err := remoteEach(ctx, e.stderr, paths, func(c *xrootd.Client, u rootURL) error {
 		return c.Mkdir(ctx, u.path, 0o755, true)
 	}); handled {
 		return err

@@ -32,7 +32,7 @@ func cmdMv(ctx context.Context, e *env, args []string) error {
 		if !ok2 || to.addr != from.addr {
 			return usageErrorf("mv of a root:// URL needs a destination URL on the same server")
 		}
-		_, err = remoteEach(ctx, pos[:1], func(c *xrootd.Client, u rootURL) error { return c.Mv(ctx, from.path, to.path) })
+		_, err = remoteEach(ctx, e.stderr, pos[:1], func(c *xrootd.Client, u rootURL) error { return c.Mv(ctx, from.path, to.path) })
 		return err
 	}
 	from, to := pos[0], pos[1]

@@ -25,7 +25,7 @@ func cmdRm(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if handled, err := remoteEach(ctx, paths, func(c *xrootd.Client, u rootURL) error {
+	if handled, err := remoteEach(ctx, e.stderr, paths, func(c *xrootd.Client, u rootURL) error {
 		return c.Rm(ctx, u.path)
 	}); handled {
 		return err

@@ -53,3 +53,32 @@ func TestRmMvMkdirRmdir(t *testing.T) {
 		t.Errorf("mkdir over an object: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// Regression (found by review): rm, mkdir and rmdir of root:// URLs
+// stopped at the first path that failed, so `ecstore rm URL/a URL/nope
+// URL/c` left /c in place (xrdfs rm goes on; rm's help says every path
+// is tried). Every URL is tried now, and the command fails with a count,
+// as for object paths.
+func TestRemoteRmTriesEveryPath(t *testing.T) {
+	url := gatewayURL(t)
+	mustRun(t, strings.NewReader("a"), "cp", "-", url+"/r/a")
+	mustRun(t, strings.NewReader("c"), "cp", "-", url+"/r/c")
+	r := ecstore(t, nil, "rm", url+"/r/a", url+"/r/nope", url+"/r/c", url+"/r/nope2")
+	if r.code != exitError || !strings.Contains(r.stderr, "/r/nope:") || !strings.Contains(r.stderr, "(2 of 4 paths failed)") {
+		t.Errorf("rm with missing paths: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if got := mustRun(t, nil, "ls", url+"/r"); got != "" {
+		t.Errorf("rm left %q", got)
+	}
+	r = ecstore(t, nil, "mkdir", url+"/m/x", url+"/r", url+"/m/y")
+	if r.code != 0 {
+		t.Errorf("mkdir: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = ecstore(t, nil, "rmdir", url+"/m/x", url+"/m/nope", url+"/m/y")
+	if r.code != exitError || !strings.Contains(r.stderr, "/m/nope:") {
+		t.Errorf("rmdir with a missing path: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if got := mustRun(t, nil, "ls", url+"/m"); got != "" {
+		t.Errorf("rmdir left %q", got)
+	}
+}

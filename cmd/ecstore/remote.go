@@ -94,9 +94,12 @@ func remoteErr(u rootURL, err error) error {
 	return fmt.Errorf("%s: %w", u, err)
 }
 
-// remoteOneArg runs fn with a client for a command whose arguments are
-// all root:// URLs on one server (rm, mkdir, rmdir).
-func remoteEach(ctx context.Context, args []string, fn func(c *xrootd.Client, u rootURL) error) (handled bool, err error) {
+// remoteEach runs fn with a client for each argument of a command whose
+// arguments are all root:// URLs (rm, mkdir, rmdir). Every URL is tried,
+// as eachPath tries every object path: all but the last error are
+// printed to stderr as they happen, and the last one is returned with a
+// count. handled is false when no argument is a URL.
+func remoteEach(ctx context.Context, stderr io.Writer, args []string, fn func(c *xrootd.Client, u rootURL) error) (handled bool, err error) {
 	var urls []rootURL
 	for _, a := range args {
 		u, ok, err := parseRootURL(a)
@@ -118,24 +121,41 @@ func remoteEach(ctx context.Context, args []string, fn func(c *xrootd.Client, u 
 		return true, usageErrorf("mixing root:// URLs and object paths")
 	}
 	clients := map[string]*xrootd.Client{}
+	dialErrs := map[string]error{} // a server that could not be reached is not dialled again
 	defer func() {
 		for _, c := range clients {
 			c.Close()
 		}
 	}()
+	var errs []error
 	for _, u := range urls {
 		c := clients[u.addr]
-		if c == nil {
+		if c == nil && dialErrs[u.addr] == nil {
 			if c, err = dialRoot(ctx, u); err != nil {
-				return true, err
+				dialErrs[u.addr] = err
+			} else {
+				clients[u.addr] = c
 			}
-			clients[u.addr] = c
 		}
-		if err := fn(c, u); err != nil {
-			return true, remoteErr(u, err)
+		if c == nil {
+			errs = append(errs, fmt.Errorf("%s: %w", u, dialErrs[u.addr]))
+		} else if err := fn(c, u); err != nil {
+			errs = append(errs, remoteErr(u, err))
+		}
+		if ctx.Err() != nil {
+			return true, errInterrupted
 		}
 	}
-	return true, nil
+	switch len(errs) {
+	case 0:
+		return true, nil
+	case 1:
+		return true, errs[0]
+	}
+	for _, err := range errs[:len(errs)-1] {
+		fmt.Fprintf(stderr, "ecstore: %v\n", err)
+	}
+	return true, fmt.Errorf("%w (%d of %d paths failed)", errs[len(errs)-1], len(errs), len(urls))
 }
 
 // remoteLs lists a directory on a root:// server.
