@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -26,6 +27,10 @@ through this process, unless --tpc: then the destination server pulls
 the file from the source itself (XRootD's third-party copy, as
 xrdcp --tpc; an ecstore gateway or an xrootd with ofs.tpc at each end).
 --tpc only fails where an end cannot; --tpc first then streams.
+
+If DST is a local directory, or a root:// URL that ends with a slash or
+names a directory, the file is copied into it under the source's name,
+as xrdcp does.
 
 The adler32 of the bytes sent or received is compared with the
 server's checksum of the file when the server can tell it (an ecstore
@@ -63,11 +68,20 @@ func cmdCp(ctx context.Context, e *env, args []string) error {
 	if !srcRemote && !dstRemote {
 		return usageErrorf("cp needs a root:// URL on at least one side; use put and get for the embedded cluster")
 	}
+	// The name a copy into a directory takes.
+	base := filepath.Base(pos[0])
+	switch {
+	case srcRemote:
+		base = path.Base(src.path)
+	case pos[0] == "-":
+		base = ""
+	}
+
 	if *tpc != "" {
 		if !srcRemote || !dstRemote {
 			return usageErrorf("--tpc copies between two root:// URLs")
 		}
-		err := thirdPartyCopy(ctx, src, dst, *force, *noCksum)
+		err := thirdPartyCopy(ctx, src, dst, base, *force, *noCksum)
 		if *tpc == "first" && errors.Is(err, xrdtpc.ErrNotSupported) {
 			fmt.Fprintf(e.stderr, "cp: %v; copying through this process\n", err)
 		} else {
@@ -115,9 +129,9 @@ func cmdCp(ctx context.Context, e *env, args []string) error {
 	counted := progressReader{r: in, p: bar}
 	var n int64
 	if dstRemote {
-		n, err = uploadTo(ctx, dst, io.TeeReader(counted, sum), *force, *noCksum)
+		n, err = uploadTo(ctx, dst, base, io.TeeReader(counted, sum), *force, *noCksum)
 	} else {
-		n, err = downloadTo(pos[1], io.TeeReader(counted, sum), e.stdout, *force, func() error {
+		n, err = downloadTo(pos[1], base, io.TeeReader(counted, sum), e.stdout, *force, func() error {
 			return checkSum(src, srcCk, sum.Sum32())
 		})
 	}
@@ -191,15 +205,35 @@ func checkSum(u rootURL, server string, local uint32) error {
 	return nil
 }
 
-// uploadTo creates dst and streams r into it. The server commits the file
-// on close; on any error the upload is abandoned (an ecstore gateway then
-// shows nothing).
-func uploadTo(ctx context.Context, dst rootURL, r io.Reader, force, noCksum bool) (int64, error) {
+// intoDir returns dst, or the file named base inside it when dst names a
+// directory (ends with a slash, or is one on c's server). base "" (the
+// source is standard input) cannot go into a directory.
+func intoDir(ctx context.Context, c *xrootd.Client, dst rootURL, base string) (rootURL, error) {
+	if !dst.dir {
+		fi, err := c.Stat(ctx, dst.path)
+		if err != nil || !fi.IsDir() {
+			return dst, nil
+		}
+	}
+	if base == "" {
+		return dst, fmt.Errorf("cp: %s is a directory: name the file to create in it", dst)
+	}
+	dst.path, dst.dir = path.Join(dst.path, base), false
+	return dst, nil
+}
+
+// uploadTo creates dst (or base inside it, when it is a directory) and
+// streams r into it. The server commits the file on close; on any error
+// the upload is abandoned (an ecstore gateway then shows nothing).
+func uploadTo(ctx context.Context, dst rootURL, base string, r io.Reader, force, noCksum bool) (int64, error) {
 	c, err := dialRoot(ctx, dst)
 	if err != nil {
 		return 0, err
 	}
 	defer c.Close()
+	if dst, err = intoDir(ctx, c, dst, base); err != nil {
+		return 0, err
+	}
 	flags := xrootd.OpenNew | xrootd.OpenMkpath
 	if force {
 		flags = xrootd.OpenDelete | xrootd.OpenMkpath
@@ -231,16 +265,20 @@ func uploadTo(ctx context.Context, dst rootURL, r io.Reader, force, noCksum bool
 	return n, nil
 }
 
-// downloadTo writes r to local (or stdout for "-"): into a temporary file
-// renamed into place only when the copy and verify succeed, or straight
-// into a device or FIFO (specialTarget).
-func downloadTo(local string, r io.Reader, stdout io.Writer, force bool, verify func() error) (int64, error) {
+// downloadTo writes r to local (or stdout for "-"; base inside local when
+// it is a directory): into a temporary file renamed into place only when
+// the copy and verify succeed, or straight into a device or FIFO
+// (specialTarget).
+func downloadTo(local, base string, r io.Reader, stdout io.Writer, force bool, verify func() error) (int64, error) {
 	if local == "-" {
 		n, err := io.CopyBuffer(stdout, r, make([]byte, copyBuffer))
 		if err == nil {
 			err = verify()
 		}
 		return n, err
+	}
+	if st, err := os.Stat(local); err == nil && st.IsDir() {
+		local = filepath.Join(local, base)
 	}
 	if f, ok, err := specialTarget(local); ok {
 		if err != nil {
@@ -287,9 +325,10 @@ func downloadTo(local string, r io.Reader, stdout io.Writer, force bool, verify 
 	return n, err
 }
 
-// thirdPartyCopy has dst's server pull src (xrdtpc.Copy), then compares
-// the two servers' adler32 of the file unless noCksum.
-func thirdPartyCopy(ctx context.Context, src, dst rootURL, force, noCksum bool) error {
+// thirdPartyCopy has dst's server pull src into dst, or into base inside
+// dst when it is a directory (xrdtpc.Copy), then compares the two
+// servers' adler32 of the file unless noCksum.
+func thirdPartyCopy(ctx context.Context, src, dst rootURL, base string, force, noCksum bool) error {
 	sc, err := dialRoot(ctx, src)
 	if err != nil {
 		return err
@@ -300,6 +339,9 @@ func thirdPartyCopy(ctx context.Context, src, dst rootURL, force, noCksum bool) 
 		return err
 	}
 	defer dc.Close()
+	if dst, err = intoDir(ctx, dc, dst, base); err != nil {
+		return err
+	}
 	if !force {
 		if _, err := dc.Stat(ctx, dst.path); err == nil {
 			return fmt.Errorf("cp: %s exists (use -f to replace it)", dst)

@@ -159,3 +159,41 @@ func TestCpThirdParty(t *testing.T) {
 		t.Errorf("cp --tpc sometimes: exit %d", r.code)
 	}
 }
+
+// Regression (found by review): cp into a directory. xrdcp copies a file
+// into a destination that is a directory, under the source's name; cp
+// made the object /d2 of `cp f root://gw//d2/` (the slash was dropped),
+// failed with 'is a directory' onto an existing remote directory, and
+// refused a local directory as the destination of a download.
+func TestCpIntoDirectory(t *testing.T) {
+	url := gatewayURL(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "in.bin")
+	os.WriteFile(src, []byte("some data"), 0o644)
+
+	mustRun(t, nil, "cp", src, url+"/new/") // a trailing slash: a directory
+	if got := mustRun(t, nil, "ls", url+"/new"); got != "in.bin\n" {
+		t.Errorf("ls /new after cp into /new/: %q", got)
+	}
+	mustRun(t, nil, "mkdir", url+"/existing")
+	mustRun(t, nil, "cp", src, url+"/existing") // an existing directory
+	if got := mustRun(t, nil, "ls", url+"/existing"); got != "in.bin\n" {
+		t.Errorf("ls /existing after cp into it: %q", got)
+	}
+	if r := ecstore(t, nil, "cp", src, url+"/existing"); r.code == 0 || !strings.Contains(r.stderr, "/existing/in.bin exists") {
+		t.Errorf("cp into a directory over an existing file: exit %d, %s", r.code, r.stderr)
+	}
+	if r := ecstore(t, strings.NewReader("x"), "cp", "-", url+"/existing/"); r.code == 0 || !strings.Contains(r.stderr, "is a directory") {
+		t.Errorf("cp of stdin into a directory: exit %d, %s", r.code, r.stderr)
+	}
+
+	out := t.TempDir()
+	mustRun(t, nil, "cp", url+"/new/in.bin", out)
+	if got, err := os.ReadFile(filepath.Join(out, "in.bin")); err != nil || string(got) != "some data" {
+		t.Errorf("download into a local directory: %q, %v", got, err)
+	}
+	mustRun(t, nil, "cp", "--tpc", "only", url+"/new/in.bin", url+"/tpc/")
+	if got := mustRun(t, nil, "ls", url+"/tpc"); got != "in.bin\n" {
+		t.Errorf("ls /tpc after cp --tpc into /tpc/: %q", got)
+	}
+}

@@ -20,6 +20,9 @@ type rootURL struct {
 	addr string // host:port
 	path string // absolute
 	tls  bool   // roots://
+	// dir is set when the URL's path ends with a slash (or is "/"): it
+	// names a directory, and cp copies into it.
+	dir bool
 }
 
 func (u rootURL) String() string {
@@ -57,13 +60,14 @@ func parseRootURL(s string) (u rootURL, ok bool, err error) {
 	if _, _, err := net.SplitHostPort(hostport); err != nil {
 		hostport = net.JoinHostPort(hostport, "1094")
 	}
+	dir := strings.HasSuffix(p, "/")
 	if p != "/" {
 		p = strings.TrimSuffix(p, "/")
 	}
 	if err := node.CheckPath(p); err != nil {
 		return rootURL{}, true, usageErrorf("%q: invalid path %q", s, p)
 	}
-	return rootURL{addr: hostport, path: p, tls: u.tls}, true, nil
+	return rootURL{addr: hostport, path: p, tls: u.tls, dir: dir}, true, nil
 }
 
 // dialRoot connects to u's server.
