@@ -310,6 +310,10 @@ func downloadTo(local, base string, r io.Reader, stdout io.Writer, force bool, v
 		return 0, err
 	}
 	n, err := io.CopyBuffer(tmp, r, make([]byte, copyBuffer))
+	if err == nil {
+		// CreateTemp made it 0600.
+		err = tmp.Chmod(fileMode(local))
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}

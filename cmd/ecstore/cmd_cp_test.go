@@ -197,3 +197,26 @@ func TestCpIntoDirectory(t *testing.T) {
 		t.Errorf("ls /tpc after cp --tpc into /tpc/: %q", got)
 	}
 }
+
+// Regression (found by review): a file downloaded by cp kept the 0600 of
+// its temporary file, unreadable by the group and others (xrdcp and get
+// create 0666 minus the umask); one replaced with -f keeps its mode.
+func TestCpDownloadMode(t *testing.T) {
+	url := gatewayURL(t)
+	mustRun(t, strings.NewReader("events"), "cp", "-", url+"/a/run1.root")
+	dir := t.TempDir()
+	local := filepath.Join(dir, "run1.root")
+	mustRun(t, nil, "cp", url+"/a/run1.root", local)
+	fi, err := os.Stat(local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o666&^umask() {
+		t.Errorf("mode %v, want 0666 minus umask %v", fi.Mode().Perm(), umask())
+	}
+	os.Chmod(local, 0o640)
+	mustRun(t, nil, "cp", "-f", url+"/a/run1.root", local)
+	if fi, _ := os.Stat(local); fi.Mode().Perm() != 0o640 {
+		t.Errorf("mode %v after replacing a 0640 file", fi.Mode().Perm())
+	}
+}
