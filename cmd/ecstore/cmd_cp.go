@@ -117,7 +117,16 @@ func cmdCp(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		defer f.Close()
-		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		st, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		if st.IsDir() {
+			// Before the destination is created: a plain data server
+			// keeps the empty file of an abandoned upload.
+			return fmt.Errorf("cp: %s is a directory (cp copies one file)", pos[0])
+		}
+		if st.Mode().IsRegular() {
 			size = st.Size() // a pipe or device says 0
 		}
 		in = f

@@ -220,3 +220,20 @@ func TestCpDownloadMode(t *testing.T) {
 		t.Errorf("mode %v after replacing a 0640 file", fi.Mode().Perm())
 	}
 }
+
+// Regression (found by review): cp of a local directory created the
+// destination, then failed reading the directory and blamed the
+// destination ('root://…//d: read d: is a directory'); a plain data
+// server (an ecstore node, xrootd) kept the empty file. It fails before
+// touching the server now, as xrdcp does.
+func TestCpOfADirectory(t *testing.T) {
+	node := benchDataServerURL(t)
+	dir := t.TempDir()
+	r := ecstore(t, nil, "cp", dir, node+"/copy")
+	if r.code != exitError || !strings.Contains(r.stderr, "ecstore: cp: "+dir+" is a directory") {
+		t.Errorf("cp of a directory: exit %d, %s", r.code, r.stderr)
+	}
+	if r := ecstore(t, nil, "stat", node+"/copy"); r.code == 0 {
+		t.Errorf("cp of a directory left a file on the server:\n%s", r.stdout)
+	}
+}
