@@ -140,7 +140,10 @@ func cmdCp(ctx context.Context, e *env, args []string) error {
 	if dstRemote {
 		n, err = uploadTo(ctx, dst, base, io.TeeReader(counted, sum), *force, *noCksum)
 	} else {
-		n, err = downloadTo(pos[1], base, io.TeeReader(counted, sum), e.stdout, *force, func() error {
+		n, err = downloadTo(pos[1], base, io.TeeReader(counted, sum), e.stdout, *force, func(n int64) error {
+			if size >= 0 && n != size {
+				return fmt.Errorf("cp: copied %d bytes, source has %d", n, size)
+			}
 			return checkSum(src, srcCk, sum.Sum32())
 		})
 	}
@@ -276,13 +279,13 @@ func uploadTo(ctx context.Context, dst rootURL, base string, r io.Reader, force,
 
 // downloadTo writes r to local (or stdout for "-"; base inside local when
 // it is a directory): into a temporary file renamed into place only when
-// the copy and verify succeed, or straight into a device or FIFO
-// (specialTarget).
-func downloadTo(local, base string, r io.Reader, stdout io.Writer, force bool, verify func() error) (int64, error) {
+// the copy and verify (given the bytes copied) succeed, or straight into
+// a device or FIFO (specialTarget).
+func downloadTo(local, base string, r io.Reader, stdout io.Writer, force bool, verify func(n int64) error) (int64, error) {
 	if local == "-" {
 		n, err := io.CopyBuffer(stdout, r, make([]byte, copyBuffer))
 		if err == nil {
-			err = verify()
+			err = verify(n)
 		}
 		return n, err
 	}
@@ -298,7 +301,7 @@ func downloadTo(local, base string, r io.Reader, stdout io.Writer, force bool, v
 			err = cerr
 		}
 		if err == nil {
-			err = verify()
+			err = verify(n)
 		}
 		return n, err
 	}
@@ -327,7 +330,7 @@ func downloadTo(local, base string, r io.Reader, stdout io.Writer, force bool, v
 		err = cerr
 	}
 	if err == nil {
-		err = verify()
+		err = verify(n)
 	}
 	if err == nil {
 		err = os.Rename(tmp.Name(), local)

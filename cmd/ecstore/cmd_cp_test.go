@@ -2,16 +2,20 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ecstore/ecstore/internal/dataserver"
 	"github.com/ecstore/ecstore/internal/testcluster"
 	"github.com/ecstore/ecstore/internal/testgateway"
+	"github.com/ecstore/ecstore/internal/xrootd"
 )
 
 // gatewayURL starts an in-process gateway over a test cluster and returns
@@ -235,5 +239,70 @@ func TestCpOfADirectory(t *testing.T) {
 	}
 	if r := ecstore(t, nil, "stat", node+"/copy"); r.code == 0 {
 		t.Errorf("cp of a directory left a file on the server:\n%s", r.stdout)
+	}
+}
+
+// shortFS serves files of a data server whose opens say they are 100
+// bytes longer than the bytes that can be read: a file truncated while
+// it is read, on a server that keeps no checksums.
+type shortFS struct{ *dataserver.FS }
+
+func (s shortFS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (xrootd.File, error) {
+	f, err := s.FS.Open(ctx, name, opts)
+	if err != nil || opts.Flags.Writable() {
+		return f, err
+	}
+	return shortFile{f}, nil
+}
+
+type shortFile struct{ xrootd.File }
+
+func (f shortFile) Stat(ctx context.Context) (xrootd.FileInfo, error) {
+	fi, err := f.File.Stat(ctx)
+	fi.Size += 100
+	return fi, err
+}
+
+// Regression (found by review): a download that got fewer bytes than the
+// source's size (a file truncated while read, on a server without
+// checksums) renamed the short file into place, over the old one with
+// -f, before failing on the size: the partial file stayed. The size is
+// checked before the rename now.
+func TestCpShortDownloadLeavesNoFile(t *testing.T) {
+	root := t.TempDir()
+	data := testcluster.Rand(rand.New(rand.NewPCG(8, 8)), 3<<20)
+	os.WriteFile(filepath.Join(root, "f"), data, 0o644)
+	fs, err := dataserver.New(root, dataserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	// Only the FileSystem methods: no checksums, no whole-file opens.
+	go func() {
+		done <- (&xrootd.Server{Handler: struct{ xrootd.FileSystem }{shortFS{fs}}}).Serve(ctx, ln)
+	}()
+	t.Cleanup(func() { cancel(); <-done; fs.Close() })
+	url := "root://" + ln.Addr().String() + "/"
+
+	dir := t.TempDir()
+	local := filepath.Join(dir, "f")
+	r := ecstore(t, nil, "cp", url+"/f", local)
+	if r.code != exitError || !strings.Contains(r.stderr, "source has") {
+		t.Errorf("short download: exit %d, %s", r.code, r.stderr)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("a failed download left %v", ents)
+	}
+	os.WriteFile(local, []byte("old"), 0o644)
+	if r := ecstore(t, nil, "cp", "-f", url+"/f", local); r.code != exitError {
+		t.Errorf("short download with -f: exit %d, %s", r.code, r.stderr)
+	}
+	if got, _ := os.ReadFile(local); string(got) != "old" {
+		t.Errorf("a failed download with -f replaced the file with %d bytes", len(got))
 	}
 }
