@@ -47,7 +47,7 @@ func cmdLs(ctx context.Context, e *env, args []string) error {
 	}
 	dir := "/"
 	if len(pos) == 1 {
-		dir = pos[0]
+		dir = dirPaths(pos)[0]
 	}
 	if err := checkObjectPath(dir); err != nil {
 		return err

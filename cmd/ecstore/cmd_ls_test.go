@@ -68,3 +68,26 @@ func TestLsDegradedAndMissing(t *testing.T) {
 		t.Errorf("ls /nope: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// Regression (found by review): ls, mkdir and rmdir of a directory
+// named with a trailing slash (`ecstore ls /atlas/`, as typed after
+// shell habits and as xrdfs and the commands' root:// URLs take it) were
+// usage errors (exit 2).
+func TestDirCommandsTakeATrailingSlash(t *testing.T) {
+	c := newTestCluster(t)
+	c.put("/atlas/run1", []byte("x"))
+	if got := mustRun(t, nil, c.cmd("ls", "/atlas/")...); got != "run1\n" {
+		t.Errorf("ls /atlas/: %q", got)
+	}
+	mustRun(t, nil, c.cmd("mkdir", "/atlas/new/", "/cms/")...)
+	if got := mustRun(t, nil, c.cmd("ls", "/")...); got != "atlas/\ncms/\n" {
+		t.Errorf("ls / after mkdir /cms/: %q", got)
+	}
+	mustRun(t, nil, c.cmd("rmdir", "/atlas/new/", "/cms/")...)
+	if got := mustRun(t, nil, c.cmd("ls", "/atlas/")...); got != "run1\n" {
+		t.Errorf("ls /atlas/ after rmdir: %q", got)
+	}
+	if r := ecstore(t, nil, c.cmd("ls", "/atlas//")...); r.code != exitUsage {
+		t.Errorf("ls /atlas//: exit %d", r.code)
+	}
+}

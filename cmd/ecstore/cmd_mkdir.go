@@ -29,5 +29,5 @@ func cmdMkdir(ctx context.Context, e *env, args []string) error {
 	}); handled {
 		return err
 	}
-	return eachPath(ctx, e, cf, true, paths, func(s *object.Store) pathOp { return s.Mkdir })
+	return eachPath(ctx, e, cf, true, dirPaths(paths), func(s *object.Store) pathOp { return s.Mkdir })
 }

@@ -28,5 +28,5 @@ func cmdRmdir(ctx context.Context, e *env, args []string) error {
 	}); handled {
 		return err
 	}
-	return eachPath(ctx, e, cf, false, paths, func(s *object.Store) pathOp { return s.Rmdir })
+	return eachPath(ctx, e, cf, false, dirPaths(paths), func(s *object.Store) pathOp { return s.Rmdir })
 }

@@ -242,6 +242,20 @@ func checkObjectPath(p string) error {
 	return nil
 }
 
+// dirPaths returns the directory paths of ls, mkdir and rmdir with one
+// trailing slash dropped ("/atlas/" is /atlas), as the commands' root://
+// URLs and xrdfs take them.
+func dirPaths(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		if len(p) > 1 && strings.HasSuffix(p, "/") {
+			p = p[:len(p)-1]
+		}
+		out[i] = p
+	}
+	return out
+}
+
 // describe turns an engine error about path into a message for people.
 // Unrecoverable objects keep the engine's message (it names the block and
 // the chunks available).
