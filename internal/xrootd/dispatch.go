@@ -97,7 +97,7 @@ func (s *session) dispatch(f *RequestFrame) {
 			return
 		}
 	case *FattrRequest:
-		if r.Path == "" && r.Op != FattrList {
+		if r.Path == "" {
 			// In order with the file's writes, sync and close.
 			s.queueFileOp(sid, id, r.Handle, f, func(of *openFile) { s.doFileFattr(sid, of, r) })
 			return

@@ -30,8 +30,11 @@
 // ConfigReporter lets a FileSystem answer kXR_query config keys such as
 // "tpc". kXR_bind sub-streams, kXR_writev, kXR_gpfile and kXR_chkpoint
 // are not implemented and answer kXR_error kXR_Unsupported. kXR_fattr get, set and
-// del by path are served by handlers that keep attributes (AttrKeeper);
-// lists, requests on an open file's handle and other handlers' requests
+// del by path are served by handlers that keep attributes (AttrKeeper),
+// on an open file's handle by files that do (FileAttrKeeper), and lists
+// by those that enumerate them (AttrEnumerator, FileAttrEnumerator); a
+// *Refusal of such a handler fails the request with its message, where
+// other errors are each attribute's status. Other handlers' requests
 // answer kXR_Unsupported, a malformed request kXR_ArgInvalid. The Client
 // gets, sets and deletes attributes too. One ecstore extension uses the
 // protocol's own opening for implementation-defined queries, kXR_query

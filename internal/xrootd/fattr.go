@@ -165,6 +165,41 @@ func (f *ClientFile) SetAttrs(ctx context.Context, attrs []Attr, onlyNew bool) (
 	return f.c.fattr(ctx, r)
 }
 
+// AllAttrs lists the extended attributes of path with their values
+// (kXR_fattr list with kXR_fa_aData; xrdfs xattr PATH list).
+func (c *Client) AllAttrs(ctx context.Context, path string) ([]Attr, error) {
+	return c.listAttrs(ctx, &FattrRequest{Op: FattrList, Options: FattrListValues, Path: path})
+}
+
+// AllAttrs lists the extended attributes of the open file, as
+// Client.AllAttrs does by path.
+func (f *ClientFile) AllAttrs(ctx context.Context) ([]Attr, error) {
+	return f.c.listAttrs(ctx, &FattrRequest{Op: FattrList, Options: FattrListValues, Handle: f.fh})
+}
+
+// listAttrs sends the kXR_fattr list r and decodes its answer.
+func (c *Client) listAttrs(ctx context.Context, r *FattrRequest) ([]Attr, error) {
+	what := r.Path
+	if what == "" {
+		what = fmt.Sprintf("handle %x", r.Handle)
+	}
+	body, err := c.collect(ctx, r, fattrAnswerMax(r))
+	if err != nil {
+		return nil, fmt.Errorf("xrootd: fattr list %s: %w", what, err)
+	}
+	attrs, err := ParseFattrListResponse(body, r.Options&FattrListValues != 0)
+	if err != nil {
+		return nil, fmt.Errorf("xrootd: fattr list %s: %w", what, err)
+	}
+	return attrs, nil
+}
+
+// DelAttrs deletes the named extended attributes of the file, which must
+// be open for writing, as Client.DelAttrs does by path.
+func (f *ClientFile) DelAttrs(ctx context.Context, names ...string) ([]Attr, error) {
+	return f.c.fattr(ctx, &FattrRequest{Op: FattrDel, Handle: f.fh, Names: names})
+}
+
 // setRequest is the kXR_fattr set of attrs.
 func setRequest(attrs []Attr, onlyNew bool) *FattrRequest {
 	r := &FattrRequest{Op: FattrSet}
@@ -274,6 +309,60 @@ func ParseFattrResponse(body []byte, op FattrOp, names []string) ([]Attr, error)
 	return attrs, nil
 }
 
+// ParseFattrListResponse decodes the answer to a kXR_fattr list: each
+// attribute's NUL-terminated name, followed with values by the value's
+// 4-byte length and bytes. An empty answer lists no attribute.
+func ParseFattrListResponse(body []byte, values bool) ([]Attr, error) {
+	var attrs []Attr
+	for b := body; len(b) > 0; {
+		end := bytes.IndexByte(b, 0)
+		if end <= 0 {
+			return nil, fmt.Errorf("%w: fattr list answer's name %d", ErrMalformed, len(attrs))
+		}
+		a := Attr{Name: string(b[:end])}
+		b = b[end+1:]
+		if values {
+			if len(b) < 4 {
+				return nil, fmt.Errorf("%w: fattr list answer's value %d", ErrMalformed, len(attrs))
+			}
+			vl := int(int32(getU32(b)))
+			if vl < 0 || vl > len(b)-4 {
+				return nil, fmt.Errorf("%w: fattr list answer's value of bad length", ErrMalformed)
+			}
+			a.Value, b = bytes.Clone(b[4:4+vl]), b[4+vl:]
+		}
+		attrs = append(attrs, a)
+	}
+	return attrs, nil
+}
+
+// AppendFattrListResponse appends the answer to a kXR_fattr list of
+// attrs, with their values if values (kXR_fa_aData), as xrootd answers:
+// each name NUL-terminated, then the value's 4-byte length and bytes.
+func AppendFattrListResponse(b []byte, attrs []Attr, values bool) []byte {
+	for _, a := range attrs {
+		b = append(append(b, a.Name...), 0)
+		if values {
+			b = binary.BigEndian.AppendUint32(b, uint32(len(a.Value)))
+			b = append(b, a.Value...)
+		}
+	}
+	return b
+}
+
+// Refusal is an error of an AttrKeeper or FileAttrKeeper call that
+// refuses the kXR_fattr request as a whole: the server answers kXR_error
+// with its code and message (Err's, as for any handler error), where
+// another error of the call becomes every attribute's status, which
+// tells the client the code only. For a client that may not change the
+// attributes, or a file whose attributes cannot change.
+type Refusal struct{ Err error }
+
+func (r *Refusal) Error() string { return r.Err.Error() }
+
+// Unwrap returns r.Err.
+func (r *Refusal) Unwrap() error { return r.Err }
+
 // AttrErr joins the errors of attrs, each with its attribute's name; nil
 // when every one succeeded.
 func AttrErr(attrs []Attr) error {
@@ -288,29 +377,60 @@ func AttrErr(attrs []Attr) error {
 
 // doFattr answers kXR_fattr get, set and del by path from an AttrKeeper,
 // in xrootd's format: the error count, the attribute count, the name
-// vector with each attribute's status, and for get the value vector.
-// Lists are not supported; requests on a handle go to doFileFattr.
+// vector with each attribute's status, and for get the value vector;
+// list from an AttrEnumerator. Requests on a handle go to doFileFattr.
 func (s *session) doFattr(ctx context.Context, sid StreamID, r *FattrRequest) error {
+	if r.Op == FattrList {
+		h, ok := s.srv.Handler.(AttrEnumerator)
+		if !ok {
+			return Errorf(ErrUnsupported, "fattr list is not supported")
+		}
+		name, _, err := cleanPath(r.Path)
+		if err != nil {
+			return err
+		}
+		attrs, err := h.AllAttrs(ctx, name)
+		if err != nil {
+			return err
+		}
+		return sent(s.sendOK(sid, AppendFattrListResponse(nil, attrs, r.Options&FattrListValues != 0)))
+	}
 	h, ok := s.srv.Handler.(AttrKeeper)
-	switch {
-	case !ok:
+	if !ok {
 		return Errorf(ErrUnsupported, "fattr request is not supported")
-	case r.Op == FattrList:
-		return Errorf(ErrUnsupported, "fattr list is not supported")
 	}
 	name, _, err := cleanPath(r.Path)
 	if err != nil {
 		return err
 	}
-	attrs := runFattr(r, func() ([]Attr, error) { return h.GetAttrs(ctx, name, r.Names) },
+	attrs, err := runFattr(r, func() ([]Attr, error) { return h.GetAttrs(ctx, name, r.Names) },
 		func(in []Attr, onlyNew bool) ([]Attr, error) { return h.SetAttrs(ctx, name, in, onlyNew) },
 		func() ([]Attr, error) { return h.DelAttrs(ctx, name, r.Names) })
+	if err != nil {
+		return err
+	}
 	return sent(s.sendOK(sid, AppendFattrResponse(nil, r.Op, r.Names, attrs)))
 }
 
 // doFileFattr answers kXR_fattr get, set and del on an open file, from
-// its FileAttrKeeper; set and del need the file open for writing.
+// its FileAttrKeeper, and list from its FileAttrEnumerator; set and del
+// need the file open for writing.
 func (s *session) doFileFattr(sid StreamID, of *openFile, r *FattrRequest) {
+	ctx := s.ctx
+	if r.Op == FattrList {
+		h, ok := of.f.(FileAttrEnumerator)
+		if !ok {
+			s.fail(sid, ReqFattr, Errorf(ErrUnsupported, "fattr list on %s is not supported", of.name))
+			return
+		}
+		attrs, err := h.AllAttrs(ctx)
+		if err != nil {
+			s.fail(sid, ReqFattr, err)
+			return
+		}
+		s.sendOK(sid, AppendFattrListResponse(nil, attrs, r.Options&FattrListValues != 0))
+		return
+	}
 	h, ok := of.f.(FileAttrKeeper)
 	switch {
 	case !ok:
@@ -320,17 +440,21 @@ func (s *session) doFileFattr(sid StreamID, of *openFile, r *FattrRequest) {
 		s.fail(sid, ReqFattr, Errorf(ErrInvalidRequest, "fattr request modifies %s, open for reading", of.name))
 		return
 	}
-	ctx := s.ctx
-	attrs := runFattr(r, func() ([]Attr, error) { return h.GetAttrs(ctx, r.Names) },
+	attrs, err := runFattr(r, func() ([]Attr, error) { return h.GetAttrs(ctx, r.Names) },
 		func(in []Attr, onlyNew bool) ([]Attr, error) { return h.SetAttrs(ctx, in, onlyNew) },
 		func() ([]Attr, error) { return h.DelAttrs(ctx, r.Names) })
+	if err != nil {
+		s.fail(sid, ReqFattr, err)
+		return
+	}
 	s.sendOK(sid, AppendFattrResponse(nil, r.Op, r.Names, attrs))
 }
 
 // runFattr runs the get, set or del r asks for and returns one Attr per
 // name: an error of the whole call, or a wrong number of answers, becomes
-// every attribute's error.
-func runFattr(r *FattrRequest, get func() ([]Attr, error), set func([]Attr, bool) ([]Attr, error), del func() ([]Attr, error)) []Attr {
+// every attribute's error, except a *Refusal, returned to fail the
+// request.
+func runFattr(r *FattrRequest, get func() ([]Attr, error), set func([]Attr, bool) ([]Attr, error), del func() ([]Attr, error)) ([]Attr, error) {
 	var attrs []Attr
 	var err error
 	switch r.Op {
@@ -347,6 +471,9 @@ func runFattr(r *FattrRequest, get func() ([]Attr, error), set func([]Attr, bool
 	default:
 		err = Errorf(ErrUnsupported, "fattr subcode %d is not supported", r.Op)
 	}
+	if refusal := (*Refusal)(nil); errors.As(err, &refusal) {
+		return nil, refusal
+	}
 	if err == nil && len(attrs) != len(r.Names) {
 		err = Errorf(ErrServerError, "fattr: %d answers for %d attributes", len(attrs), len(r.Names))
 	}
@@ -356,7 +483,7 @@ func runFattr(r *FattrRequest, get func() ([]Attr, error), set func([]Attr, bool
 			attrs[i] = Attr{Name: r.Names[i], Err: err}
 		}
 	}
-	return attrs
+	return attrs, nil
 }
 
 // AppendFattrResponse appends the answer to a kXR_fattr get, set or del

@@ -222,7 +222,9 @@ type Chmoder interface {
 // error (ErrAttrNotFound for a missing one, ErrItExists for one set with
 // onlyNew that exists): one attribute's failure does not fail the
 // others. An error returned for the whole call (the file is missing,
-// say) is the error of every attribute.
+// say) is the error of every attribute, which tells the client its code
+// only; a *Refusal fails the request instead, with its message (the
+// client may not, the file cannot change).
 type AttrKeeper interface {
 	GetAttrs(ctx context.Context, name string, names []string) ([]Attr, error)
 	SetAttrs(ctx context.Context, name string, attrs []Attr, onlyNew bool) ([]Attr, error)
@@ -236,6 +238,21 @@ type FileAttrKeeper interface {
 	GetAttrs(ctx context.Context, names []string) ([]Attr, error)
 	SetAttrs(ctx context.Context, attrs []Attr, onlyNew bool) ([]Attr, error)
 	DelAttrs(ctx context.Context, names []string) ([]Attr, error)
+}
+
+// AttrEnumerator is implemented by file systems that list the extended
+// attributes of a file (kXR_fattr list by path; xrdfs xattr PATH list):
+// AllAttrs answers every attribute with its value, in the order to list
+// them. An error fails the request.
+type AttrEnumerator interface {
+	AllAttrs(ctx context.Context, name string) ([]Attr, error)
+}
+
+// FileAttrEnumerator is implemented by open files that list their
+// extended attributes (kXR_fattr list on a file handle), as
+// AttrEnumerator does.
+type FileAttrEnumerator interface {
+	AllAttrs(ctx context.Context) ([]Attr, error)
 }
 
 // AttrLister is implemented by file systems that list a directory with

@@ -395,12 +395,15 @@ func TestUnsupported(t *testing.T) {
 	_, checks["space"] = c.Space(ctx, "/")
 	_, _, checks["open whole"] = c.OpenWhole(ctx, "/f", 1<<20)
 	_, checks["attribute listing"] = c.ListAttr(ctx, "/", "a")
+	_, checks["fattr list"] = c.AllAttrs(ctx, "/f")
+	_, checks["fattr get"] = c.GetAttrs(ctx, "/f", "a")
 	f, err := c.Open(ctx, "/f", OpenUpdate, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, checks["write"] = f.WriteAt(ctx, []byte("y"), 0)
 	checks["file truncate"] = f.Truncate(ctx, 0)
+	_, checks["file fattr list"] = f.AllAttrs(ctx)
 	for name, err := range checks {
 		if !errors.Is(err, errors.ErrUnsupported) {
 			t.Errorf("%s: %v, want kXR_Unsupported", name, err)
