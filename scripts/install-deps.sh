@@ -7,12 +7,13 @@
 # WebDAV client davix (davix-ls, davix-get, davix-put, ...), XRootD's
 # HTTP client plug-in (the Python bindings read http:// URLs through
 # davix, as ROOT does), bindfs
-# (a FUSE mount whose server test/ stops, to freeze a node directory)
-# and staticcheck.
+# (a FUSE mount whose server test/ stops, to freeze a node directory),
+# attr (setfattr and getfattr, for the xrdcp --xattr tests) and
+# staticcheck.
 # Idempotent: does nothing when everything is already there.
 set -euo pipefail
 
-pkgs=(unzip time openssl xrootd-client xrootd-server python3-xrootd libxrootd-dev awscli python3-boto3 rclone s3cmd curl davix xrootd-client-http-plugins bindfs fuse3)
+pkgs=(unzip time attr openssl xrootd-client xrootd-server python3-xrootd libxrootd-dev awscli python3-boto3 rclone s3cmd curl davix xrootd-client-http-plugins bindfs fuse3)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

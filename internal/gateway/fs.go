@@ -2,7 +2,9 @@
 // user-facing frontends. FS serves an object.Store's namespace through the
 // XRootD protocol server (internal/xrootd): objects are written
 // sequentially and become visible when the client closes them, reads may
-// be at any offset, and checksums come from the objects' stored metadata.
+// be at any offset, and checksums come from the objects' stored metadata,
+// as do extended attributes, which are set while an object is written
+// (attrs.go).
 package gateway
 
 import (
@@ -512,6 +514,8 @@ type writeFile struct {
 	// runs beside the writes (the Writer's own count is not to be read
 	// while it writes).
 	written atomic.Int64
+	// attrs are the extended attributes set on the handle (attrs.go).
+	attrs pendingAttrs
 }
 
 var (
@@ -592,14 +596,16 @@ func (wf *writeFile) Stat(context.Context) (xrootd.FileInfo, error) {
 	return xrootd.FileInfo{Size: wf.written.Load(), Mode: 0o644}, nil
 }
 
-// Close commits the object: the client hears "closed" only once it is
-// durable on at least the write quorum of nodes.
+// Close commits the object, with the attributes set on the handle: the
+// client hears "closed" only once it is durable on at least the write
+// quorum of nodes.
 func (wf *writeFile) Close(context.Context) (err error) {
 	defer func(start time.Time) { wf.hooks.done("close", start, err) }(time.Now())
 	if wf.err != nil {
 		wf.w.Abort()
 		return mapErr(fmt.Errorf("%s not stored: an earlier write failed: %w", wf.name, wf.err))
 	}
+	wf.commitAttrs()
 	return mapErr(wf.w.Close())
 }
 
