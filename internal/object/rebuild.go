@@ -102,7 +102,7 @@ func (s *Store) Rebuild(ctx context.Context, path string, slots []int, opts Rebu
 			return nil, fmt.Errorf("object %s: rebuild slot %d on node %s: %w", path, sl, dests[i].ID(), err)
 		}
 		t := &target{slot: sl, node: dests[i], up: up}
-		t.uw = &uploadWriter{ctx: ctx, up: up, timeout: s.opts.WriteTimeout}
+		t.uw = &uploadWriter{ctx: ctx, up: up, timeout: s.opts.WriteTimeout, node: dests[i].ID(), progress: &s.progress}
 		t.aw = archive.NewWriter(t.uw, now)
 		targets = append(targets, t)
 	}

@@ -350,6 +350,8 @@ type Store struct {
 	transferMu sync.Mutex
 	// warns spaces the warnings an outage repeats for every request.
 	warns warnings
+	// progress tells busy nodes from hung ones, for writes.
+	progress nodeProgress
 }
 
 // transfer counts a reader or writer opening (delta 1) or closing (-1),

@@ -116,13 +116,54 @@ type uploadWriter struct {
 	ctx     context.Context
 	up      node.Upload
 	timeout time.Duration
+	// node and progress, when progress is set, make the deadline patient
+	// with a node that is busy (see Write).
+	node     string
+	progress *nodeProgress
 }
 
+// Write appends p. An append still running after timeout fails with
+// context.DeadlineExceeded, unless its node completed another append
+// (for another write) within the last timeout: the node is busy, not
+// hung, and the append is given up to busyWait timeouts. Under 8
+// streams of 256 MiB on one slow disk, appends took over 3 s where
+// the disk was only saturated, and the writes failed.
 func (u *uploadWriter) Write(p []byte) (int, error) {
-	ctx, cancel := context.WithTimeout(u.ctx, u.timeout)
-	defer cancel()
-	if err := u.up.Write(ctx, p); err != nil {
+	ctx := newAppendContext(u.ctx)
+	defer ctx.release()
+	start := time.Now()
+	var (
+		mu       sync.Mutex
+		finished bool
+		timer    *time.Timer
+	)
+	var check func()
+	check = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if finished {
+			return
+		}
+		now := time.Now()
+		if u.progress != nil && now.Sub(start) < busyWait*u.timeout && u.progress.since(u.node, now) < u.timeout {
+			timer = time.AfterFunc(u.timeout/4, check)
+			return
+		}
+		ctx.end(context.DeadlineExceeded)
+	}
+	mu.Lock()
+	timer = time.AfterFunc(u.timeout, check)
+	mu.Unlock()
+	err := u.up.Write(ctx, p)
+	mu.Lock()
+	finished = true
+	timer.Stop()
+	mu.Unlock()
+	if err != nil {
 		return 0, err
+	}
+	if u.progress != nil {
+		u.progress.done(u.node, time.Now())
 	}
 	return len(p), nil
 }
@@ -345,7 +386,7 @@ func (w *Writer) open(primary, spare []string, down map[string]bool) error {
 				}
 				if err == nil {
 					sw := newSlotWriter(i, n, up, w.s.opts.InFlight)
-					sw.upload = uploadWriter{ctx: w.ctx, up: up, timeout: w.s.opts.WriteTimeout}
+					sw.upload = uploadWriter{ctx: w.ctx, up: up, timeout: w.s.opts.WriteTimeout, node: id, progress: &w.s.progress}
 					sw.aw = archive.NewWriter(&sw.upload, modTime)
 					w.slots[i] = sw
 					return
@@ -641,17 +682,26 @@ func (w *Writer) dispatch() {
 // sooner when it alone holds the write up).
 func (w *Writer) send(sw *slotWriter, job *blockJob) {
 	if !sw.dropped.Load() {
-		t := time.NewTimer(w.s.opts.WriteTimeout)
+		timeout := w.s.opts.WriteTimeout
+		t := time.NewTimer(timeout)
 		defer t.Stop()
+		start := time.Now()
 		sw.sent.Add(1) // before the send: a queued job never looks idle
+	wait:
 		select {
 		case sw.ch <- job:
 			if sw.dropped.Load() {
 				w.drain(sw) // dropped meanwhile: the job may sit there
 			}
 			return
-		case <-t.C:
-			w.slotFailed(sw, fmt.Errorf("node did not take a chunk within %v", w.s.opts.WriteTimeout))
+		case now := <-t.C:
+			// as an append's deadline (uploadWriter.Write): patient with
+			// a node that is busy with other writes, not with one hung
+			if now.Sub(start) < busyWait*timeout && w.s.progress.since(sw.node.ID(), now) < timeout {
+				t.Reset(timeout / 4)
+				goto wait
+			}
+			w.slotFailed(sw, fmt.Errorf("node did not take a chunk within %v", now.Sub(start).Round(time.Millisecond)))
 			w.drain(sw)
 		case <-sw.droppedC:
 		case <-w.ctx.Done():
@@ -690,7 +740,10 @@ func (w *Writer) watch(stop <-chan struct{}) {
 				last[i], since[i] = done, now // progressing, idle or gone
 				continue
 			}
-			if now.Sub(since[i]) >= w.s.opts.WriteLag && w.othersIdle(sw) {
+			// A node that completes appends of other writes meanwhile is
+			// busy, not hung (its disk serves the others first): its
+			// appends run out of time as WriteTimeout says.
+			if now.Sub(since[i]) >= w.s.opts.WriteLag && w.othersIdle(sw) && w.s.progress.since(sw.node.ID(), now) >= w.s.opts.WriteLag {
 				w.slotFailed(sw, fmt.Errorf("node wrote nothing for %v while the other nodes had written all they were sent", w.s.opts.WriteLag))
 				w.drain(sw)
 			}
