@@ -79,6 +79,7 @@ func (p *pool) get(ctx context.Context) (*conn, error) {
 	s := &p.slots[int(p.next.Add(1))%len(p.slots)]
 	s.mu.Lock()
 	cn := s.cur
+	fresh := false // this call started cn's dial
 	if cn == nil || cn.failed() {
 		if err := p.n.refusedErr(); err != nil {
 			s.mu.Unlock()
@@ -89,6 +90,7 @@ func (p *pool) get(ctx context.Context) (*conn, error) {
 		}
 		cn = p.dial()
 		s.cur = cn
+		fresh = true
 	}
 	s.mu.Unlock()
 	select {
@@ -104,6 +106,22 @@ func (p *pool) get(ctx context.Context) (*conn, error) {
 	case <-cn.ready:
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+	if cn.err != nil && !fresh && ctx.Err() == nil && p.n.refusedErr() == nil {
+		// The dial that failed began before this call, perhaps while
+		// the server was going down for a restart (its connection
+		// reset during the login): the call dials once itself.
+		s.mu.Lock()
+		if s.cur == cn {
+			s.cur = p.dial()
+		}
+		cn = s.cur
+		s.mu.Unlock()
+		select {
+		case <-cn.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	if cn.err != nil {
 		return nil, cn.err
