@@ -5,15 +5,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"strings"
 	"testing"
 
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/object"
 	"github.com/ecstore/ecstore/internal/testcluster"
-	"github.com/ecstore/ecstore/internal/testtls"
-	"github.com/ecstore/ecstore/internal/tlsfiles"
 	"github.com/ecstore/ecstore/internal/xrootd"
 )
 
@@ -239,28 +236,8 @@ func TestAttrsNeedAccess(t *testing.T) {
 	c := testcluster.New(t, 6, layout.Geometry{K: 3, M: 2, ChunkSize: 1024})
 	c.Put(t, "/atlas/data/f", []byte("data"))
 	c.Put(t, "/cms/f", []byte("data"))
-	is, check := issuerCheck(t)
-	files := testtls.New(t, "localhost")
-	pair, err := tlsfiles.Load(files.CertFile, files.KeyFile, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fsys := NewFS(c.Store, nil, Hooks{}).RequireToken()
-	srv := &xrootd.Server{Handler: fsys, TLS: pair.Config(), Tokens: check, TokenRequired: true}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go srv.Serve(ctx, ln)
-	defer srv.Shutdown(context.Background())
-	cl, err := xrootd.Dial(ctx, "roots://"+ln.Addr().String(), &xrootd.DialOptions{TLS: files.ClientConfig(),
-		Token: is.Token(t, is.Claims("reader", "storage.read:/data"))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	ctx := context.Background()
+	cl := tokenClient(t, NewFS(c.Store, nil, Hooks{}).RequireToken(), "reader", "storage.read:/data")
 	if got, err := cl.GetAttrs(ctx, "/atlas/data/f", "foo"); err != nil || !hasCode(got[0].Err, xrootd.ErrAttrNotFound) {
 		t.Errorf("get within the read scope: %v %+v", err, got)
 	}
