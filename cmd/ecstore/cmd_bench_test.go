@@ -19,14 +19,22 @@ func benchDataServerURL(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveRoot(t, fs, fs.Close)
+}
+
+// serveRoot serves h over root:// until the test ends, then calls
+// closeFS, and returns the server's root:// prefix
+// ("root://127.0.0.1:PORT/").
+func serveRoot(t *testing.T, h xrootd.FileSystem, closeFS func() error) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- (&xrootd.Server{Handler: fs}).Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-done; fs.Close() })
+	go func() { done <- (&xrootd.Server{Handler: h}).Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-done; closeFS() })
 	return "root://" + ln.Addr().String() + "/"
 }
 

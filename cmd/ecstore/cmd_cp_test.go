@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -276,18 +275,8 @@ func TestCpShortDownloadLeavesNoFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
 	// Only the FileSystem methods: no checksums, no whole-file opens.
-	go func() {
-		done <- (&xrootd.Server{Handler: struct{ xrootd.FileSystem }{shortFS{fs}}}).Serve(ctx, ln)
-	}()
-	t.Cleanup(func() { cancel(); <-done; fs.Close() })
-	url := "root://" + ln.Addr().String() + "/"
+	url := serveRoot(t, struct{ xrootd.FileSystem }{shortFS{fs}}, fs.Close)
 
 	dir := t.TempDir()
 	local := filepath.Join(dir, "f")
