@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -92,6 +93,34 @@ func s3Metadata(user map[string]string) map[string]string {
 		}
 	}
 	return m
+}
+
+// otherMetadata returns the user metadata of an object that is not S3's
+// (the extended attributes set over root://, "xrootd.U.*"): S3 neither
+// shows nor sets it, and a copy keeps it whatever its metadata directive,
+// as S3 keeps a source's tags (which have a directive of their own).
+func otherMetadata(user map[string]string) map[string]string {
+	m := map[string]string{}
+	for k, v := range user {
+		if !s3Key(k) {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// s3Key reports whether user metadata key k is S3's: x-amz-meta-*, a
+// stored header, or S3's own (the ETag, a multipart upload's "s3-*").
+func s3Key(k string) bool {
+	if strings.HasPrefix(k, metaPrefix) || strings.HasPrefix(k, "s3-") {
+		return true
+	}
+	for _, h := range storedHeaders {
+		if strings.EqualFold(k, h) {
+			return true
+		}
+	}
+	return false
 }
 
 // etagOf is the (unquoted) ETag of an object. Objects not written
@@ -743,6 +772,7 @@ func (h *handler) copyMarker(req *request, path string) error {
 
 // copyObject copies an object (PUT with x-amz-copy-source), streaming it
 // from a Reader into a Writer. The copy's ETag is the MD5 of its content.
+// It keeps the source's metadata of other frontends (otherMetadata).
 func (h *handler) copyObject(req *request) error {
 	path, dir, err := objectPath(req.bucket, req.key)
 	if err != nil {
@@ -781,6 +811,7 @@ func (h *handler) copyObject(req *request) error {
 	default:
 		return ErrInvalidArgument.with("unknown metadata directive %q", d)
 	}
+	maps.Copy(meta, otherMetadata(src.User))
 	ka := h.startKeepAlive(req)
 	etag, err := h.write(req.ctx, path, meta, src.Size, req.createOnly, cond, func(w *object.Writer) (string, error) {
 		sum := md5.New()

@@ -1,0 +1,70 @@
+package s3
+
+import (
+	"maps"
+	"strings"
+	"testing"
+
+	"github.com/ecstore/ecstore/internal/object"
+)
+
+// putWithUser writes data at path straight through the engine with user
+// metadata user, as another frontend does (root:// keeps extended
+// attributes as "xrootd.U.NAME", docs/FORMAT.md §5).
+func putWithUser(t *testing.T, ts *testServer, path string, data []byte, user map[string]string) {
+	t.Helper()
+	w, err := ts.c.Store.Create(t.Context(), path, &object.CreateOptions{User: user})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// CopyObject keeps the metadata of other frontends (the extended
+// attributes an object got over root://), under either metadata
+// directive: S3 neither shows nor sets it, as it does not a source's
+// tags, so REPLACE replaces only what S3 shows (x-amz-meta-* and the
+// standard headers). It stays out of the copy's headers.
+func TestCopyObjectKeepsAttributes(t *testing.T) {
+	ts := newTestServer(t)
+	ts.must(200, "PUT", "/bkt", nil, nil)
+	putWithUser(t, ts, "/bkt/src", []byte("attributed"), map[string]string{
+		"xrootd.U.foo": "t:bar", "xrootd.U.bin": "b:/wD+eA==",
+		"x-amz-meta-color": "blue", "content-type": "text/plain", "s3-etag": "0123",
+	})
+	for _, tc := range []struct {
+		name string
+		hdr  map[string]string
+		want map[string]string // besides the attributes and the new ETag
+	}{
+		{"COPY", map[string]string{}, map[string]string{"x-amz-meta-color": "blue", "content-type": "text/plain"}},
+		{"REPLACE", map[string]string{"X-Amz-Metadata-Directive": "REPLACE", "X-Amz-Meta-Size": "9"},
+			map[string]string{"x-amz-meta-size": "9"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.hdr["X-Amz-Copy-Source"] = "/bkt/src"
+			ts.must(200, "PUT", "/bkt/"+tc.name, nil, tc.hdr)
+			info, err := ts.c.Store.Stat(t.Context(), "/bkt/"+tc.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := maps.Clone(tc.want)
+			want["xrootd.U.foo"], want["xrootd.U.bin"] = "t:bar", "b:/wD+eA=="
+			want[etagKey] = info.User[etagKey]
+			if info.User[etagKey] == "0123" || !maps.Equal(info.User, want) {
+				t.Errorf("copy's user metadata %q, want %q and a new ETag", info.User, want)
+			}
+			r := ts.must(200, "HEAD", "/bkt/"+tc.name, nil, nil)
+			for k := range r.Header {
+				if strings.Contains(strings.ToLower(k), "xrootd") {
+					t.Errorf("HEAD shows %s: %q", k, r.Header[k])
+				}
+			}
+		})
+	}
+}
