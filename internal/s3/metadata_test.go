@@ -68,3 +68,30 @@ func TestCopyObjectKeepsAttributes(t *testing.T) {
 		})
 	}
 }
+
+// Metadata that is not UTF-8 (header values may carry any byte from
+// 0x80) is refused: the metadata entry holds JSON strings, which would
+// have kept each such byte as U+FFFD, so that HEAD answered other bytes
+// than were stored. UTF-8 is kept as sent.
+func TestMetadataMustBeUTF8(t *testing.T) {
+	ts := newTestServer(t)
+	ts.must(200, "PUT", "/bkt", nil, nil)
+	ts.must(200, "PUT", "/bkt/src", []byte("x"), nil)
+	for _, hdr := range []map[string]string{
+		{"X-Amz-Meta-Latin1": "caf\xe9"},
+		{"Content-Type": "text/\xff"},
+		{"Content-Disposition": "attachment; filename=\"\xe9.txt\""},
+	} {
+		ts.fails(400, "InvalidArgument", "PUT", "/bkt/k", []byte("x"), hdr)
+		ts.fails(400, "InvalidArgument", "POST", "/bkt/k?uploads", nil, hdr)
+		hdr["X-Amz-Copy-Source"], hdr["X-Amz-Metadata-Directive"] = "/bkt/src", "REPLACE"
+		ts.fails(400, "InvalidArgument", "PUT", "/bkt/k", nil, hdr)
+	}
+	if _, err := ts.c.Store.Stat(t.Context(), "/bkt/k"); err == nil {
+		t.Error("an object was stored")
+	}
+	ts.must(200, "PUT", "/bkt/k", []byte("x"), map[string]string{"X-Amz-Meta-Word": "café"})
+	if r := ts.must(200, "HEAD", "/bkt/k", nil, nil); r.Header.Get("X-Amz-Meta-Word") != "café" {
+		t.Errorf("HEAD: x-amz-meta-word %q, want café", r.Header.Get("X-Amz-Meta-Word"))
+	}
+}

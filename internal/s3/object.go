@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ecstore/ecstore/internal/jwtauth"
 	"github.com/ecstore/ecstore/internal/object"
@@ -39,7 +40,7 @@ var storedHeaders = []string{"Content-Type", "Content-Encoding", "Content-Dispos
 const emptyMD5 = "d41d8cd98f00b204e9800998ecf8427e"
 
 // userMetadata collects the metadata of a PUT, Copy (REPLACE) or
-// CreateMultipartUpload request.
+// CreateMultipartUpload request. Values must be UTF-8.
 func userMetadata(r *http.Request) (map[string]string, error) {
 	m := map[string]string{}
 	for _, k := range storedHeaders {
@@ -62,6 +63,13 @@ func userMetadata(r *http.Request) (map[string]string, error) {
 	}
 	if size > maxUserMeta {
 		return nil, ErrMetadataTooLarge.with("x-amz-meta-* headers hold %d bytes; the limit is %d", size, maxUserMeta)
+	}
+	for k, v := range m {
+		// Kept in JSON strings (the metadata entry), where each byte
+		// of a value that is not UTF-8 would become U+FFFD.
+		if !utf8.ValidString(v) {
+			return nil, ErrInvalidArgument.with("the value of %s is not UTF-8; metadata is kept as UTF-8 text", k)
+		}
 	}
 	return m, nil
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ecstore/ecstore/internal/erasure"
 	"github.com/ecstore/ecstore/internal/object"
@@ -57,6 +58,11 @@ func (h *handler) put(req *request) error {
 	}
 	var meta map[string]string
 	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if !utf8.ValidString(ct) {
+			// Kept in a JSON string (the metadata entry), where each
+			// byte that is not UTF-8 would become U+FFFD.
+			return errorf(http.StatusBadRequest, "the Content-Type is not UTF-8")
+		}
 		meta = map[string]string{contentTypeKey: ct}
 	}
 	w, err := h.store.Create(req.ctx, req.path, &object.CreateOptions{User: meta, SizeHint: max(r.ContentLength, 0),

@@ -196,3 +196,18 @@ func TestPutEngineErrors(t *testing.T) {
 
 // errors503 stands for nodes that cannot be reached.
 var errors503 = fmt.Errorf("node unreachable (test)")
+
+// A Content-Type that is not UTF-8 is refused: the metadata entry holds
+// JSON strings, which would have kept each such byte as U+FFFD, so that
+// GET answered another type than was stored.
+func TestPutContentTypeMustBeUTF8(t *testing.T) {
+	ts := newTestServer(t)
+	ts.must(http.StatusBadRequest, "PUT", "/obj", []byte("x"), map[string]string{"Content-Type": "text/\xff"})
+	if ts.exists("/obj") {
+		t.Fatal("stored")
+	}
+	ts.must(http.StatusCreated, "PUT", "/obj", []byte("x"), map[string]string{"Content-Type": "text/plain; name=café"})
+	if ct := ts.must(200, "HEAD", "/obj", nil, nil).Header.Get("Content-Type"); ct != "text/plain; name=café" {
+		t.Errorf("Content-Type %q", ct)
+	}
+}
