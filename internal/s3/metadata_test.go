@@ -95,3 +95,29 @@ func TestMetadataMustBeUTF8(t *testing.T) {
 		t.Errorf("HEAD: x-amz-meta-word %q, want café", r.Header.Get("X-Amz-Meta-Word"))
 	}
 }
+
+// The headers kept with an object (the standard ones and x-amz-meta-*)
+// hold at most 8 KiB, AWS's limit on a PUT's headers: a longer
+// Content-Type or Content-Disposition was kept and sent back on every
+// GET and HEAD, in a header line longer than clients read (Python's
+// http.client, under boto3 and the aws cli, stops at 64 KiB).
+func TestStoredHeadersBounded(t *testing.T) {
+	ts := newTestServer(t)
+	ts.must(200, "PUT", "/bkt", nil, nil)
+	ts.must(200, "PUT", "/bkt/src", []byte("x"), nil)
+	long := "attachment; filename=" + strings.Repeat("n", maxStoredMeta)
+	for _, hdr := range []map[string]string{
+		{"Content-Disposition": long},
+		{"Content-Type": long[:maxStoredMeta/2], "Cache-Control": long[:maxStoredMeta/2]},
+	} {
+		ts.fails(400, "MetadataTooLarge", "PUT", "/bkt/k", []byte("x"), hdr)
+		ts.fails(400, "MetadataTooLarge", "POST", "/bkt/k?uploads", nil, hdr)
+		hdr["X-Amz-Copy-Source"], hdr["X-Amz-Metadata-Directive"] = "/bkt/src", "REPLACE"
+		ts.fails(400, "MetadataTooLarge", "PUT", "/bkt/k", nil, hdr)
+	}
+	ok := long[:maxStoredMeta-len("content-disposition")-len("x-amz-meta-a")-1]
+	ts.must(200, "PUT", "/bkt/k", []byte("x"), map[string]string{"Content-Disposition": ok, "X-Amz-Meta-A": "1"})
+	if r := ts.must(200, "HEAD", "/bkt/k", nil, nil); r.Header.Get("Content-Disposition") != ok {
+		t.Errorf("HEAD: Content-Disposition of %d bytes, want %d", len(r.Header.Get("Content-Disposition")), len(ok))
+	}
+}

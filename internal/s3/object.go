@@ -30,6 +30,11 @@ const (
 	metaPrefix = "x-amz-meta-"
 	// maxUserMeta is S3's limit on x-amz-meta-* names and values, in bytes.
 	maxUserMeta = 2 << 10
+	// maxStoredMeta bounds the names and values of all the headers kept
+	// (x-amz-meta-* and storedHeaders), which GET and HEAD send back:
+	// AWS's limit on a PUT's headers, well within the header lines
+	// clients read (Python's http.client: 64 KiB).
+	maxStoredMeta = 8 << 10
 )
 
 // storedHeaders are the standard headers kept with an object and sent
@@ -40,7 +45,8 @@ var storedHeaders = []string{"Content-Type", "Content-Encoding", "Content-Dispos
 const emptyMD5 = "d41d8cd98f00b204e9800998ecf8427e"
 
 // userMetadata collects the metadata of a PUT, Copy (REPLACE) or
-// CreateMultipartUpload request. Values must be UTF-8.
+// CreateMultipartUpload request. Values must be UTF-8, x-amz-meta-*
+// hold at most maxUserMeta bytes and all of them maxStoredMeta.
 func userMetadata(r *http.Request) (map[string]string, error) {
 	m := map[string]string{}
 	for _, k := range storedHeaders {
@@ -63,6 +69,13 @@ func userMetadata(r *http.Request) (map[string]string, error) {
 	}
 	if size > maxUserMeta {
 		return nil, ErrMetadataTooLarge.with("x-amz-meta-* headers hold %d bytes; the limit is %d", size, maxUserMeta)
+	}
+	all := 0
+	for k, v := range m {
+		all += len(k) + len(v)
+	}
+	if all > maxStoredMeta {
+		return nil, ErrMetadataTooLarge.with("the headers kept with the object (x-amz-meta-*, Content-Type, Content-Disposition, ...) hold %d bytes; the limit is %d", all, maxStoredMeta)
 	}
 	for k, v := range m {
 		// Kept in JSON strings (the metadata entry), where each byte

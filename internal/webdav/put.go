@@ -17,6 +17,11 @@ import (
 	"github.com/ecstore/ecstore/internal/object"
 )
 
+// maxContentType bounds the Content-Type kept with an object, which GET
+// and HEAD (and S3's) send back: what S3 keeps of a PUT's headers at
+// most (AWS's limit on them), well within the header lines clients read.
+const maxContentType = 8 << 10
+
 // put stores the request body as the object at the path, streaming it
 // into an object.Writer. The object is committed only when the body
 // arrived complete (as long as Content-Length says, or to the end of a
@@ -58,10 +63,13 @@ func (h *handler) put(req *request) error {
 	}
 	var meta map[string]string
 	if ct := r.Header.Get("Content-Type"); ct != "" {
-		if !utf8.ValidString(ct) {
+		switch {
+		case !utf8.ValidString(ct):
 			// Kept in a JSON string (the metadata entry), where each
 			// byte that is not UTF-8 would become U+FFFD.
 			return errorf(http.StatusBadRequest, "the Content-Type is not UTF-8")
+		case len(ct) > maxContentType:
+			return errorf(http.StatusBadRequest, "the Content-Type has %d bytes; the limit is %d", len(ct), maxContentType)
 		}
 		meta = map[string]string{contentTypeKey: ct}
 	}

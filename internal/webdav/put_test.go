@@ -211,3 +211,16 @@ func TestPutContentTypeMustBeUTF8(t *testing.T) {
 		t.Errorf("Content-Type %q", ct)
 	}
 }
+
+// A Content-Type of more than 8 KiB (what S3 keeps of a PUT's headers
+// at most) is refused: it was kept and sent back on every GET, HEAD and
+// S3 GET of the object, in a header line longer than some clients read.
+func TestPutContentTypeBounded(t *testing.T) {
+	ts := newTestServer(t)
+	long := "text/plain; x=" + strings.Repeat("y", 8<<10)
+	ts.must(http.StatusBadRequest, "PUT", "/obj", []byte("x"), map[string]string{"Content-Type": long})
+	if ts.exists("/obj") {
+		t.Fatal("stored")
+	}
+	ts.must(http.StatusCreated, "PUT", "/obj", []byte("x"), map[string]string{"Content-Type": long[:8<<10]})
+}

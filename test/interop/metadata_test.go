@@ -17,7 +17,8 @@ import (
 // gives an object stay with it through the other frontends' copies and
 // renames (aws s3 cp and copy-object with either metadata directive, a
 // WebDAV COPY and MOVE, xrdfs mv), and S3 does not show them as
-// x-amz-meta-* (aws s3api head-object).
+// x-amz-meta-* (aws s3api head-object). And the headers S3 keeps are
+// bounded.
 func TestAttributesAcrossFrontends(t *testing.T) {
 	for _, tool := range []string{"xrdcp", "xrdfs", "setfattr", "curl"} {
 		testtool.Need(t, tool)
@@ -82,4 +83,19 @@ func TestAttributesAcrossFrontends(t *testing.T) {
 	attrs("/xbk/davmoved")
 	must(t, "xrdfs", gw.url, "mv", "/xbk/davmoved", "/xbk/mv")
 	attrs("/xbk/mv")
+
+	// The headers S3 keeps hold 8 KiB at most (AWS's limit on a PUT's
+	// headers): aws s3api put-object with a longer Content-Disposition
+	// is refused, so no object sends back a header line longer than
+	// clients read (Python's http.client, under the aws cli: 64 KiB).
+	long := "attachment; filename=" + strings.Repeat("n", 9000)
+	out := mustFail(t, aws, "--endpoint-url", "http://"+s3addr, "s3api", "put-object", "--bucket", "xbk", "--key", "long",
+		"--body", src, "--content-disposition", long)
+	if !strings.Contains(out, "MetadataTooLarge") {
+		t.Errorf("put-object with a Content-Disposition of %d bytes: %s, want MetadataTooLarge", len(long), out)
+	}
+	s3("s3api", "put-object", "--bucket", "xbk", "--key", "long", "--body", src, "--content-disposition", long[:8000])
+	if out := s3("s3api", "head-object", "--bucket", "xbk", "--key", "long"); !strings.Contains(out, long[:8000]) {
+		t.Errorf("head-object of a Content-Disposition of 8000 bytes: %.200s...", out)
+	}
 }
