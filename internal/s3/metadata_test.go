@@ -121,3 +121,24 @@ func TestStoredHeadersBounded(t *testing.T) {
 		t.Errorf("HEAD: Content-Disposition of %d bytes, want %d", len(r.Header.Get("Content-Disposition")), len(ok))
 	}
 }
+
+// S3 cannot set root:// attributes: x-amz-meta-xrootd.U.foo, in any
+// case, is S3 metadata named xrootd.u.foo (kept under "x-amz-meta-"),
+// and a header named as a metadata key is not metadata at all.
+func TestS3CannotSetAttributes(t *testing.T) {
+	ts := newTestServer(t)
+	ts.must(200, "PUT", "/bkt", nil, nil)
+	hdr := map[string]string{"X-Amz-Meta-Xrootd.U.foo": "t:forged", "xrootd.U.bar": "t:forged", "S3-Etag": "forged"}
+	ts.must(200, "PUT", "/bkt/k", []byte("x"), hdr)
+	hdr["X-Amz-Copy-Source"], hdr["X-Amz-Metadata-Directive"] = "/bkt/k", "REPLACE"
+	ts.must(200, "PUT", "/bkt/c", nil, hdr)
+	for _, p := range []string{"/bkt/k", "/bkt/c"} {
+		info, err := ts.c.Store.Stat(t.Context(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.User["x-amz-meta-xrootd.u.foo"] != "t:forged" || info.User[etagKey] == "forged" || len(info.User) != 2 {
+			t.Errorf("%s: user metadata %q, want x-amz-meta-xrootd.u.foo and the ETag only", p, info.User)
+		}
+	}
+}
