@@ -362,24 +362,25 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	switch cfg.Mode {
 	case ModePut:
 		d := r.phase(ctx, cfg.Duration, cfg.Ops, (*worker).putNew)
-		elapsed[opIndex(OpPut)] = d
+		elapsed[opIndex(OpPut)], res.Elapsed = d, d
 	case ModeGet:
 		d := r.phase(ctx, cfg.Duration, cfg.Ops, (*worker).getPrepared)
-		elapsed[opIndex(OpGet)] = d
+		elapsed[opIndex(OpGet)], res.Elapsed = d, d
 	case ModeMixed:
+		// One phase for both types: its time counts once in res.Elapsed.
 		d := r.phase(ctx, cfg.Duration, cfg.Ops, (*worker).mixed)
-		elapsed[opIndex(OpPut)], elapsed[opIndex(OpGet)] = d, d
+		elapsed[opIndex(OpPut)], elapsed[opIndex(OpGet)], res.Elapsed = d, d, d
 	case ModeSmall:
 		elapsed = r.small(ctx)
+		for _, d := range elapsed {
+			res.Elapsed += d
+		}
 	case ModeRandom:
 		d := r.phase(ctx, cfg.Duration, cfg.Ops, (*worker).randomRead)
-		elapsed[opIndex(OpRead)] = d
+		elapsed[opIndex(OpRead)], res.Elapsed = d, d
 		for _, w := range r.workers {
 			w.closeRandom(ctx)
 		}
-	}
-	for _, d := range elapsed {
-		res.Elapsed += d
 	}
 	res.Ops = r.collect(elapsed)
 	res.Reconnects = r.reconnects.Load()

@@ -294,3 +294,38 @@ func TestCancel(t *testing.T) {
 		t.Errorf("left behind: %v (%s)", names, res.CleanupError)
 	}
 }
+
+// TestElapsedIsTheSumOfThePhases checks Result.Elapsed against the phases
+// the operation types ran in: mixed mode's puts and gets share one phase,
+// which was counted twice.
+func TestElapsedIsTheSumOfThePhases(t *testing.T) {
+	addr, _ := startDataServer(t, nil)
+	for _, cfg := range []bench.Config{
+		{Mode: bench.ModeMixed, Size: 1000, Objects: 2, Ops: 20, Concurrency: 2},
+		{Mode: bench.ModePut, Size: 1000, Ops: 5},
+		{Mode: bench.ModeSmall, Size: 1000, Ops: 8},
+	} {
+		t.Run(string(cfg.Mode), func(t *testing.T) {
+			cfg.Addr, cfg.Prefix = addr, "/elapsed"
+			res, err := bench.Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want time.Duration
+			switch cfg.Mode {
+			case bench.ModeMixed:
+				want = res.Op(bench.OpPut).Elapsed
+				if res.Op(bench.OpGet).Elapsed != want {
+					t.Errorf("put and get phases differ: %+v", res.Ops)
+				}
+			default:
+				for _, s := range res.Ops {
+					want += s.Elapsed
+				}
+			}
+			if want <= 0 || res.Elapsed != want {
+				t.Errorf("elapsed %v, want %v (ops %+v)", res.Elapsed, want, res.Ops)
+			}
+		})
+	}
+}
