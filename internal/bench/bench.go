@@ -376,6 +376,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			res.Elapsed += d
 		}
 	case ModeRandom:
+		r.openRandom(ctx)
 		d := r.phase(ctx, cfg.Duration, cfg.Ops, (*worker).randomRead)
 		elapsed[opIndex(OpRead)], res.Elapsed = d, d
 		for _, w := range r.workers {
@@ -584,6 +585,18 @@ func (r *runner) small(ctx context.Context) (elapsed [numOps]time.Duration) {
 	elapsed[opIndex(OpGet)] = r.phase(ctx, d, limit, cycle((*worker).getSmall))
 	elapsed[opIndex(OpRm)] = r.phase(ctx, 0, int64(len(objs)), cycle((*worker).rmSmall))
 	return elapsed
+}
+
+// openRandom opens every worker's object of random mode before the timed
+// phase, so that the open stays out of its rates as it stays out of its
+// latencies. A worker whose open fails opens again at its first read,
+// where a failure is counted.
+func (r *runner) openRandom(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, w := range r.workers {
+		wg.Go(func() { _ = w.openRandom(ctx) })
+	}
+	wg.Wait()
 }
 
 // cleanupTimeout bounds the cleanup, which runs even after ctx ended.

@@ -329,3 +329,35 @@ func TestElapsedIsTheSumOfThePhases(t *testing.T) {
 		})
 	}
 }
+
+// slowOpenFS delays every open for reading.
+type slowOpenFS struct {
+	*dataserver.FS
+	delay time.Duration
+}
+
+func (s slowOpenFS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (xrootd.File, error) {
+	if !opts.Flags.Writable() {
+		time.Sleep(s.delay)
+	}
+	return s.FS.Open(ctx, name, opts)
+}
+
+// TestRandomOpenIsNotTimed checks that random mode's open of the object,
+// which its latencies leave out, is left out of its rates too: it was
+// made in the timed phase, whose wall-clock time the rates divide by.
+func TestRandomOpenIsNotTimed(t *testing.T) {
+	const delay = time.Second
+	addr, _ := startDataServer(t, func(fs *dataserver.FS) xrootd.FileSystem { return slowOpenFS{fs, delay} })
+	res, err := bench.Run(context.Background(), bench.Config{
+		Addr: addr, Prefix: "/random-open", Mode: bench.ModeRandom, Size: 100_000, Objects: 2, Concurrency: 2,
+		ReadSize: 1000, Ops: 20,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := res.Op(bench.OpRead)
+	if read.Ops != 20 || read.Elapsed >= delay || res.Elapsed >= delay {
+		t.Errorf("20 reads in %v (run %v), %+v; the open takes %v", read.Elapsed, res.Elapsed, read, delay)
+	}
+}

@@ -28,8 +28,8 @@
 //     and the rm phase as long as it takes; with Config.Ops N, each phase
 //     runs ceil(N/4) operations (rm: as many as objects were put).
 //   - random: Config.Objects objects are written first (untimed); each
-//     worker opens one of them (worker i the object i mod Objects, the
-//     open untimed) and every operation is one read request at offsets
+//     worker opens one of them (worker i the object i mod Objects) before
+//     the timed phase and every operation is one read request at offsets
 //     drawn from the worker's generator: a kXR_read of Config.ReadSize
 //     bytes, or with Config.Vector > 1 a kXR_readv of that many such
 //     reads, sorted by offset, as ROOT's TTreeCache sends them. It is

@@ -180,22 +180,12 @@ func (w *worker) mixed(ctx context.Context, n int64) {
 // Vector such reads, sorted by offset as ROOT sends them.
 func (w *worker) randomRead(ctx context.Context, _ int64) {
 	if w.rf == nil {
-		if err := w.ensureConn(ctx); err != nil {
+		if err := w.openRandom(ctx); err != nil {
 			if ctx.Err() == nil {
 				w.stats[opIndex(OpRead)].fail(err)
 			}
 			return
 		}
-		w.rfObj = w.id % w.r.cfg.Objects
-		f, err := w.c.Open(ctx, w.r.preparedName(w.rfObj), xrootd.OpenRead, 0)
-		if err != nil {
-			w.afterError(err)
-			if ctx.Err() == nil {
-				w.stats[opIndex(OpRead)].fail(err)
-			}
-			return
-		}
-		w.rf = f
 	}
 	size, n := w.r.cfg.Size, w.r.cfg.ReadSize
 	offs := make([]int64, w.r.cfg.Vector)
@@ -237,6 +227,22 @@ func (w *worker) randomRead(ctx context.Context, _ int64) {
 		}
 		return total, nil
 	})
+}
+
+// openRandom opens the random mode's object of the worker, dialling
+// first if the connection was dropped.
+func (w *worker) openRandom(ctx context.Context) error {
+	if err := w.ensureConn(ctx); err != nil {
+		return err
+	}
+	w.rfObj = w.id % w.r.cfg.Objects
+	f, err := w.c.Open(ctx, w.r.preparedName(w.rfObj), xrootd.OpenRead, 0)
+	if err != nil {
+		w.afterError(err)
+		return err
+	}
+	w.rf = f
+	return nil
 }
 
 // checkRange compares b, read at off of the random mode's object, with
