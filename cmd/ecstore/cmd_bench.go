@@ -50,6 +50,9 @@ what was written (the data is regenerated from --seed). Failed
 operations are counted and the run goes on; the command fails only if
 every operation failed.
 
+A flag that the mode does not use (--objects in put mode, --read-size
+outside random mode, --verify in put mode, ...) is refused.
+
 Durability is the server's: an ecstore gateway syncs on close unless it
 runs with --fsync=false; a plain xrootd does not, unless the client asks
 with --fsync here.
@@ -131,6 +134,11 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 	if !slices.Contains(bench.Modes, cfg.Mode) {
 		return usageErrorf("bench: --mode %q: want put, get, mixed, small or random", *mode)
 	}
+	for _, name := range []string{"objects", "read-fraction", "read-size", "vector", "parallel-reads", "verify"} {
+		if set[name] && !slices.Contains(benchFlagModes[name], cfg.Mode) {
+			return usageErrorf("bench: --%s is not used in %s mode", name, cfg.Mode)
+		}
+	}
 	if cfg.Mode == bench.ModeMixed {
 		cfg.ReadFraction = *readFrac
 		if !(*readFrac > 0 && *readFrac <= 1) {
@@ -185,6 +193,18 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 		return usageErrorf("%v", runErr)
 	}
 	return fmt.Errorf("%s: %w", u, runErr)
+}
+
+// benchFlagModes lists the modes that use each flag some modes ignore; a
+// run given one its mode ignores is refused rather than measuring what
+// the flag did not ask for.
+var benchFlagModes = map[string][]bench.Mode{
+	"objects":        {bench.ModeGet, bench.ModeMixed, bench.ModeRandom},
+	"read-fraction":  {bench.ModeMixed},
+	"read-size":      {bench.ModeRandom},
+	"vector":         {bench.ModeRandom},
+	"parallel-reads": {bench.ModeGet, bench.ModeMixed, bench.ModeSmall},
+	"verify":         {bench.ModeGet, bench.ModeMixed, bench.ModeSmall, bench.ModeRandom},
 }
 
 // reportRun tells on stderr what a table does not show: errors, kept

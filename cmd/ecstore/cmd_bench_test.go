@@ -155,6 +155,15 @@ func TestBenchErrors(t *testing.T) {
 		{"bad size", []string{"bench", "--size", "lots", url}, "size"},
 		{"bad fraction", []string{"bench", "--mode", "mixed", "--read-fraction", "2", url}, "--read-fraction"},
 		{"two urls", []string{"bench", url, url}, "takes 1 arguments"},
+		// Flags the mode does not use were ignored without a word.
+		{"objects in put", []string{"bench", "--objects", "5", url}, "--objects is not used in put mode"},
+		{"objects in small", []string{"bench", "--mode", "small", "--objects", "5", url}, "--objects is not used in small mode"},
+		{"fraction in get", []string{"bench", "--mode", "get", "--read-fraction", "0.5", url}, "--read-fraction is not used in get mode"},
+		{"read size in get", []string{"bench", "--mode", "get", "--read-size", "4KiB", url}, "--read-size is not used in get mode"},
+		{"vector in mixed", []string{"bench", "--mode", "mixed", "--vector", "8", url}, "--vector is not used in mixed mode"},
+		{"parallel in put", []string{"bench", "--parallel-reads", "4", url}, "--parallel-reads is not used in put mode"},
+		{"parallel in random", []string{"bench", "--mode", "random", "--parallel-reads", "4", url}, "--parallel-reads is not used in random mode"},
+		{"verify in put", []string{"bench", "--verify", url}, "--verify is not used in put mode"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := ecstore(t, nil, tt.args...)
