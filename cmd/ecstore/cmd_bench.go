@@ -92,7 +92,7 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 	mode := fs.String("mode", "put", "`MODE`: put, get, mixed, small or random (default put)")
 	var size sizeFlag
 	fs.Var(&size, "size", "object `SIZE` (default 1MiB; 27KB in small mode)")
-	objects := fs.Int("objects", 0, "`N` distinct objects that get, mixed and random read (default\nmax(2×concurrency, min(64, 256MiB/size)))")
+	objects := fs.Int("objects", 0, "`N` distinct objects that get, mixed and random read (default\nmax(2×concurrency, min(64, 256MiB/size)); in random mode the concurrency)")
 	concurrency := fs.String("concurrency", "1", "`LIST` of worker counts, one run per comma-separated value (default 1)")
 	duration := fs.Duration("duration", bench.DefaultDuration, "run for `D` (default 10s unless --ops is given)")
 	ops := fs.Int64("ops", 0, "stop after `N` operations (with --duration too: whichever comes first)")

@@ -103,9 +103,10 @@ type Config struct {
 	// Size is the size of every object in bytes. Default DefaultSize, or
 	// DefaultSmallSize in ModeSmall.
 	Size int64
-	// Objects is how many distinct objects get and mixed read, written
-	// before the timed phase. Default max(2*Concurrency, min(64,
-	// ceil(256 MiB / Size))).
+	// Objects is how many distinct objects get, mixed and random read,
+	// written before the timed phase. Default max(2*Concurrency, min(64,
+	// ceil(256 MiB / Size))), in ModeRandom Concurrency (worker i reads
+	// object i mod Objects).
 	Objects int
 	// Concurrency is the number of workers, each with its own
 	// connection. Default 1.
@@ -263,6 +264,8 @@ func (cfg Config) withDefaults() (Config, error) {
 		switch {
 		case cfg.Objects < 0:
 			return cfg, fmt.Errorf("%w: negative object count %d", ErrConfig, cfg.Objects)
+		case cfg.Objects == 0 && cfg.Mode == ModeRandom:
+			cfg.Objects = cfg.Concurrency // worker i reads object i alone
 		case cfg.Objects == 0:
 			fill := int((256<<20 + cfg.Size - 1) / cfg.Size)
 			cfg.Objects = max(2*cfg.Concurrency, min(64, fill))

@@ -361,3 +361,19 @@ func TestRandomOpenIsNotTimed(t *testing.T) {
 		t.Errorf("20 reads in %v (run %v), %+v; the open takes %v", read.Elapsed, res.Elapsed, read, delay)
 	}
 }
+
+// TestRandomObjectsDefault checks that random mode by default writes as
+// many objects as it reads, one per worker: it wrote up to 64 (the get
+// mode's default), of which all but Concurrency were never read.
+func TestRandomObjectsDefault(t *testing.T) {
+	addr, _ := startDataServer(t, nil)
+	res, err := bench.Run(context.Background(), bench.Config{
+		Addr: addr, Prefix: "/random-objects", Mode: bench.ModeRandom, Size: 100_000, Concurrency: 3, ReadSize: 1000, Ops: 6,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Objects != 3 || res.Removed != 3 {
+		t.Errorf("%d objects written, %d removed; want 3, one per worker", res.Objects, res.Removed)
+	}
+}
