@@ -120,9 +120,21 @@ func TestFormat(t *testing.T) {
 		want string
 	}{
 		{0, "-"}, {512, "512ns"}, {812_345, "812µs"}, {4_213_000, "4.21ms"}, {12_345_678, "12.3ms"}, {1_500_000_000, "1.50s"},
+		// Values that round up to the next digit or unit.
+		{9_999_600, "10.0ms"}, {999_700, "1.00ms"}, {999_600_000, "1.00s"}, {99_960, "100µs"}, {9_996, "10.0µs"},
 	} {
 		if got := latency(tt.d); got != tt.want {
 			t.Errorf("latency(%v) = %q, want %q", tt.d, got, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		v    float64
+		want string
+	}{
+		{0, "0.00"}, {1.234, "1.23"}, {12.34, "12.3"}, {1234.5, "1234"}, {9.996, "10.0"}, {99.96, "100"}, {10.049, "10.0"}, {99.94, "99.9"},
+	} {
+		if got := rate(tt.v); got != tt.want {
+			t.Errorf("rate(%v) = %q, want %q", tt.v, got, tt.want)
 		}
 	}
 }

@@ -31,12 +31,14 @@ func mbps(s OpStats) string {
 	return rate(s.MBPerSec)
 }
 
-// rate formats a rate with three or more significant digits.
+// rate formats a rate with three or more significant digits. The
+// thresholds are those of the value as printed: 9.996 is "10.0", not
+// "10.00".
 func rate(v float64) string {
 	switch {
-	case v >= 100:
+	case v >= 99.95:
 		return strconv.FormatFloat(v, 'f', 0, 64)
-	case v >= 10:
+	case v >= 9.995:
 		return strconv.FormatFloat(v, 'f', 1, 64)
 	}
 	return strconv.FormatFloat(v, 'f', 2, 64)
@@ -46,6 +48,15 @@ func rate(v float64) string {
 func latency(d time.Duration) string {
 	if d == 0 {
 		return "-"
+	}
+	// Round to three digits first, so that the unit and the decimals fit
+	// the value printed: 9.9996ms is "10.0ms", 999.7µs "1.00ms".
+	if d >= 1000 {
+		p := time.Duration(1)
+		for d/p >= 1000 {
+			p *= 10
+		}
+		d = (d + p/2) / p * p
 	}
 	units := []struct {
 		name string
