@@ -20,7 +20,8 @@ Generates load against a root:// server — an ecstore gateway, an ecstore
 node or any XRootD server — and prints, per operation type, the
 successful operations, ops/s, MB/s (10^6 bytes), p50/p99/max latency and
 the errors, as a table or as JSON. Objects go to a new directory
-PREFIX/ecstore-bench-<time>-<random>, removed at the end (--cleanup).
+PREFIX/ecstore-bench-<time>-<random>, removed at the end (--cleanup),
+with the directories of PREFIX that the run made.
 Each of the --concurrency workers keeps one connection for all its
 operations.
 

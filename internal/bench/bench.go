@@ -343,6 +343,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer r.closeAll()
+	if !cfg.KeepObjects {
+		r.made = r.missingPrefix(ctx)
+	}
 
 	res := &Result{
 		Mode: cfg.Mode, Addr: cfg.Addr, Dir: r.dir, Size: cfg.Size, Objects: cfg.Objects,
@@ -462,6 +465,7 @@ type runner struct {
 	workers    []*worker
 	reconnects atomic.Int64
 	next       atomic.Int64 // shared cursor of the current phase
+	made       []string     // directories of the prefix missing at the start, deepest first
 	deadline   time.Time    // of the current phase; zero: none
 }
 
@@ -658,9 +662,33 @@ func (r *runner) cleanup(ctx context.Context, res *Result) {
 			fail(err)
 		}
 	}
+	if first == nil && lead.c != nil {
+		// The directories of the prefix the puts made (kXR_mkpath), best
+		// effort: one that holds something else by now stays.
+		for _, d := range r.made {
+			if err := lead.c.Rmdir(ctx, d); err != nil && !isNotFound(err) {
+				break
+			}
+		}
+	}
 	if first != nil {
 		res.CleanupError = first.Error()
 	}
+}
+
+// missingPrefix returns the directories of the prefix that do not
+// exist, deepest first: the puts' kXR_mkpath makes them, and the cleanup
+// removes them again. It stops at the first that exists, or that the
+// server cannot say about.
+func (r *runner) missingPrefix(ctx context.Context) []string {
+	var missing []string
+	for d := r.cfg.Prefix; d != "/"; d = path.Dir(d) {
+		if _, err := r.workers[0].c.Stat(ctx, d); !isNotFound(err) {
+			break
+		}
+		missing = append(missing, d)
+	}
+	return missing
 }
 
 // rmdir removes the run's emptied directory. Uploads interrupted by a

@@ -46,7 +46,7 @@ func startDataServer(t *testing.T, wrap func(*dataserver.FS) xrootd.FileSystem) 
 	return ln.Addr().String(), stop
 }
 
-// listDir lists dir on the server at addr.
+// listDir lists dir on the server at addr; a missing dir has nothing.
 func listDir(t *testing.T, addr, dir string) []string {
 	t.Helper()
 	ctx := context.Background()
@@ -56,6 +56,10 @@ func listDir(t *testing.T, addr, dir string) []string {
 	}
 	defer c.Close()
 	ents, err := c.Dirlist(ctx, dir, false)
+	var xe *xrootd.Error
+	if errors.As(err, &xe) && xe.Code == xrootd.ErrNotFound {
+		return nil // a prefix the run made and removed
+	}
 	if err != nil {
 		t.Fatalf("dirlist %s: %v", dir, err)
 	}
@@ -375,5 +379,56 @@ func TestRandomObjectsDefault(t *testing.T) {
 	}
 	if res.Objects != 3 || res.Removed != 3 {
 		t.Errorf("%d objects written, %d removed; want 3, one per worker", res.Objects, res.Removed)
+	}
+}
+
+// TestRemovesThePrefixItMade checks that a run removes the directories
+// of its prefix that it made (its puts open with kXR_mkpath), and only
+// those: every run against a new prefix left it behind, empty.
+func TestRemovesThePrefixItMade(t *testing.T) {
+	for _, srv := range []struct {
+		name  string
+		start func(t *testing.T) string
+	}{
+		{"gateway", startGateway},
+		{"dataserver", func(t *testing.T) string { a, _ := startDataServer(t, nil); return a }},
+	} {
+		t.Run(srv.name, func(t *testing.T) {
+			addr := srv.start(t)
+			ctx := context.Background()
+			c, err := xrootd.Dial(ctx, addr, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			// /old exists with an object in it, /old/empty exists empty:
+			// neither was made by a run, so both stay.
+			if err := c.Mkdir(ctx, "/old/empty", 0o755, true); err != nil {
+				t.Fatal(err)
+			}
+			f, err := c.Open(ctx, "/old/keep", xrootd.OpenNew, 0o644)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, prefix := range []string{"/old/new/deeper", "/old/empty", "/fresh"} {
+				res, err := bench.Run(ctx, bench.Config{Addr: addr, Prefix: prefix, Mode: bench.ModePut, Size: 10, Ops: 2})
+				if err != nil || res.CleanupErrors != 0 {
+					t.Fatalf("%s: %v, cleanup: %s", prefix, err, res.CleanupError)
+				}
+			}
+			for _, name := range []string{"/old/keep", "/old/empty"} {
+				if _, err := c.Stat(ctx, name); err != nil {
+					t.Errorf("%s, not made by a run, is gone: %v", name, err)
+				}
+			}
+			for _, name := range []string{"/old/new", "/fresh"} {
+				if _, err := c.Stat(ctx, name); err == nil {
+					t.Errorf("%s, made by a run, is left behind", name)
+				}
+			}
+		})
 	}
 }

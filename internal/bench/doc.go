@@ -83,6 +83,8 @@
 //
 // Unless Config.KeepObjects is set, Run lists its directory when it is
 // done (also after a cancellation, for up to a minute), removes every
-// entry and then the directory. Cleanup failures are reported in the
+// entry and then the directory, and then the directories of
+// Config.Prefix that did not exist when it started (its puts make them
+// with kXR_mkpath) while they are empty. Cleanup failures are reported in the
 // Result, never as Run's error.
 package bench
