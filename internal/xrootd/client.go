@@ -38,7 +38,10 @@ type DialOptions struct {
 	// Dial opens the connection. Default: a net.Dialer.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// MaxFrame bounds the body of one response frame. Default
-	// DefaultMaxPayload.
+	// DefaultMaxPayload. A frame answering a request whose answer is
+	// small by nature (a stat, an open, a write, a read of a few bytes)
+	// has a tighter bound of its request's kind, checked, as MaxFrame is,
+	// before the frame is read: a frame past it fails the connection.
 	MaxFrame int
 	// MaxResponse bounds a response assembled from several frames (a
 	// directory listing, a readv's data); answers that are small by
@@ -229,6 +232,12 @@ type call struct {
 	// abandonedAt is when the caller gave up on the call (UnixNano; 0
 	// while it listens): see starved.
 	abandonedAt atomic.Int64
+
+	// req is the request's kind, and max bounds one frame of its answer
+	// (frameBound): readLoop checks a frame's dlen, and a kXR_status
+	// frame's data length, against it before it reads them.
+	req RequestID
+	max int
 }
 
 // deliver hands f to the call's caller, or to late when the caller gave
@@ -651,26 +660,83 @@ func (c *Client) readLoop() {
 }
 
 // readFrame reads the next response frame, receiving a data body
-// straight into its call's sink when the call has one.
+// straight into its call's sink when the call has one. A frame larger
+// than any answer to its request (call.max) is refused once its header
+// is in, before its body is read.
 func (c *Client) readFrame() (*ResponseFrame, error) {
 	f, dlen, err := readResponseHeader(c.in, c.opts.MaxFrame)
 	if err != nil {
 		return nil, err
 	}
-	if f.Status == StatusOK || f.Status == StatusOKSoFar {
-		c.mu.Lock()
-		cl := c.calls[f.StreamID]
-		c.mu.Unlock()
-		if cl != nil {
+	sid, n := f.StreamID, dlen
+	if f.Status == StatusAttn && dlen >= 8+ResponseHeaderLen {
+		// A kXR_asynresp carries the answer of another stream: its
+		// frame is what the bound applies to.
+		if h, err := c.in.Peek(8 + ResponseHeaderLen); err == nil && int32(getU32(h)) == attnAsyncResp {
+			copy(sid[:], h[8:10])
+			n = dlen - 8 - ResponseHeaderLen
+		}
+	}
+	c.mu.Lock()
+	cl := c.calls[sid]
+	c.mu.Unlock()
+	maxBody := c.opts.MaxFrame
+	if cl != nil {
+		if n > cl.max {
+			return nil, fmt.Errorf("%w: a %v frame of %d bytes answering %v, whose answer frames are at most %d bytes", ErrFrameTooLarge, f.Status, n, cl.req, cl.max)
+		}
+		maxBody = cl.max
+		if sid == f.StreamID && (f.Status == StatusOK || f.Status == StatusOKSoFar) {
 			if done, err := cl.receive(c.in, f, dlen); done || err != nil {
 				return f, err
 			}
 		}
 	}
-	if err := readResponseBody(c.in, f, dlen, c.opts.MaxFrame); err != nil {
+	if err := readResponseBody(c.in, f, dlen, maxBody); err != nil {
+		if cl != nil && errors.Is(err, ErrFrameTooLarge) {
+			err = fmt.Errorf("answering %v: %w", cl.req, err)
+		}
 		return nil, err
 	}
 	return f, nil
+}
+
+// frameBound bounds one frame of the answer to req, by its kind: a stat,
+// an open, a write or a close is answered in some dozens of bytes, a read
+// with the bytes asked for. A kXR_error, kXR_wait or kXR_redirect of any
+// request fits smallAnswer. Listings are bounded by MaxFrame alone.
+func (c *Client) frameBound(req Request) int {
+	n := smallAnswer
+	switch r := req.(type) {
+	case *ReadRequest:
+		n = int(r.Length)
+	case *PgReadRequest:
+		n = PagesLen(r.Offset, int(r.Length))
+	case *ReadVRequest:
+		n = readVAnswerMax(r.Segments)
+	case *LocateRequest:
+		n = locateAnswer
+	case *DirlistRequest:
+		n = c.opts.MaxFrame
+	case *FattrRequest:
+		n = fattrAnswerMax(r)
+	case *QueryRequest:
+		switch requestName(r) {
+		case "open_whole":
+			_, cgi, _ := bytes.Cut(r.Args, []byte("?"))
+			v, _ := url.ParseQuery(string(cgi))
+			n = c.opts.MaxFrame
+			if content, err := strconv.Atoi(v.Get(OpenWholeArg)); err == nil && content >= 0 {
+				n = min(content, c.opts.MaxFrame) + smallAnswer
+			}
+		case "rm_attr":
+			n = MaxFattrValue + smallAnswer
+		case "query_space", "query_cksum", "query_config":
+		default: // a listing with attributes, or a query of unknown kind
+			n = c.opts.MaxFrame
+		}
+	}
+	return min(max(n, smallAnswer), c.opts.MaxFrame)
 }
 
 // deadlineOnDone sets a connection deadline (set) to now once ctx is
@@ -843,7 +909,8 @@ func (c *Client) send(ctx context.Context, reqs []Request, sink []byte, pds []*p
 				break
 			}
 		}
-		calls[i] = &call{frames: make(chan *ResponseFrame, 4), gone: make(chan struct{}), sink: sink, late: c.lateFor(reqs[i])}
+		calls[i] = &call{frames: make(chan *ResponseFrame, 4), gone: make(chan struct{}), sink: sink, late: c.lateFor(reqs[i]),
+			req: reqs[i].RequestID(), max: c.frameBound(reqs[i])}
 		c.calls[sids[i]] = calls[i]
 	}
 	c.mu.Unlock()
