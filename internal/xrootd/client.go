@@ -698,6 +698,19 @@ func (c *Client) readFrame() (*ResponseFrame, error) {
 		}
 		return nil, err
 	}
+	if f.Status == StatusStatus {
+		// The status body names its stream and request again
+		// (ServerResponseBody_Status): a server that names others is
+		// confused about what it answers, on every stream.
+		var bsid StreamID
+		copy(bsid[:], f.Body[4:6])
+		if bsid != f.StreamID {
+			return nil, fmt.Errorf("%w: kXR_status on stream %v names stream %v", ErrMalformed, f.StreamID, bsid)
+		}
+		if id := ReqAuth + RequestID(f.Body[6]); cl != nil && id != cl.req {
+			return nil, fmt.Errorf("%w: kXR_status for %v answering %v", ErrMalformed, id, cl.req)
+		}
+	}
 	return f, nil
 }
 

@@ -232,10 +232,11 @@ func (f *ClientFile) Write(ctx context.Context, p []byte) (int, error) {
 	return n, err
 }
 
-// writeChunk is one outstanding write request.
+// writeChunk is one outstanding write request, of n bytes at off.
 type writeChunk struct {
 	p   *pending
 	req Request
+	off int64
 	n   int
 }
 
@@ -261,7 +262,7 @@ func (f *ClientFile) writeAt(ctx context.Context, p []byte, off int64, pages boo
 			// Re-send this chunk alone; roundTrip follows further waits.
 			err = f.c.roundTrip(ctx, w.req, nil)
 		} else if err = statusError(fr); err == nil && pages {
-			err = checkPgWriteStatus(fr)
+			err = checkPgWriteStatus(fr, w.off)
 		}
 		if err != nil {
 			return err
@@ -277,7 +278,7 @@ func (f *ClientFile) writeAt(ctx context.Context, p []byte, off int64, pages boo
 		if err != nil {
 			return acked, err
 		}
-		q = append(q, writeChunk{p: pd, req: req, n: n})
+		q = append(q, writeChunk{p: pd, req: req, off: at, n: n})
 		pos += n
 		if len(q) >= f.c.opts.WriteWindow {
 			if err := waitOne(); err != nil {
@@ -325,7 +326,7 @@ func (f *ClientFile) StartWriteAt(ctx context.Context, p []byte, off int64, page
 			a.Abandon()
 			return nil, fmt.Errorf("xrootd: write %s at %d: %w", f.name, off+int64(pos), err)
 		}
-		a.q = append(a.q, writeChunk{p: pd, n: n})
+		a.q = append(a.q, writeChunk{p: pd, off: off + int64(pos), n: n})
 		pos += n
 	}
 	return a, nil
@@ -346,7 +347,7 @@ func (a *WriteAck) Wait(ctx context.Context) (int, error) {
 				err = fmt.Errorf("%w: the server asked for a write sent ahead to be sent again", ErrMalformed)
 			default:
 				if err = statusError(fr); err == nil && a.pages {
-					err = checkPgWriteStatus(fr)
+					err = checkPgWriteStatus(fr, w.off)
 				}
 			}
 		}
@@ -376,10 +377,11 @@ func (f *ClientFile) writeRequest(b []byte, off int64, pages bool) Request {
 	return &WriteRequest{Handle: f.fh, Offset: off, Data: b}
 }
 
-// checkPgWriteStatus verifies a pgwrite answer: a final kXR_status whose
-// info holds only the offset. Extra info lists pages the server wants
+// checkPgWriteStatus verifies the answer to a pgwrite at off: a final
+// kXR_status whose info holds only the offset written, off
+// (ServerResponseBody_pgWrite). Extra info lists pages the server wants
 // resent, which this client reports as a checksum error.
-func checkPgWriteStatus(fr *ResponseFrame) error {
+func checkPgWriteStatus(fr *ResponseFrame, off int64) error {
 	if fr.Status != StatusStatus {
 		return fmt.Errorf("%w: %v answer to kXR_pgwrite", ErrMalformed, fr.Status)
 	}
@@ -389,6 +391,9 @@ func checkPgWriteStatus(fr *ResponseFrame) error {
 	}
 	if sb.RequestID != ReqPgWrite || len(sb.Info) < 8 {
 		return fmt.Errorf("%w: kXR_status for %v with %d info bytes", ErrMalformed, sb.RequestID, len(sb.Info))
+	}
+	if at := int64(getU64(sb.Info)); at != off {
+		return fmt.Errorf("%w: pgwrite answered for offset %d, written at %d", ErrMalformed, at, off)
 	}
 	if len(sb.Info) > 8 {
 		return fmt.Errorf("%w: server reported %d bytes of corrupted page offsets", ErrChecksum, len(sb.Info)-8)
@@ -462,8 +467,8 @@ func (f *ClientFile) FinishWrite(ctx context.Context, p []byte, off int64, o Fin
 		if err == nil {
 			// kXR_wait is not followed: the requests after it were sent.
 			err = statusError(fr)
-			if _, pg := reqs[i].(*PgWriteRequest); pg && err == nil {
-				err = checkPgWriteStatus(fr)
+			if pg, ok := reqs[i].(*PgWriteRequest); ok && err == nil {
+				err = checkPgWriteStatus(fr, pg.Offset)
 			}
 		}
 		if i == fattrAt {
