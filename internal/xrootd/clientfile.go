@@ -260,7 +260,13 @@ func (f *ClientFile) writeAt(ctx context.Context, p []byte, off int64, pages boo
 		}
 		if fr.Status == StatusWait {
 			// Re-send this chunk alone; roundTrip follows further waits.
-			err = f.c.roundTrip(ctx, w.req, nil)
+			// Its answer is checked as the first would have been.
+			err = f.c.roundTrip(ctx, w.req, func(fr *ResponseFrame) error {
+				if pages {
+					return checkPgWriteStatus(fr, w.off)
+				}
+				return nil
+			})
 		} else if err = statusError(fr); err == nil && pages {
 			err = checkPgWriteStatus(fr, w.off)
 		}

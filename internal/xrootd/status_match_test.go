@@ -77,3 +77,46 @@ func pgwrite(ctx context.Context, f *ClientFile) error {
 }
 
 func be64(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
+
+// TestPgWriteAnswerAfterWaitIsChecked checks that a kXR_pgwrite sent
+// again after kXR_wait has its answer checked as the first would have:
+// a kXR_status listing pages in error, or a plain kXR_ok, was taken as
+// the write's success.
+func TestPgWriteAnswerAfterWaitIsChecked(t *testing.T) {
+	cases := []struct {
+		name  string
+		again func(f *RequestFrame) []byte
+		want  error
+	}{
+		{"bad_pages", func(f *RequestFrame) []byte {
+			sb := StatusBody{StreamID: f.StreamID, RequestID: ReqPgWrite, RespType: RespFinal, Info: append(f.Params[4:12:12], make([]byte, 16)...)}
+			return respond(f.StreamID, StatusStatus, sb.AppendTo(nil))
+		}, ErrChecksum},
+		{"ok", func(f *RequestFrame) []byte { return respond(f.StreamID, StatusOK, nil) }, ErrMalformed},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			waited := false
+			fs := &fakeServer{t: t, serve: func(w net.Conn, f *RequestFrame) {
+				switch {
+				case f.ID == ReqOpen:
+					w.Write(respond(f.StreamID, StatusOK, []byte{0, 0, 0, 1}))
+				case f.ID == ReqPgWrite && !waited:
+					waited = true
+					w.Write(respond(f.StreamID, StatusWait, append(be32(0), "busy"...)))
+				case f.ID == ReqPgWrite:
+					w.Write(tc.again(f))
+				}
+			}}
+			c := dial(t, fs.start(), nil)
+			ctx := testCtx(t)
+			f, err := c.Open(ctx, "/f", OpenUpdate, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := pgwrite(ctx, f); !errors.Is(err, tc.want) {
+				t.Fatalf("pgwrite answered after a wait: %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
