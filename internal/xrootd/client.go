@@ -88,6 +88,9 @@ type DialOptions struct {
 	// unanswered before they count as lost (see staleAbandoned); tests
 	// shorten it.
 	staleAbandoned time.Duration
+	// partWait is how long the connection's reader waits for a caller
+	// to take a part of its answer (see partWait); tests shorten it.
+	partWait time.Duration
 
 	// Observe, if set, is told of every request sent after the login
 	// once its answer is in, or once the request failed (its sending
@@ -146,6 +149,9 @@ func (o *DialOptions) withDefaults() DialOptions {
 	d.MaxInflight = min(d.MaxInflight, 65535)
 	if d.staleAbandoned <= 0 {
 		d.staleAbandoned = staleAbandoned
+	}
+	if d.partWait <= 0 {
+		d.partWait = partWait
 	}
 	if d.ReadChunk <= 0 {
 		d.ReadChunk = 8 << 20
@@ -209,8 +215,12 @@ type Client struct {
 
 // call is one outstanding request.
 type call struct {
-	frames chan *ResponseFrame
-	gone   chan struct{} // closed when the caller stops listening
+	// frames takes the answer's frames to the caller. readLoop closes
+	// it, after the frames in it, when the caller took none for
+	// partWait (overran), and drops the rest of the answer.
+	frames  chan *ResponseFrame
+	overran bool          // readLoop's alone
+	gone    chan struct{} // closed when the caller stops listening
 
 	// sink, when set, is where the bodies of the call's kXR_oksofar and
 	// kXR_ok frames are received, in order, without an intermediate
@@ -243,13 +253,30 @@ type call struct {
 // deliver hands f to the call's caller, or to late when the caller gave
 // up (readLoop). It drops f once the connection is closed (closed): a
 // caller that finds it closed stops listening without giving up, and
-// the server's handles are gone with the connection.
-func (cl *call) deliver(f *ResponseFrame, closed <-chan struct{}) {
+// the server's handles are gone with the connection. A caller that takes
+// none of the frames handed to it for wait holds every other request of
+// the connection meanwhile: the rest of its answer is dropped, and the
+// caller told (frames closed). Only an answer of many parts (a listing)
+// fills frames; late is for answers of one frame.
+func (cl *call) deliver(f *ResponseFrame, closed <-chan struct{}, wait time.Duration) {
 	if cl.late == nil {
+		if cl.overran {
+			return
+		}
+		select {
+		case cl.frames <- f:
+			return
+		default:
+		}
+		t := time.NewTimer(wait)
+		defer t.Stop()
 		select {
 		case cl.frames <- f:
 		case <-cl.gone:
 		case <-closed:
+		case <-t.C:
+			cl.overran = true
+			close(cl.frames)
 		}
 		return
 	}
@@ -655,7 +682,7 @@ func (c *Client) readLoop() {
 			c.log.Debug("xrootd client drops response for unknown stream", "stream", f.StreamID.String(), "status", f.Status.String())
 			continue
 		}
-		cl.deliver(f, c.done)
+		cl.deliver(f, c.done, c.opts.partWait)
 	}
 }
 
@@ -1143,6 +1170,14 @@ func (p *pending) detach() {
 // being received into the sink of a read given up on.
 const detachWait = 100 * time.Millisecond
 
+// partWait bounds how long the connection's reader waits for a caller to
+// take the next part of its answer, with the parts before it taken
+// (DialOptions.partWait): the connection's other answers wait behind it.
+// A caller that handles the parts of its answer as they come (a
+// ListAttrEach callback) must be quick; one slower than this has the
+// rest of its answer dropped and fails with ErrSlowCaller.
+const partWait = 5 * time.Second
+
 // wait consumes the answer, passing every data frame (kXR_oksofar, the
 // final kXR_ok, kXR_status) to onData (nil: none expected), and returns
 // the final frame. A wait with a context already done gives up at once,
@@ -1158,8 +1193,9 @@ func (p *pending) wait(ctx context.Context, onData func(f *ResponseFrame) error)
 	}
 	for {
 		var f *ResponseFrame
+		ok := true
 		select {
-		case f = <-p.cl.frames:
+		case f, ok = <-p.cl.frames:
 		case <-ctx.Done():
 			p.observe(nil, ctx.Err())
 			p.abandon()
@@ -1168,12 +1204,18 @@ func (p *pending) wait(ctx context.Context, onData func(f *ResponseFrame) error)
 			// The frames read before the connection closed are the
 			// answer's (a server answers, then goes).
 			select {
-			case f = <-p.cl.frames:
+			case f, ok = <-p.cl.frames:
 			default:
 				err := p.c.connErr()
 				p.observe(nil, err)
 				return nil, err
 			}
+		}
+		if !ok {
+			err := fmt.Errorf("%w: a part of the answer to %v was not taken within %v; the rest was dropped", ErrSlowCaller, p.cl.req, p.c.opts.partWait)
+			p.observe(nil, err)
+			p.abandon()
+			return nil, err
 		}
 		final := isFinal(f)
 		if f.Status == StatusOK || f.Status == StatusOKSoFar || f.Status == StatusStatus {
@@ -1509,7 +1551,10 @@ func attrListQuery(dir, attr string) *QueryRequest {
 // ListAttrEach is ListAttr handing the entries to fn part by part, as the
 // answer's frames arrive, so that a large directory's listing is never
 // held whole: each part is parsed and handed over before the next is
-// read. fn must not keep the slice. An entry split between frames is
+// read. fn must not keep the slice, and must be quick: while it runs,
+// the parts that follow queue up (a few), then the connection's other
+// answers wait behind them; a part not taken within 5 s (partWait) fails
+// the listing with ErrSlowCaller. An entry split between frames is
 // completed by the next, and bounded (attrEntryMax); the whole answer is
 // bounded by 4 × MaxResponse, so that one that never ends fails.
 func (c *Client) ListAttrEach(ctx context.Context, dir, attr string, fn func([]AttrEntry) error) error {

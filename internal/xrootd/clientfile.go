@@ -58,7 +58,10 @@ func (p *pending) abandon() {
 	cl.abandoned = true
 	for {
 		select {
-		case f := <-cl.frames:
+		case f, ok := <-cl.frames:
+			if !ok {
+				return
+			}
 			if isFinal(f) {
 				go cl.late(f)
 			}

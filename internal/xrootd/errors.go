@@ -132,6 +132,10 @@ var (
 	// request was written to it. It may be sent again on another
 	// connection, even if it is not idempotent (a kXR_mv, a kXR_rm).
 	ErrNotSent = errors.New("xrootd: request not sent")
+	// ErrSlowCaller reports an answer given up because its caller did
+	// not take its parts (a ListAttrEach callback that blocks) while
+	// the connection's other requests waited behind it.
+	ErrSlowCaller = errors.New("xrootd: caller too slow to take its answer")
 	// ErrServerClosed is returned by Server.Serve after Shutdown.
 	ErrServerClosed = errors.New("xrootd: server closed")
 )
