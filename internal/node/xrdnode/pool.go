@@ -13,9 +13,9 @@ import (
 // pool is a fixed number of slots, each holding at most one connection.
 // Connections are dialled lazily by the first call that needs one, in a
 // goroutine bounded by Options.DialTimeout; callers wait with their own
-// context, unless another slot has a live connection, which serves them
-// meanwhile (a node whose logins hang may still serve the connections it
-// has). A connection is replaced by the next call that picks its slot
+// context, unless another slot has a live connection, or gets one while
+// they wait, which serves them meanwhile (a node whose logins hang may
+// still serve the connections it has, or those whose logins got through). A connection is replaced by the next call that picks its slot
 // once it is dead: its socket failed, its client failed (on a frame it
 // could not take, say), a request on it failed with xrootd.ErrClosed,
 // or it did not answer a ping after a request timed out. The
@@ -25,6 +25,12 @@ type pool struct {
 	n     *Node
 	slots []slot
 	next  atomic.Uint32
+
+	// up is closed, and replaced, when a dial has connected: calls
+	// waiting for the dial of their own slot look for a live
+	// connection again then (await).
+	upMu sync.Mutex
+	up   chan struct{}
 }
 
 type slot struct {
@@ -93,19 +99,8 @@ func (p *pool) get(ctx context.Context) (*conn, error) {
 		fresh = true
 	}
 	s.mu.Unlock()
-	select {
-	case <-cn.ready:
-	default:
-		// Its slot is dialling: a live connection of another slot
-		// serves the call meanwhile.
-		if live := p.live(); live != nil {
-			return live, nil
-		}
-	}
-	select {
-	case <-cn.ready:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if got, err := p.await(ctx, cn); err != nil || got != cn {
+		return got, err
 	}
 	if cn.err != nil && !fresh && ctx.Err() == nil && p.n.refusedErr() == nil {
 		// The dial that failed began before this call, perhaps while
@@ -117,16 +112,59 @@ func (p *pool) get(ctx context.Context) (*conn, error) {
 		}
 		cn = s.cur
 		s.mu.Unlock()
-		select {
-		case <-cn.ready:
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		if got, err := p.await(ctx, cn); err != nil || got != cn {
+			return got, err
 		}
 	}
 	if cn.err != nil {
 		return nil, cn.err
 	}
 	return cn, nil
+}
+
+// await waits for the dial of cn to end and returns cn, unless a live
+// connection of another slot is there first (before the wait, or when a
+// dial connects during it), which it returns instead: a slot whose dial
+// hangs holds its callers no longer than the pool has no connection.
+func (p *pool) await(ctx context.Context, cn *conn) (*conn, error) {
+	for {
+		up := p.dialled() // before live: a dial that connects after it wakes us
+		select {
+		case <-cn.ready:
+			return cn, nil
+		default:
+		}
+		if live := p.live(); live != nil {
+			return live, nil
+		}
+		select {
+		case <-cn.ready:
+			return cn, nil
+		case <-up:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// dialled returns a channel closed when a dial next connects.
+func (p *pool) dialled() <-chan struct{} {
+	p.upMu.Lock()
+	defer p.upMu.Unlock()
+	if p.up == nil {
+		p.up = make(chan struct{})
+	}
+	return p.up
+}
+
+// connected wakes the calls waiting in await: a dial has connected.
+func (p *pool) connected() {
+	p.upMu.Lock()
+	defer p.upMu.Unlock()
+	if p.up != nil {
+		close(p.up)
+		p.up = nil
+	}
 }
 
 // live returns a connected connection of any slot that is not failed,
@@ -166,6 +204,11 @@ func (p *pool) dial() *conn {
 		return &watchedConn{Conn: c, dead: &cn.dead}, nil
 	}
 	go func() {
+		defer func() {
+			if cn.err == nil {
+				p.connected() // after ready is closed (deferred after it)
+			}
+		}()
 		defer close(cn.ready)
 		ctx, cancel := context.WithTimeout(n.base, n.opts.DialTimeout)
 		defer cancel()

@@ -65,3 +65,46 @@ func isReady(cn *conn) bool {
 		return false
 	}
 }
+
+// TestCallWaitingForADialTakesALaterSlot checks that a call waiting for
+// its slot's dial, which hangs (a node whose logins hung for a while), is
+// served by another slot's connection once that one comes up: it looked
+// for a live connection only before it began to wait, and then waited
+// for its own dial until DialTimeout or its own deadline.
+func TestCallWaitingForADialTakesALaterSlot(t *testing.T) {
+	s := startOurs(t, "", "127.0.0.1:0")
+	in := newInjector(t, s.addr)
+	// Open, not New: no slot is connected before the first call.
+	n, err := Open("root://"+in.addr()+"//p", Options{Conns: 2, DialTimeout: time.Minute, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	in.hold.Store(true)
+	first := make(chan error, 1)
+	go func() { first <- n.Check(ctx) }()
+	for held := 0; held == 0; {
+		if ctx.Err() != nil {
+			t.Fatal("the first call did not dial")
+		}
+		time.Sleep(time.Millisecond)
+		in.mu.Lock()
+		held = len(in.clients)
+		in.mu.Unlock()
+	}
+	in.hold.Store(false)
+	if err := n.Check(ctx); err != nil {
+		t.Fatalf("a call on the other slot: %v", err)
+	}
+	select {
+	case err := <-first:
+		if err != nil {
+			t.Fatalf("the call waiting for the held dial: %v", err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the call waiting for the held dial still waits with the other slot connected")
+	}
+}
