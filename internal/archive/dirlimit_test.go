@@ -26,7 +26,7 @@ func TestDirectoryBeyondWhatReadersTakeIsRefused(t *testing.T) {
 	for ; n < 1000 && err == nil; n++ {
 		err = w.WriteChunk(n, 0, chunk, crc)
 	}
-	if !errors.Is(err, ErrFormat) {
+	if !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("1000 entries under a 4 KiB directory bound: %v", err)
 	}
 	if w.dirSize > w.dirLimit {

@@ -360,7 +360,7 @@ func TestWriterErrors(t *testing.T) {
 	}
 	big := testMeta(l, 0)
 	big.User = map[string]string{"x": string(bytes.Repeat([]byte("x"), maxMetadataSize))}
-	if err := w.Close(big); !errors.Is(err, ErrFormat) {
+	if err := w.Close(big); !errors.Is(err, ErrMetadataTooLarge) {
 		t.Errorf("Close with metadata readers refuse: %v", err)
 	}
 	m := testMeta(l, 0)

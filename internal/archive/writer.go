@@ -3,6 +3,7 @@ package archive
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -25,6 +26,19 @@ const (
 	madeByUnix = 3 << 8
 	// fileMode is every entry's external attributes: a regular file, 0644.
 	fileMode = 0o100644 << 16
+)
+
+// Errors of the archive writer. Test with errors.Is. Both refuse what
+// readers would refuse, so that no archive is written that cannot be
+// read; they come from the object's size and metadata, not from where
+// the archive is written, so every archive of the object fails alike.
+var (
+	// ErrTooLarge means the archive's central directory would pass the
+	// 128 MiB readers take: the object is too large for its chunk size.
+	ErrTooLarge = errors.New("archive: object too large for its chunk size")
+	// ErrMetadataTooLarge means the metadata entry would pass the 1 MiB
+	// readers take.
+	ErrMetadataTooLarge = errors.New("archive: metadata too large")
 )
 
 // Writer writes one archive: the chunks of one placement slot, in block
@@ -164,7 +178,7 @@ func (w *Writer) Close(meta *Metadata) error {
 	}
 	if len(p) > maxMetadataSize {
 		// Readers refuse it: the archive would be unreadable.
-		return fmt.Errorf("%w: metadata of %d bytes exceeds %d", ErrFormat, len(p), maxMetadataSize)
+		return fmt.Errorf("%w: metadata of %d bytes exceeds %d", ErrMetadataTooLarge, len(p), maxMetadataSize)
 	}
 	metaOff := w.off
 	if err := w.entry(MetadataName, 0, p, erasure.ChunkChecksum(p)); err != nil {
@@ -194,7 +208,7 @@ func (w *Writer) entry(name string, stripe uint16, data []byte, crc uint32) erro
 		size += zip64Extra
 	}
 	if name != MetadataName && w.dirSize+size+metadataDirRoom > w.dirLimit {
-		return fmt.Errorf("%w: the archive's directory would exceed the %d bytes readers take (%d entries): the object is too large for its chunk size", ErrFormat, w.dirLimit, w.next)
+		return fmt.Errorf("%w: the archive's directory would exceed the %d bytes readers take (%d entries)", ErrTooLarge, w.dirLimit, w.next)
 	}
 	w.dirSize += size
 	var h [localHeaderLen]byte

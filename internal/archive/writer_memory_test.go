@@ -58,7 +58,7 @@ func TestCloseAgainAfterRefusedMetadata(t *testing.T) {
 	}
 	big := testMeta(l, 0)
 	big.User = map[string]string{"x": string(bytes.Repeat([]byte("x"), maxMetadataSize))}
-	if err := w.Close(big); !errors.Is(err, ErrFormat) {
+	if err := w.Close(big); !errors.Is(err, ErrMetadataTooLarge) {
 		t.Fatalf("Close with metadata readers refuse: %v", err)
 	}
 	if err := w.Close(testMeta(l, 0)); err != nil {

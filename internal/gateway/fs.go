@@ -627,6 +627,9 @@ func mapErr(err error) error {
 		return fmt.Errorf("%v: %w", err, syscall.ENOTEMPTY)
 	case errors.Is(err, node.ErrPath):
 		return xrootd.Errorf(xrootd.ErrArgInvalid, "%v", err)
+	case errors.Is(err, object.ErrMetadataTooLarge), errors.Is(err, object.ErrTooLarge):
+		// The request's fault, which every node refuses alike.
+		return xrootd.Errorf(xrootd.ErrArgTooLong, "%v", err)
 	case errors.As(err, &ue), errors.Is(err, object.ErrQuorum):
 		return xrootd.Errorf(xrootd.ErrIOError, "%v", err)
 	case errors.Is(err, node.ErrNoSpace):

@@ -52,6 +52,14 @@ var (
 	// (finished under temporary names) answer.
 	ErrInDoubt = errors.New("object: outcome in doubt")
 	ErrClosed  = errors.New("object: use of closed writer or reader")
+	// ErrTooLarge and ErrMetadataTooLarge fail a write that the archive
+	// format cannot hold: an object too large for its chunk size (its
+	// archives' central directories would pass what readers take), or
+	// metadata (user metadata above all) whose entry would pass 1 MiB.
+	// Every node refuses such a write alike: it is the request's fault,
+	// not an outage, and trying again fails again. No node is blamed.
+	ErrTooLarge         = errors.New("object: too large for its chunk size")
+	ErrMetadataTooLarge = errors.New("object: metadata too large")
 )
 
 // UnrecoverableError reports a block of which fewer than K verified chunks

@@ -814,8 +814,13 @@ func (w *Writer) release(job *blockJob, failed bool) {
 }
 
 // slotFailed drops a slot from the write (once); the write fails when
-// fewer than WriteQuorum slots remain.
+// fewer than WriteQuorum slots remain. An error that every slot gets
+// alike (refusal) fails the write at once instead, blaming no node.
 func (w *Writer) slotFailed(sw *slotWriter, err error) {
+	if r := refusal(err); r != nil {
+		w.fail(r)
+		return
+	}
 	if !sw.dropped.CompareAndSwap(false, true) {
 		return
 	}
@@ -827,6 +832,20 @@ func (w *Writer) slotFailed(sw *slotWriter, err error) {
 	if int(w.failed.Add(1)) > w.geo.Width()-w.quorum {
 		w.fail(fmt.Errorf("%w: %d of %d archives failed: %w", ErrQuorum, w.failed.Load(), w.geo.Width(), sw.err))
 	}
+}
+
+// refusal is the write's error when err is one that the archive writer
+// gives every archive of the write alike (the object or its metadata is
+// more than the format holds): the request's fault, which fails the write
+// without blaming the node. It is nil for any other error.
+func refusal(err error) error {
+	switch {
+	case errors.Is(err, archive.ErrMetadataTooLarge):
+		return fmt.Errorf("%w: %w", ErrMetadataTooLarge, err)
+	case errors.Is(err, archive.ErrTooLarge):
+		return fmt.Errorf("%w: %w", ErrTooLarge, err)
+	}
+	return nil
 }
 
 // fail records the write's first error and stops the pipeline.
@@ -874,7 +893,9 @@ func (w *Writer) Size() int64 { return w.size + int64(w.fill) }
 // if at least WriteQuorum of them are, renames them into place. On error
 // nothing new is visible at the path (except when renames fail midway,
 // which is reported and left for fsck). The write is committed when Close
-// returns nil.
+// returns nil. A write that the archive format cannot hold fails with
+// ErrTooLarge or ErrMetadataTooLarge (and Write may fail with ErrTooLarge
+// before Close), not ErrQuorum.
 func (w *Writer) Close() error {
 	if w.done {
 		return ErrClosed

@@ -100,6 +100,10 @@ func toError(err error) *Error {
 		return ErrKeyConflict
 	case errors.Is(err, node.ErrPath):
 		return ErrInvalidArgument.with("%v", err)
+	case errors.Is(err, object.ErrMetadataTooLarge):
+		return ErrMetadataTooLarge.with("%v", err)
+	case errors.Is(err, object.ErrTooLarge):
+		return ErrEntityTooLarge.with("%v", err)
 	case errors.Is(err, object.ErrQuorum), errors.Is(err, object.ErrUnrecoverable):
 		return ErrServiceUnavailable.with("%v", err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

@@ -308,8 +308,10 @@ func statusOf(err error) int {
 	case errors.Is(err, object.ErrIsDir), errors.Is(err, object.ErrNotDir), errors.Is(err, node.ErrNotDir),
 		errors.Is(err, node.ErrIsDir), errors.Is(err, object.ErrNotEmpty), errors.Is(err, object.ErrExist):
 		return http.StatusConflict
-	case errors.Is(err, node.ErrPath):
+	case errors.Is(err, node.ErrPath), errors.Is(err, object.ErrMetadataTooLarge):
 		return http.StatusBadRequest
+	case errors.Is(err, object.ErrTooLarge):
+		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, node.ErrNoSpace):
 		return http.StatusInsufficientStorage
 	case errors.Is(err, object.ErrQuorum), errors.Is(err, object.ErrUnrecoverable):
