@@ -1,11 +1,15 @@
 package archive
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ecstore/ecstore/internal/layout"
 )
 
 func testMetadata() *Metadata {
@@ -114,5 +118,53 @@ func TestLargeMetadataIsNotKept(t *testing.T) {
 	}
 	if _, ok := decoded.get(p); ok {
 		t.Fatalf("metadata of %d bytes was kept", len(p))
+	}
+}
+
+// Regression: the metadata entry was encoded with HTML escaping, so each
+// <, > and & of a path or of user metadata (content types, S3 metadata,
+// extended attributes) took 6 bytes of the 1 MiB readers take, and
+// metadata well under it was refused. They are written as themselves
+// (readers decode either form alike), and the bound is on what is
+// written.
+func TestMetadataKeepsHTMLCharacters(t *testing.T) {
+	m := testMetadata()
+	m.Path = "/d/a<b>&c"
+	m.User["content-type"] = `text/html; x="<&>"`
+	p, err := m.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(p), `"/d/a<b>&c"`) || !strings.Contains(string(p), `x=\"<&>\"`) {
+		t.Errorf("encoded with escapes:\n%s", p)
+	}
+	if strings.HasSuffix(string(p), "\n") {
+		t.Error("encoded with a trailing newline")
+	}
+	got, err := decodeMetadata(p)
+	if err != nil || !reflect.DeepEqual(got, m) {
+		t.Fatalf("decoded %+v, %v; want %+v", got, err, m)
+	}
+	// As archives written before have it.
+	old, err := json.MarshalIndent(m, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := decodeMetadata(old); err != nil || !reflect.DeepEqual(got, m) {
+		t.Fatalf("escaped form decoded %+v, %v; want %+v", got, err, m)
+	}
+
+	// 400 KiB of '<': 2.4 MiB escaped, 400 KiB as written.
+	l := layout.Layout{Geometry: layout.Geometry{K: 2, M: 1, ChunkSize: 16}, Size: 0}
+	var buf bytes.Buffer
+	w := NewWriter(&buf, testTime)
+	big := testMeta(l, 0)
+	big.User = map[string]string{"x": strings.Repeat("<", 400<<10)}
+	if err := w.Close(big); err != nil {
+		t.Fatalf("Close with 400 KiB of '<': %v", err)
+	}
+	idx := mustParse(t, buf.Bytes())
+	if idx.Meta.User["x"] != big.User["x"] {
+		t.Error("user metadata read back differs")
 	}
 }
