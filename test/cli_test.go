@@ -50,7 +50,7 @@ func TestCLIRoundTripSizes(t *testing.T) {
 			}
 			path := fmt.Sprintf("/sizes/obj-%d", size)
 			c.must(nil, "put", in, path)
-			c.must(nil, "get", path, out)
+			c.must(nil, "get", "-f", path, out)
 			got, err := os.ReadFile(out)
 			if err != nil {
 				t.Fatal(err)

@@ -279,8 +279,9 @@ func uploadTo(ctx context.Context, dst rootURL, base string, r io.Reader, force,
 
 // downloadTo writes r to local (or stdout for "-"; base inside local when
 // it is a directory): into a temporary file renamed into place only when
-// the copy and verify (given the bytes copied) succeed, or straight into
-// a device or FIFO (specialTarget).
+// the copy and verify (given the bytes copied) succeed, and without force
+// only where no file is (placeFile), or straight into a device or FIFO
+// (specialTarget).
 func downloadTo(local, base string, r io.Reader, stdout io.Writer, force bool, verify func(n int64) error) (int64, error) {
 	if local == "-" {
 		n, err := io.CopyBuffer(stdout, r, make([]byte, copyBuffer))
@@ -333,7 +334,9 @@ func downloadTo(local, base string, r io.Reader, stdout io.Writer, force bool, v
 		err = verify(n)
 	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), local)
+		if err = placeFile(tmp.Name(), local, force); err != nil {
+			err = fmt.Errorf("cp: %w", err)
+		}
 	}
 	if err != nil {
 		os.Remove(tmp.Name())

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -12,12 +13,14 @@ import (
 	"strings"
 
 	"github.com/ecstore/ecstore/internal/erasure"
+	"golang.org/x/sys/unix"
 )
 
 const getHelp = `
 Reads the object /path into the local file LOCAL ("-" for standard
 output). If LOCAL is a directory, the file is named after the object
-inside it.
+inside it. A file that exists is not replaced without -f, as xrdcp and
+cp do; a device or FIFO (/dev/null) is written in place.
 
 Every chunk is verified against its checksum; missing or corrupt chunks
 are rebuilt from parity. The whole object's CRC32C is checked against
@@ -27,6 +30,7 @@ and verified, so a failed get leaves no partial file.
 
 Examples:
   ecstore get /atlas/run1.root run1.root
+  ecstore get -f /atlas/run1.root run1.root     # replace run1.root
   ecstore get /backup/results.tar - | tar x
 `
 
@@ -34,6 +38,7 @@ Examples:
 func cmdGet(ctx context.Context, e *env, args []string) error {
 	fset := newFlagSet(e, "get", "get [flags] /path LOCAL", getHelp)
 	cf := fset.addClusterFlags()
+	force := fset.Bool("f", false, "replace LOCAL if it exists")
 	pos, err := fset.parse(args, 2, 2)
 	if err != nil {
 		return err
@@ -67,6 +72,9 @@ func cmdGet(ctx context.Context, e *env, args []string) error {
 	if fi, err := os.Stat(local); err == nil && fi.IsDir() {
 		_, base := filepath.Split(path)
 		local = filepath.Join(local, base)
+	}
+	if err := mayReplace(local, *force); err != nil {
+		return fmt.Errorf("get %s: %w", path, err)
 	}
 	if f, ok, err := specialTarget(local); ok {
 		if err != nil {
@@ -102,10 +110,57 @@ func cmdGet(ctx context.Context, e *env, args []string) error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("get %s: %w", path, err)
 	}
-	if err := os.Rename(tmp.Name(), local); err != nil {
+	if err := placeFile(tmp.Name(), local, *force); err != nil {
 		return fmt.Errorf("get %s: %w", path, err)
 	}
 	ok = true
+	return nil
+}
+
+// mayReplace checks, before a download, that it may write local: a
+// directory never, a regular file only with force. Devices and FIFOs
+// are written in place (specialTarget), as xrdcp writes /dev/null.
+func mayReplace(local string, force bool) error {
+	fi, err := os.Stat(local)
+	switch {
+	case err != nil:
+		return nil // placeFile has the last word
+	case fi.IsDir():
+		return fmt.Errorf("%s is a directory", local)
+	case fi.Mode().IsRegular() && !force:
+		return fmt.Errorf("%s exists (use -f to replace it)", local)
+	}
+	return nil
+}
+
+// placeFile renames the finished download tmp to local. Without force it
+// does not replace a file, even one created during the download: the
+// rename is RENAME_NOREPLACE or, on a file system without it, a hard link
+// (which fails on an existing name) and the removal of tmp; on one
+// without hard links either, a check and a plain rename. tmp is gone on
+// success.
+func placeFile(tmp, local string, force bool) error {
+	if force {
+		return os.Rename(tmp, local)
+	}
+	err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, local, unix.RENAME_NOREPLACE)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) {
+		if err = os.Link(tmp, local); err == nil {
+			os.Remove(tmp)
+		} else if !errors.Is(err, fs.ErrExist) {
+			if _, serr := os.Lstat(local); serr == nil {
+				err = fs.ErrExist
+			} else {
+				err = os.Rename(tmp, local)
+			}
+		}
+	}
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%s exists (use -f to replace it)", local)
+	}
+	if err != nil {
+		return &os.LinkError{Op: "rename", Old: tmp, New: local, Err: err}
+	}
 	return nil
 }
 

@@ -25,7 +25,7 @@ func TestGetIntoDirectoryAndMode(t *testing.T) {
 	// Replacing a file keeps its mode.
 	local := filepath.Join(dir, "exec")
 	os.WriteFile(local, []byte("old"), 0o700)
-	mustRun(t, nil, c.cmd("get", "/a/run1.root", local)...)
+	mustRun(t, nil, c.cmd("get", "-f", "/a/run1.root", local)...)
 	if fi, _ := os.Stat(local); fi.Mode().Perm() != 0o700 {
 		t.Errorf("mode %v after replacing a 0700 file", fi.Mode().Perm())
 	}
@@ -110,7 +110,7 @@ func TestGetFailureLeavesNoFile(t *testing.T) {
 	dir := t.TempDir()
 	local := filepath.Join(dir, "out")
 	os.WriteFile(local, []byte("previous"), 0o644)
-	r := ecstore(t, nil, c.cmd("get", "/obj", local)...)
+	r := ecstore(t, nil, c.cmd("get", "-f", "/obj", local)...)
 	if r.code != exitError || !strings.Contains(r.stderr, "unrecoverable: 7 of 8 chunks of block 2 available") {
 		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
 	}
@@ -143,5 +143,64 @@ func TestGetProgress(t *testing.T) {
 	e.isTerminal = func(io.Writer) bool { return true }
 	if code := run(context.Background(), e, c.cmd("get", "/big", "-")); code != 0 || stderr.Len() != 0 {
 		t.Errorf("progress while writing to a terminal: %q", stderr.String())
+	}
+}
+
+// Regression: get replaced an existing local file without -f, where cp
+// (and xrdcp) refuse without -f/--force. It refuses before reading the
+// object, leaving the file and no temporary one; -f replaces it.
+func TestGetRefusesToReplaceAFile(t *testing.T) {
+	c := newTestCluster(t)
+	c.put("/a/run1.root", []byte("events"))
+	dir := t.TempDir()
+	local := filepath.Join(dir, "run1.root")
+	os.WriteFile(local, []byte("mine"), 0o644)
+	for _, dst := range []string{local, dir} {
+		r := ecstore(t, nil, c.cmd("get", "/a/run1.root", dst)...)
+		if r.code != exitError || r.stderr != "ecstore: get /a/run1.root: "+local+" exists (use -f to replace it)\n" {
+			t.Errorf("get into %s: exit %d, stderr %q", dst, r.code, r.stderr)
+		}
+	}
+	if got, _ := os.ReadFile(local); string(got) != "mine" {
+		t.Errorf("the local file was replaced by %q", got)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("refused gets left %v", ents)
+	}
+	mustRun(t, nil, c.cmd("get", "-f", "/a/run1.root", local)...)
+	if got, _ := os.ReadFile(local); string(got) != "events" {
+		t.Errorf("get -f: %q", got)
+	}
+}
+
+// A file that appears at the destination while get or cp reads is not
+// replaced either: the download is put in place only where nothing is.
+func TestPlaceFileDoesNotReplace(t *testing.T) {
+	dir := t.TempDir()
+	tmp, local := filepath.Join(dir, ".tmp"), filepath.Join(dir, "f")
+	os.WriteFile(tmp, []byte("new"), 0o644)
+	os.WriteFile(local, []byte("theirs"), 0o644)
+	if err := placeFile(tmp, local, false); err == nil || !strings.Contains(err.Error(), local+" exists (use -f to replace it)") {
+		t.Errorf("placeFile onto a file: %v", err)
+	}
+	if got, _ := os.ReadFile(local); string(got) != "theirs" {
+		t.Errorf("replaced by %q", got)
+	}
+	if err := placeFile(tmp, local, true); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(local); string(got) != "new" {
+		t.Errorf("forced: %q", got)
+	}
+	os.WriteFile(tmp, []byte("newer"), 0o644)
+	os.Remove(local)
+	if err := placeFile(tmp, local, false); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(local); string(got) != "newer" {
+		t.Errorf("placed: %q", got)
+	}
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Errorf("the temporary file is left: %v", err)
 	}
 }
