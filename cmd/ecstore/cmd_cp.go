@@ -132,6 +132,14 @@ func cmdCp(ctx context.Context, e *env, args []string) error {
 		in = f
 	}
 
+	if !srcRemote {
+		// A read of standard input (a terminal, an idle pipe) or a
+		// FIFO must not hold off an interrupt.
+		var stop func()
+		in, stop = pump(ctx, in)
+		defer stop()
+	}
+
 	// Destination, then the copy.
 	sum := erasure.NewAdler32()
 	bar := startProgress(e, "cp", size)

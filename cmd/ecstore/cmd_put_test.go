@@ -174,7 +174,7 @@ func TestPutInterruptedStoresNothing(t *testing.T) {
 		cancel()
 	}()
 	r := ecstoreCtx(ctx, t, src, c.cmd("put", "-", "/interrupted")...)
-	if r.code != exitError || !strings.Contains(r.stderr, "interrupted; nothing was stored") {
+	if r.code != 130 || !strings.Contains(r.stderr, "interrupted; nothing was stored") {
 		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
 	}
 	assertNothingVisible(t, c, "/", "/interrupted")

@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -50,6 +51,16 @@ func init() {
 	}
 }
 
+// interrupt is the cause of a command's context when a signal cut the
+// command short. It is a context.Canceled, as the signal's cause of
+// signal.NotifyContext is.
+type interrupt struct{ sig syscall.Signal }
+
+func (i interrupt) Error() string { return i.sig.String() + " signal received" }
+
+// Is reports whether target is context.Canceled.
+func (i interrupt) Is(target error) bool { return target == context.Canceled }
+
 // env is what a command may touch of the outside world; tests replace it.
 type env struct {
 	stdin  io.Reader
@@ -60,20 +71,26 @@ type env struct {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		<-ctx.Done()
-		stop() // a second signal kills at once
+		s := <-sigs
+		signal.Stop(sigs) // a second signal kills at once
+		cancel(interrupt{s.(syscall.Signal)})
 	}()
 	e := &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, isTerminal: isTerminal}
 	os.Exit(run(ctx, e, os.Args[1:]))
 }
 
-// Exit codes.
+// Exit codes. A command cut short by a signal exits 128 plus the
+// signal's number, as shells report a death by it: 130 for SIGINT
+// (Ctrl-C), 143 for SIGTERM.
 const (
-	exitOK    = 0
-	exitError = 1
-	exitUsage = 2
+	exitOK          = 0
+	exitError       = 1
+	exitUsage       = 2
+	exitInterrupted = 128 + int(syscall.SIGINT)
 )
 
 // run runs the command line args (without the program name) and returns
@@ -99,7 +116,20 @@ func run(ctx context.Context, e *env, args []string) int {
 		return exitUsage
 	}
 	err := cmd.run(ctx, e, args[1:])
-	return report(e.stderr, cmd.name, err)
+	if err != nil && ctx.Err() != nil && !errors.Is(err, errInterrupted) {
+		// Whatever failed once a signal cancelled the command failed
+		// for that (a call cut short, a connection closed): say so.
+		err = fmt.Errorf("%s: %w", cmd.name, errInterrupted)
+	}
+	code := report(e.stderr, cmd.name, err)
+	if errors.Is(err, errInterrupted) {
+		code = exitInterrupted
+		var i interrupt
+		if errors.As(context.Cause(ctx), &i) {
+			code = 128 + int(i.sig)
+		}
+	}
+	return code
 }
 
 func lookup(name string) *command {
