@@ -32,6 +32,10 @@ If DST is a local directory, or a root:// URL that ends with a slash or
 names a directory, the file is copied into it under the source's name,
 as xrdcp does.
 
+A source that turns out longer or shorter than it was when the copy
+began (a file still being written) fails the copy before the file is
+committed (an upload) or renamed into place (a download).
+
 The adler32 of the bytes sent or received is compared with the
 server's checksum of the file when the server can tell it (an ecstore
 gateway answers from the object's metadata); a mismatch is an error and,
@@ -144,11 +148,16 @@ func cmdCp(ctx context.Context, e *env, args []string) error {
 	sum := erasure.NewAdler32()
 	bar := startProgress(e, "cp", size)
 	counted := progressReader{r: in, p: bar}
-	var n int64
 	if dstRemote {
-		n, err = uploadTo(ctx, dst, base, io.TeeReader(counted, sum), *force, *noCksum)
+		var r io.Reader = counted
+		if size >= 0 {
+			// A source of another size than it said fails the upload
+			// before the commit.
+			r = &sizedReader{r: r, size: size, name: pos[0]}
+		}
+		_, err = uploadTo(ctx, dst, base, io.TeeReader(r, sum), *force, *noCksum)
 	} else {
-		n, err = downloadTo(pos[1], base, io.TeeReader(counted, sum), e.stdout, *force, func(n int64) error {
+		_, err = downloadTo(pos[1], base, io.TeeReader(counted, sum), e.stdout, *force, func(n int64) error {
 			if size >= 0 && n != size {
 				return fmt.Errorf("cp: copied %d bytes, source has %d", n, size)
 			}
@@ -158,9 +167,6 @@ func cmdCp(ctx context.Context, e *env, args []string) error {
 	bar.finish(err == nil)
 	if err != nil {
 		return err
-	}
-	if size >= 0 && n != size {
-		return fmt.Errorf("cp: copied %d bytes, source has %d", n, size)
 	}
 	if dstRemote && srcCk != "" {
 		return checkSum(src, srcCk, sum.Sum32())
@@ -268,6 +274,9 @@ func uploadTo(ctx context.Context, dst rootURL, base string, r io.Reader, force,
 	}
 	sum := erasure.NewAdler32()
 	n, err := io.CopyBuffer(&remoteWriter{ctx: ctx, f: f}, io.TeeReader(r, sum), make([]byte, copyBuffer))
+	if sc := (*sizeChangedError)(nil); errors.As(err, &sc) {
+		return n, fmt.Errorf("cp: %w; the upload to %s was abandoned", err, dst)
+	}
 	if err != nil {
 		// Closing the connection without close abandons the upload.
 		return n, remoteErr(dst, err)

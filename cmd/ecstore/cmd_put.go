@@ -22,9 +22,12 @@ object is named after LOCAL inside that directory.
 
 The object is streamed: memory use stays a few blocks whatever its size.
 It becomes visible only when it is complete; on an error, SIGINT or
-SIGTERM the write is aborted and nothing is stored. With the default
---fsync=true the object is on stable storage on every node when put
-returns. The first put creates the embedded cluster.
+SIGTERM the write is aborted and nothing is stored. So it is when the
+file LOCAL turns out longer or shorter than it was when put began (a
+file still being written; "ecstore put - /path < LOCAL" stores what it
+reads, whatever the size). With the default --fsync=true the object is
+on stable storage on every node when put returns. The first put creates
+the embedded cluster.
 
 A put succeeds when K+1 archives (the write quorum) are stored. If a
 node failed during the write, the object is stored degraded, and put
@@ -88,6 +91,9 @@ func cmdPut(ctx context.Context, e *env, args []string) error {
 	}
 	in, stop := pump(ctx, src)
 	defer stop()
+	if size >= 0 {
+		in = &sizedReader{r: in, size: size, name: local}
+	}
 	bar := startProgress(e, path, size)
 	_, err = w.ReadFrom(progressReader{in, bar})
 	if err == nil && ctx.Err() != nil {
@@ -174,4 +180,56 @@ func pump(ctx context.Context, src io.Reader) (io.Reader, func()) {
 		unhook()
 		pr.Close()
 	}
+}
+
+// sizedReader reads a source of size bytes (a regular file's size when
+// the transfer began, or a remote file's when it was opened) and fails,
+// rather than end, when the source turns out shorter or longer: an
+// upload of a file that changed size while it was read (one still being
+// written, a /proc file that says 0 bytes) then fails before the commit,
+// instead of storing other bytes than the file had when it was named.
+// It reads at most size bytes and one more to find the end.
+type sizedReader struct {
+	r       io.Reader
+	size, n int64
+	name    string
+}
+
+// sizeChangedError is the error of a sizedReader whose source turned out
+// shorter or longer than it said.
+type sizeChangedError struct {
+	name       string
+	size, read int64 // read: the bytes read, when shorter
+	grew       bool
+}
+
+func (e *sizeChangedError) Error() string {
+	if e.grew {
+		return fmt.Sprintf("%s grew while it was read: it had %d bytes when the copy began", e.name, e.size)
+	}
+	return fmt.Sprintf("%s shrank while it was read: %d of the %d bytes it had when the copy began", e.name, e.read, e.size)
+}
+
+func (s *sizedReader) Read(p []byte) (int, error) {
+	if s.n >= s.size {
+		var b [1]byte
+		for {
+			k, err := s.r.Read(b[:])
+			switch {
+			case k > 0:
+				return 0, &sizeChangedError{name: s.name, size: s.size, grew: true}
+			case err != nil:
+				return 0, err // io.EOF: the end, where it should be
+			}
+		}
+	}
+	if rest := s.size - s.n; int64(len(p)) > rest {
+		p = p[:rest]
+	}
+	k, err := s.r.Read(p)
+	s.n += int64(k)
+	if err == io.EOF && s.n < s.size {
+		err = &sizeChangedError{name: s.name, size: s.size, read: s.n}
+	}
+	return k, err
 }
