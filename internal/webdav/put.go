@@ -22,6 +22,22 @@ import (
 // most (AWS's limit on them), well within the header lines clients read.
 const maxContentType = 8 << 10
 
+// contentTypeMeta is the user metadata that keeps the Content-Type ct
+// with an object (nil for none), or a 400 for one that cannot be kept.
+func contentTypeMeta(ct string) (map[string]string, error) {
+	switch {
+	case ct == "":
+		return nil, nil
+	case !utf8.ValidString(ct):
+		// Kept in a JSON string (the metadata entry), where each
+		// byte that is not UTF-8 would become U+FFFD.
+		return nil, errorf(http.StatusBadRequest, "the Content-Type is not UTF-8")
+	case len(ct) > maxContentType:
+		return nil, errorf(http.StatusBadRequest, "the Content-Type has %d bytes; the limit is %d", len(ct), maxContentType)
+	}
+	return map[string]string{contentTypeKey: ct}, nil
+}
+
 // put stores the request body as the object at the path, streaming it
 // into an object.Writer. The object is committed only when the body
 // arrived complete (as long as Content-Length says, or to the end of a
@@ -61,17 +77,9 @@ func (h *handler) put(req *request) error {
 	if err := h.noObjectAbove(req, req.path); err != nil {
 		return err
 	}
-	var meta map[string]string
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		switch {
-		case !utf8.ValidString(ct):
-			// Kept in a JSON string (the metadata entry), where each
-			// byte that is not UTF-8 would become U+FFFD.
-			return errorf(http.StatusBadRequest, "the Content-Type is not UTF-8")
-		case len(ct) > maxContentType:
-			return errorf(http.StatusBadRequest, "the Content-Type has %d bytes; the limit is %d", len(ct), maxContentType)
-		}
-		meta = map[string]string{contentTypeKey: ct}
+	meta, err := contentTypeMeta(r.Header.Get("Content-Type"))
+	if err != nil {
+		return err
 	}
 	w, err := h.store.Create(req.ctx, req.path, &object.CreateOptions{User: meta, SizeHint: max(r.ContentLength, 0),
 		Exclusive: req.createOnly, Precondition: createOnlyAtCommit(req, req.path)})

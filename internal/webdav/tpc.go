@@ -47,8 +47,11 @@ import (
 // has been sent by then). A pulled object appears only when it was
 // received whole and, when the source sent a Digest (it is asked for
 // adler32), matches it; with "RequireChecksumVerification: true" a
-// source that sends none is refused. A push sends the object's adler32
-// as Digest.
+// source that sends none is refused. A pulled object keeps the source's
+// Content-Type, as a PUT does (XRootD's HTTP TPC keeps none: its files
+// have no media type). A push sends the object's adler32 as Digest and its
+// Content-Type, unless the client sent TransferHeaderDigest or
+// TransferHeaderContent-Type.
 
 // markerEvery is the period of performance markers; tpcIdle ends a
 // transfer whose bytes stopped moving (the other server hangs) for that
@@ -219,7 +222,10 @@ func (h *handler) tpcPull(req *request) error {
 	if check.sums == nil && strings.EqualFold(strings.TrimSpace(r.Header.Get("RequireChecksumVerification")), "true") {
 		return errorf(http.StatusBadGateway, "GET %s: the source sent no adler32 or crc32c Digest, and RequireChecksumVerification is true", safeURL(src))
 	}
-	w, err := h.store.Create(req.ctx, req.path, &object.CreateOptions{SizeHint: max(resp.ContentLength, 0),
+	// The source's Content-Type is kept as a PUT's is; one that a PUT
+	// would refuse is left out rather than fail the copy over it.
+	meta, _ := contentTypeMeta(resp.Header.Get("Content-Type"))
+	w, err := h.store.Create(req.ctx, req.path, &object.CreateOptions{User: meta, SizeHint: max(resp.ContentLength, 0),
 		Exclusive: req.createOnly, Precondition: createOnlyAtCommit(req, req.path)})
 	if err != nil {
 		return createOnlyErr(req, err)
@@ -287,6 +293,9 @@ func (h *handler) tpcPush(req *request) error {
 	put.Header = transferHeaders(r)
 	if sum := rd.Info().Adler32; sum != "" && put.Header.Get("Digest") == "" {
 		put.Header.Set("Digest", "adler32="+sum) // for the destination to verify
+	}
+	if ct := rd.Info().User[contentTypeKey]; ct != "" && put.Header.Get("Content-Type") == "" {
+		put.Header.Set("Content-Type", ct)
 	}
 	put.GetBody = nil // not replayable: no redirect may resend it
 	return h.streamTPC(req, &moved, func() error {
