@@ -577,6 +577,9 @@ type file struct {
 	app      *directio.Appender // nil unless writing sequentially
 	appErr   error              // what flushing the appender failed with
 	appTried bool               // an appender was started (only once)
+	// flusher makes what the appender writes durable as it goes, on a
+	// durable server, so that the fsync of the commit has little left.
+	flusher *fsutil.Flusher
 	// writes counts the changes to the file (its creation or
 	// truncation at the open is the first), synced the count of them
 	// the last successful fsync covers: close fsyncs only if they differ.
@@ -611,6 +614,9 @@ func (f *file) appenderAt(off int64) (*directio.Appender, error) {
 	if off == 0 && f.empty && !f.appTried {
 		f.appTried = true
 		f.app = directio.NewAppender(f.f, 0, directBuffer)
+		if f.fs.fsync {
+			f.flusher = fsutil.NewFlusher(f.f, 0)
+		}
 		return f.app, nil
 	}
 	return nil, f.appErr
@@ -701,6 +707,7 @@ func (f *file) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
 	}
 	if app != nil {
 		n, err := app.Write(p)
+		f.flusher.Wrote(n)
 		return n, osErr(err)
 	}
 	n, err := f.f.WriteAt(p, off)
@@ -725,6 +732,7 @@ func (f *file) WriteFrom(ctx context.Context, r io.Reader, off, n int64) (int64,
 	var got int64
 	if app != nil {
 		got, err = app.ReadFrom(io.LimitReader(r, n))
+		f.flusher.Wrote(int(got))
 	} else {
 		buf := bufpool.Get(copyBuffer)
 		defer bufpool.Put(buf)
@@ -756,6 +764,9 @@ func (f *file) Sync(ctx context.Context) error {
 func (f *file) sync(stop bool) error {
 	f.mu.Lock()
 	err := f.flushLocked(stop)
+	if ferr := f.flusher.Wait(); err == nil {
+		err = ferr
+	}
 	writes, synced, entry := f.writes, f.synced, f.entryPending
 	f.mu.Unlock()
 	if err != nil {
@@ -820,6 +831,7 @@ func (f *file) Close(ctx context.Context) error {
 func (f *file) Abort(ctx context.Context) error {
 	f.mu.Lock()
 	err := f.flushLocked(true)
+	_ = f.flusher.Wait() // kept as it is, not made durable
 	f.mu.Unlock()
 	if cerr := f.f.Close(); err == nil {
 		err = cerr

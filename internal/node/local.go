@@ -190,13 +190,17 @@ func (l *Local) Create(ctx context.Context, path string) (Upload, error) {
 	if err != nil {
 		return nil, l.fail("create", path, err)
 	}
-	return &localUpload{
+	u := &localUpload{
 		l:    l,
 		path: path,
 		tmp:  tmp,
 		f:    f,
 		w:    directio.NewAppender(f, 0, uploadBufferSize),
-	}, nil
+	}
+	if l.fsync {
+		u.flusher = fsutil.NewFlusher(f, 0)
+	}
+	return u, nil
 }
 
 // Open implements Node. Opening a directory fails with ErrIsDir.
@@ -831,9 +835,12 @@ type localUpload struct {
 	f     *os.File
 	w     *directio.Appender // nil once flushed or discarded
 	large bool               // w has a large staging buffer, counted in largeBuffersHeld
-	state int
-	err   error             // sticky write or finish error
-	attrs map[string]string // set by SetAttrs so far
+	// flusher makes the written data durable as it goes (durable nodes
+	// only), so that the fsync of Finish has little left to do.
+	flusher *fsutil.Flusher
+	state   int
+	err     error             // sticky write or finish error
+	attrs   map[string]string // set by SetAttrs so far
 }
 
 var (
@@ -864,6 +871,7 @@ func (u *localUpload) Write(ctx context.Context, p []byte) error {
 		u.err = u.l.fail("write", u.path, err)
 		return u.err
 	}
+	u.flusher.Wrote(len(p))
 	return nil
 }
 
@@ -883,6 +891,9 @@ func (u *localUpload) Finish(ctx context.Context) error {
 	u.state = upFinished
 	err := u.w.Flush()
 	u.release()
+	if ferr := u.flusher.Wait(); err == nil {
+		err = ferr
+	}
 	if err != nil {
 		u.err = u.l.fail("finish", u.path, err)
 		return u.err
@@ -954,8 +965,9 @@ func (u *localUpload) Abort(context.Context) error {
 	}
 	u.state = upAborted
 	u.release()
+	_ = u.flusher.Wait() // the data is being discarded
 	if u.f != nil {
-		_ = u.f.Close() // the data is being discarded
+		_ = u.f.Close()
 		u.f = nil
 	}
 	if err := u.l.root.Remove(fsutil.Rel(u.tmp)); err != nil && !errors.Is(err, fs.ErrNotExist) {
