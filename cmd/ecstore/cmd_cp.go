@@ -53,7 +53,7 @@ func cmdCp(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "cp", "cp [flags] SRC DST", cpHelp)
 	force := fs.Bool("f", false, "replace DST if it exists")
 	noCksum := fs.Bool("no-cksum", false, "skip the end-to-end adler32 comparison")
-	tpc := fs.String("tpc", "", "third-party copy between two root:// URLs: `only` or first")
+	tpc := fs.String("tpc", "", "third-party copy between two root:// URLs, `MODE` only (fail where an end\ncannot) or first (then stream through this process)")
 	pos, err := fs.parse(args, 2, 2)
 	if err != nil {
 		return err

@@ -51,7 +51,7 @@ func cmdNode(ctx context.Context, e *env, args []string) error {
 	tlsKey := fs.String("tls-key", "", "the certificate's private key `FILE` (PEM)")
 	tokenFile := fs.String("token-file", "", "serve only clients that present a token of `FILE` (one per line, at least\n16 characters; keep it mode 0600); needs --tls-cert")
 	logLevel := slog.LevelWarn
-	fs.TextVar(&logLevel, "log-level", slog.LevelWarn, "log `LEVEL`: debug, info, warn or error")
+	fs.TextVar(&logLevel, "log-level", slog.LevelWarn, "log `LEVEL`: debug, info, warn or error (default warn)")
 	if _, err := fs.parse(args, 0, 0); err != nil {
 		return err
 	}

@@ -37,7 +37,7 @@ func cmdRepair(ctx context.Context, e *env, args []string) error {
 	rate := fs.String("rate", "0", "limit rebuilt data to `SIZE` per second, e.g. 50MB (0: unlimited)")
 	dry := fs.Bool("dry-run", false, "report what would be rebuilt and change nothing")
 	keep := fs.Bool("keep-debris", false, "do not remove temporary files and stale archives")
-	debrisAge := fs.Duration("debris-age", time.Hour, "temporary files younger than this are writes in progress")
+	debrisAge := fs.Duration("debris-age", time.Hour, "temporary files younger than `DURATION` are writes in progress")
 	adopt := fs.String("adopt", "", "comma-separated node `IDS` whose empty, unmarked directory is a new disk: mark it and rebuild its archives there")
 	pos, err := fs.parse(args, 0, 1)
 	if err != nil {

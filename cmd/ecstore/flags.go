@@ -99,15 +99,47 @@ func (fs *flagSet) printHelp(w io.Writer) {
 			if isBool(f) {
 				arg = ""
 			}
+			// One-letter flags read as the short options of cp and ls
+			// (-f, -l); the flag package takes either form.
 			head := "  --" + f.Name
+			if len(f.Name) == 1 {
+				head = "  -" + f.Name
+			}
 			if arg != "" {
 				head += " " + arg
+			}
+			if def := helpDefault(f); def != "" && !strings.Contains(usage, "default") {
+				usage += " (default " + def + ")"
 			}
 			fmt.Fprintf(w, "%s\n      %s\n", head, strings.ReplaceAll(usage, "\n", "\n      "))
 		}
 	}
 	printFlags("flags", own)
 	printFlags("cluster flags (all commands that use a cluster)", common)
+}
+
+// helpDefault is f's default as the help shows it, "" for a zero one
+// (an empty string, 0, false): a usage text that does not say its
+// default itself gets "(default X)", as flag.PrintDefaults adds it.
+func helpDefault(f *flag.Flag) string {
+	def := f.DefValue
+	if _, ok := f.Value.(*configFlag); ok {
+		return "" // their usage texts say their defaults
+	}
+	switch def {
+	case "", "0", "false", "0s":
+		return ""
+	}
+	if _, err := time.ParseDuration(def); err == nil {
+		// 24h0m0s -> 24h, 5m0s -> 5m; 10s and 1m30s stay
+		if strings.HasSuffix(def, "m0s") {
+			def = strings.TrimSuffix(def, "0s")
+		}
+		if strings.HasSuffix(def, "h0m") {
+			def = strings.TrimSuffix(def, "0m")
+		}
+	}
+	return def
 }
 
 func isBool(f *flag.Flag) bool {
@@ -132,7 +164,7 @@ type clusterFlags struct {
 
 // clusterFlagNames are the cluster flags in the order the help lists them.
 var clusterFlagNames = []string{"data", "config", "nodes", cluster.KeyEC, cluster.KeyChunkSize,
-	cluster.KeySpares, cluster.KeyFsync, cluster.KeyWriteQuorum, "log-level"}
+	cluster.KeySpares, cluster.KeyFsync, cluster.KeyWriteQuorum, cluster.KeySmallSize, cluster.KeyRetired, "log-level"}
 
 // configFlag sets one cluster.Config key from a flag.
 type configFlag struct {

@@ -38,7 +38,7 @@ func cmdFsck(ctx context.Context, e *env, args []string) error {
 	deep := fs.Bool("deep", false, "read and verify every chunk and whole-object checksum")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	verbose := fs.Bool("v", false, "list healthy objects too")
-	debrisAge := fs.Duration("debris-age", time.Hour, "temporary files younger than this are writes in progress, not debris")
+	debrisAge := fs.Duration("debris-age", time.Hour, "temporary files younger than `DURATION` are writes in progress, not debris")
 	pos, err := fs.parse(args, 0, 1)
 	if err != nil {
 		return err

@@ -202,6 +202,56 @@ func TestHelpEveryCommand(t *testing.T) {
 	}
 }
 
+// TestHelpShowsDefaults checks that every flag's help says its default
+// (the flag package's own "(default X)" was not printed, so serve's
+// --root-addr, --heal-rate or fsck's --debris-age never said theirs),
+// that the cluster flags every command takes are listed together, and
+// that one-letter flags read as the README writes them (-f, not --f).
+func TestHelpShowsDefaults(t *testing.T) {
+	tests := []struct {
+		cmd  string
+		want []string
+	}{
+		{"serve", []string{
+			"--root-addr HOST:PORT\n      root:// listen HOST:PORT (default 127.0.0.1:1094)\n",
+			"(empty: off) (default 127.0.0.1:9094)\n",
+			"(default 20MB)", "their parts (0: never) (default 24h)\n", "(default 8MiB)", "or off (default auto)\n",
+			"--heal\n      rebuild, in the background, objects that reads and writes find degraded (default true)\n",
+		}},
+		{"node", []string{"listen HOST:PORT (default 127.0.0.1:1094)\n", "scratch data (default true)\n", "(default warn)"}},
+		{"fsck", []string{"--debris-age DURATION\n", "not debris (default 1h)\n"}},
+		{"repair", []string{"writes in progress (default 1h)\n"}},
+		{"put", []string{"during the write (default true)\n"}},
+		{"get", []string{"\n  -f\n      replace LOCAL"}},
+		{"ls", []string{"\n  -l\n      long listing"}},
+		{"cp", []string{"\n  -f\n      replace DST", "--tpc MODE\n"}},
+	}
+	for _, tt := range tests {
+		r := ecstore(t, nil, tt.cmd, "--help")
+		for _, w := range tt.want {
+			if !strings.Contains(r.stdout, w) {
+				t.Errorf("%s --help lacks %q:\n%s", tt.cmd, w, r.stdout)
+			}
+		}
+	}
+	for _, c := range commands {
+		if c.name == "help" || c.name == "version" || c.name == "cp" || c.name == "node" || c.name == "bench" {
+			continue
+		}
+		r := ecstore(t, nil, c.name, "--help")
+		_, common, ok := strings.Cut(r.stdout, "cluster flags (all commands that use a cluster):")
+		if !ok {
+			t.Errorf("%s --help has no cluster flags:\n%s", c.name, r.stdout)
+			continue
+		}
+		for _, name := range []string{"--data", "--ec", "--write-quorum", "--small-object-size", "--retired", "--log-level"} {
+			if !strings.Contains(common, "\n  "+name+" ") {
+				t.Errorf("%s --help does not list %s among the cluster flags:\n%s", c.name, name, r.stdout)
+			}
+		}
+	}
+}
+
 func TestUsageErrors(t *testing.T) {
 	c := newTestCluster(t)
 	tests := []struct {
