@@ -119,7 +119,7 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 	httpAddr := fs.String("http-addr", "", "plain HTTP/WebDAV listen `HOST:PORT` (empty: off)")
 	httpAnonRead := fs.Bool("http-anonymous-read", false, "let HTTP clients without credentials read (GET, HEAD, PROPFIND)")
 	httpAnonWrites := fs.Bool("http-anonymous-writes", false, "let HTTP clients without credentials write; only with a loopback\n--http-addr, and then only from loopback connections")
-	authFile := fs.String("auth-file", "", "read access-key, http-token and http-anonymous-read lines from `FILE`\ntoo (key = value lines, as in the config file)")
+	authFile := fs.String("auth-file", "", "read access-key, token, http-anonymous-read, token-issuer and\ntoken-audience lines from `FILE` too (key = value lines, as in the config file)")
 	anonWrites := fs.Bool("root-anonymous-writes", false, "let root:// clients without a token write on a non-loopback --root-addr,\nor on any address once tokens are taken (see above); otherwise they only read")
 	tlsCert := fs.String("tls-cert", "", "TLS certificate `FILE` (PEM, with its chain): roots:// and root:// token\nauthentication, and https for --s3-addr and --http-addr; reloaded when it changes")
 	tlsKey := fs.String("tls-key", "", "the certificate's private key `FILE` (PEM)")
@@ -299,7 +299,7 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 	var httpBound string
 	if *httpAddr != "" {
 		if len(acc.keys) == 0 && len(acc.tokens) == 0 && set.JWT == nil && !acc.anonRead && !*httpAnonWrites {
-			return usageErrorf("--http-addr needs credentials (access-key or http-token lines in the config file or\n--auth-file, or ECSTORE_ACCESS_KEY/ECSTORE_SECRET_KEY) or --http-anonymous-read")
+			return usageErrorf("--http-addr needs credentials (access-key, token or token-issuer lines in the config file or\n--auth-file, or ECSTORE_ACCESS_KEY/ECSTORE_SECRET_KEY) or --http-anonymous-read")
 		}
 		h := webdav.NewHandler(c.Store(), webdav.Options{Access: creds, AnonymousWrite: *httpAnonWrites, Hooks: m.GatewayHooks(), Logger: log})
 		var stop func() error
@@ -595,7 +595,7 @@ func readAuthFile(name string) (*cluster.Config, error) {
 		return nil, usageErrorf("--auth-file %s: node-token belongs in the cluster config, where every command that opens the cluster finds it", name)
 	}
 	if key, ok := cfg.OnlyAccess(); !ok {
-		return nil, usageErrorf("--auth-file %s: %s belongs in the cluster config; this file holds access-key, http-token and http-anonymous-read only", name, key)
+		return nil, usageErrorf("--auth-file %s: %s belongs in the cluster config; this file holds access-key, token, http-anonymous-read, token-issuer and token-audience only", name, key)
 	}
 	return cfg, nil
 }
