@@ -13,16 +13,7 @@ import (
 // attributes as "xrootd.U.NAME", docs/FORMAT.md §5).
 func putWithUser(t *testing.T, ts *testServer, path string, data []byte, user map[string]string) {
 	t.Helper()
-	w, err := ts.c.Store.Create(t.Context(), path, &object.CreateOptions{User: user})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	ts.c.PutWith(t, path, data, &object.CreateOptions{User: user})
 }
 
 // CopyObject keeps the metadata of other frontends (the extended

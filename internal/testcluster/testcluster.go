@@ -80,7 +80,14 @@ func (c *Cluster) Faulty(t testing.TB, g layout.Geometry, mod ...func(*object.Op
 // Put stores data at path, failing the test on error.
 func (c *Cluster) Put(t testing.TB, path string, data []byte) {
 	t.Helper()
-	w, err := c.Store.Create(context.Background(), path, nil)
+	c.PutWith(t, path, data, nil)
+}
+
+// PutWith stores data at path created with opts (user metadata, say),
+// failing the test on error.
+func (c *Cluster) PutWith(t testing.TB, path string, data []byte, opts *object.CreateOptions) {
+	t.Helper()
+	w, err := c.Store.Create(context.Background(), path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
