@@ -824,14 +824,17 @@ func (w *Writer) slotFailed(sw *slotWriter, err error) {
 	if !sw.dropped.CompareAndSwap(false, true) {
 		return
 	}
-	close(sw.droppedC)
 	sw.err = fmt.Errorf("slot %d on node %s: %w", sw.slot, sw.node.ID(), err)
-	w.s.space.forget() // the node may be full or down
-	w.s.opts.Events.nodeError(sw.node.ID(), "write", err)
-	w.s.warns.log(w.ctx, w.s.opts.Logger, "archive write failed", []string{sw.node.ID()}, "obj", w.path, "node", sw.node.ID(), "slot", sw.slot, "err", err)
+	// Counted, and the write failed if that loses the quorum, before
+	// droppedC lets Close stop waiting for the slot: Close would
+	// otherwise commit with the slot neither written nor counted.
 	if int(w.failed.Add(1)) > w.geo.Width()-w.quorum {
 		w.fail(fmt.Errorf("%w: %d of %d archives failed: %w", ErrQuorum, w.failed.Load(), w.geo.Width(), sw.err))
 	}
+	close(sw.droppedC)
+	w.s.space.forget() // the node may be full or down
+	w.s.opts.Events.nodeError(sw.node.ID(), "write", err)
+	w.s.warns.log(w.ctx, w.s.opts.Logger, "archive write failed", []string{sw.node.ID()}, "obj", w.path, "node", sw.node.ID(), "slot", sw.slot, "err", err)
 }
 
 // refusal is the write's error when err is one that the archive writer
@@ -962,7 +965,7 @@ func (w *Writer) commit() error {
 		User: w.user,
 	}
 	// Finish every healthy archive in parallel.
-	w.eachSlot(w.ctx, w.finishBound(), func(ctx context.Context, sw *slotWriter) bool {
+	finished := w.eachSlot(w.ctx, w.finishBound(), func(ctx context.Context, sw *slotWriter) bool {
 		m := meta
 		m.Slot = sw.slot
 		if err := sw.aw.Close(&m); err != nil {
@@ -983,6 +986,12 @@ func (w *Writer) commit() error {
 	})
 	if err := w.stickyErr(); err == nil && w.ctx.Err() != nil {
 		w.fail(fmt.Errorf("object: write %s: %w", w.path, w.ctx.Err()))
+	}
+	if finished < w.quorum {
+		// Every failure is counted (slotFailed) before it shows; this
+		// only keeps a slip there from committing a write short of its
+		// quorum.
+		w.fail(fmt.Errorf("%w: %d of %d archives finished, %d needed", ErrQuorum, finished, w.geo.Width(), w.quorum))
 	}
 	if err := w.stickyErr(); err != nil {
 		w.abortAll()
