@@ -42,6 +42,8 @@ type DialOptions struct {
 	// small by nature (a stat, an open, a write, a read of a few bytes)
 	// has a tighter bound of its request's kind, checked, as MaxFrame is,
 	// before the frame is read: a frame past it fails the connection.
+	// So have the answers of the dial (the handshake, kXR_protocol,
+	// kXR_login, kXR_auth): 64 KiB.
 	MaxFrame int
 	// MaxResponse bounds a response assembled from several frames (a
 	// directory listing, a readv's data); answers that are small by
@@ -466,14 +468,14 @@ func (c *Client) setup(ctx context.Context) error {
 	if _, err := c.conn.Write(b); err != nil {
 		return ctxErr(ctx, fmt.Errorf("send handshake: %w", err))
 	}
-	f, err := ReadResponseFrame(c.in, c.opts.MaxFrame)
+	f, err := ReadResponseFrame(c.in, c.dialAnswerMax())
 	if err != nil {
 		return ctxErr(ctx, fmt.Errorf("read handshake response: %w", err))
 	}
 	if _, _, err := ParseHandshakeResponse(f); err != nil {
 		return err
 	}
-	if f, err = ReadResponseFrame(c.in, c.opts.MaxFrame); err != nil {
+	if f, err = ReadResponseFrame(c.in, c.dialAnswerMax()); err != nil {
 		return ctxErr(ctx, fmt.Errorf("read protocol response: %w", err))
 	}
 	if f.Status != StatusOK {
@@ -506,7 +508,7 @@ func (c *Client) setup(ctx context.Context) error {
 		if _, err := c.conn.Write(EncodeRequest(StreamID{}, login).AppendTo(nil)); err != nil {
 			return ctxErr(ctx, fmt.Errorf("send login: %w", err))
 		}
-		if f, err = ReadResponseFrame(c.in, c.opts.MaxFrame); err != nil {
+		if f, err = ReadResponseFrame(c.in, c.dialAnswerMax()); err != nil {
 			return ctxErr(ctx, fmt.Errorf("read login response: %w", err))
 		}
 		if f.Status != StatusWait || attempt >= c.opts.MaxWaitRetries {
@@ -535,6 +537,14 @@ func (c *Client) setup(ctx context.Context) error {
 	c.sess = lr.SessionID
 	return nil
 }
+
+// dialAnswer bounds each answer of the dial (the handshake,
+// kXR_protocol, kXR_login, kXR_auth): some dozens of bytes, a login's
+// security parameters a few hundred.
+const dialAnswer = 64 << 10
+
+// dialAnswerMax is dialAnswer, or MaxFrame when that is lower.
+func (c *Client) dialAnswerMax() int { return min(dialAnswer, c.opts.MaxFrame) }
 
 // ctxErr prefers the context's error over the I/O error it caused.
 func ctxErr(ctx context.Context, err error) error {

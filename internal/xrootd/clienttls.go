@@ -155,7 +155,7 @@ func (c *Client) sendAuth(ctx context.Context, proto string, cred []byte) error 
 	if _, err := c.conn.Write(EncodeRequest(StreamID{}, r).AppendTo(nil)); err != nil {
 		return ctxErr(ctx, fmt.Errorf("send auth: %w", err))
 	}
-	f, err := ReadResponseFrame(c.in, c.opts.MaxFrame)
+	f, err := ReadResponseFrame(c.in, c.dialAnswerMax())
 	if err != nil {
 		return ctxErr(ctx, fmt.Errorf("read auth response: %w", err))
 	}
