@@ -158,7 +158,9 @@ func (f *ClientFile) PgReadAt(ctx context.Context, p []byte, off int64) (int, er
 }
 
 // ReadV reads several ranges in one kXR_readv request and returns their
-// data in order. A range past the end of the file comes back short. At
+// data in order. A range past the end of the file comes back short; an
+// answer whose ranges are not those asked for (another file handle,
+// another offset, more bytes) is refused with ErrMalformed. At
 // most MaxReadVItems ranges of at most MaxReadVItemLen bytes each are
 // allowed, as servers enforce these limits, and the whole answer must fit
 // DialOptions.MaxResponse.
@@ -188,6 +190,9 @@ func (f *ClientFile) ReadV(ctx context.Context, segs []ReadSegment) ([][]byte, e
 		return nil, fmt.Errorf("xrootd: readv %s: %w: %d ranges answered for %d asked", f.name, ErrMalformed, len(got), len(segs))
 	}
 	for i, g := range got {
+		if g.Handle != f.fh {
+			return nil, fmt.Errorf("xrootd: readv %s: %w: range %d answered for file handle %x, asked of %x", f.name, ErrMalformed, i, g.Handle, f.fh)
+		}
 		if g.Offset != segs[i].Offset || g.Length > segs[i].Length {
 			return nil, fmt.Errorf("xrootd: readv %s: %w: range %d answered as %d bytes at %d", f.name, ErrMalformed, i, g.Length, g.Offset)
 		}

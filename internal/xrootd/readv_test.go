@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -167,5 +169,48 @@ func TestReadVPastTheEndIsAnError(t *testing.T) {
 	got, err := f.ReadV(ctx, []ReadSegment{{Offset: 90, Length: 10}, {Offset: 100, Length: 0}})
 	if err != nil || len(got) != 2 || len(got[0]) != 10 || len(got[1]) != 0 {
 		t.Errorf("readv up to the end: %d segments, err %v", len(got), err)
+	}
+}
+
+// TestReadVAnswerOfAnotherFile checks that a readv answer whose range
+// names a file handle other than the one asked for is refused as
+// malformed: its length and offset were checked, its handle was not, so
+// another file's bytes were taken for this one's.
+func TestReadVAnswerOfAnotherFile(t *testing.T) {
+	mine, other := FileHandle{0, 0, 0, 1}, FileHandle{0, 0, 0, 2}
+	fs := &fakeServer{t: t, serve: func(w net.Conn, f *RequestFrame) {
+		switch f.ID {
+		case ReqOpen:
+			w.Write(respond(f.StreamID, StatusOK, mine[:]))
+		case ReqReadV:
+			req, err := ParseRequest(f)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			var body []byte
+			for i, s := range req.(*ReadVRequest).Segments {
+				if s.Handle != mine {
+					t.Errorf("range %d asked of handle %x, want %x", i, s.Handle, mine)
+				}
+				if i == 1 {
+					s.Handle = other
+				}
+				body = append(appendSegment(body, s), make([]byte, s.Length)...)
+			}
+			w.Write(respond(f.StreamID, StatusOK, body))
+		default:
+			w.Write(respond(f.StreamID, StatusOK, nil))
+		}
+	}}
+	c := dial(t, fs.start(), nil)
+	ctx := testCtx(t)
+	f, err := c.Open(ctx, "/f", OpenRead, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.ReadV(ctx, []ReadSegment{{Offset: 0, Length: 10}, {Offset: 10, Length: 10}})
+	if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "handle") {
+		t.Fatalf("a range answered for another file handle: %v, want ErrMalformed naming the handle", err)
 	}
 }
