@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
+	"net/url"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -141,15 +144,30 @@ var (
 )
 
 // RedirectError is returned by the Client when a server answers
-// kXR_redirect; following redirects is left to the caller.
+// kXR_redirect and the Client does not follow it (see Client).
 type RedirectError struct {
-	Host string // host name, possibly followed by "?cgi"
-	Port int32  // port to connect to
+	Host string // host name, possibly followed by "?opaque[?token]"
+	// Port is the port to connect to: 0 for the default, 1094; < 0
+	// when Host is a URL.
+	Port int32
 }
 
-// Error formats the redirect target.
+// Error formats the redirect target, host:port (or the URL), without
+// the opaque CGI.
 func (e *RedirectError) Error() string {
-	return fmt.Sprintf("xrootd: redirected to %s port %d", e.Host, e.Port)
+	if e.Port < 0 {
+		if u, err := url.Parse(e.Host); err == nil {
+			u.RawQuery = ""
+			return "xrootd: redirected to " + u.String()
+		}
+		return fmt.Sprintf("xrootd: redirected to %q", e.Host)
+	}
+	host, _, _ := strings.Cut(e.Host, "?")
+	port := int(e.Port)
+	if port == 0 {
+		port = 1094
+	}
+	return fmt.Sprintf("xrootd: redirected to %s", net.JoinHostPort(strings.Trim(host, "[]"), strconv.Itoa(port)))
 }
 
 // errnoCodes is XProtocol::mapError, the official errno → error code map.

@@ -18,6 +18,9 @@ const (
 	// DataServer is the server type sent in the handshake response
 	// (kXR_DataServer).
 	DataServer int32 = 1
+	// LoadBalancer is the server type a redirector (an XRootD
+	// manager) sends in the handshake response (kXR_LBalServer).
+	LoadBalancer int32 = 0
 )
 
 // Sizes of the fixed parts of frames.

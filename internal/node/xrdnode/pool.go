@@ -3,6 +3,7 @@ package xrdnode
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -219,6 +220,12 @@ func (p *pool) dial() *conn {
 			}
 			cn.err = err
 			n.log.Debug("xrdnode dial failed", "node", n.id, "err", err)
+			return
+		}
+		if f := c.Protocol().Flags; f&xrootd.FlagIsManager != 0 && f&xrootd.FlagIsServer == 0 {
+			c.Close()
+			cn.err = fmt.Errorf("%s is a redirector (kXR_protocol flags %#x): %w", n.addr, f, ErrRedirector)
+			n.log.Debug("xrdnode dial failed", "node", n.id, "err", cn.err)
 			return
 		}
 		cn.c = c

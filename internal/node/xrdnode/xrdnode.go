@@ -75,6 +75,13 @@ import (
 // ErrClosed is returned by calls on a closed Node.
 var ErrClosed = errors.New("xrdnode: node closed")
 
+// ErrRedirector reports a node whose address is that of a redirector (an
+// XRootD manager, xrootd + cmsd, which answers kXR_protocol with
+// kXR_isManager), or whose server redirected a request. A node is one
+// data server: its archives must be read back from where they were
+// written, so redirects are not followed.
+var ErrRedirector = errors.New("configure the data server, not a redirector")
+
 // Options configure a Node. The zero value of each field selects its
 // default.
 type Options struct {
@@ -946,6 +953,10 @@ var nodeErrors = []error{node.ErrNotExist, node.ErrExist, node.ErrNotEmpty, node
 // I/O error on it is no namespace answer). Errors that already carry a
 // sentinel, and those with none, are returned as they are.
 func mapErr(err error) error {
+	var re *xrootd.RedirectError
+	if errors.As(err, &re) && !errors.Is(err, ErrRedirector) {
+		return fmt.Errorf("%w: %w", err, ErrRedirector)
+	}
 	var xe *xrootd.Error
 	if err == nil || !errors.As(err, &xe) {
 		return err
