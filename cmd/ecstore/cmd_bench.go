@@ -17,7 +17,9 @@ import (
 
 const benchHelp = `
 Generates load against a root:// server — an ecstore gateway, an ecstore
-node or any XRootD server — and prints, per operation type, the
+node or any XRootD server, or a redirector (an XRootD manager, whose
+redirects are followed as xrdcp follows them; each worker then keeps a
+connection to each server it is sent to) — and prints, per operation type, the
 successful operations, ops/s, MB/s (10^6 bytes), p50/p99/max latency and
 the errors, as a table or as JSON. Objects go to a new directory
 PREFIX/ecstore-bench-<time>-<random>, removed at the end (--cleanup),

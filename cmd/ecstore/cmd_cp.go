@@ -32,6 +32,11 @@ If DST is a local directory, or a root:// URL that ends with a slash or
 names a directory, the file is copied into it under the source's name,
 as xrdcp does.
 
+A URL may name a redirector (an XRootD manager, xrootd + cmsd, as at
+WLCG sites): its redirects to data servers are followed, up to 16 for
+each request, as xrdcp follows them (so do ls, stat, rm, mkdir, rmdir,
+mv and bench).
+
 A source that turns out longer or shorter than it was when the copy
 began (a file still being written) fails the copy before the file is
 committed (an upload) or renamed into place (a download).

@@ -84,9 +84,11 @@ func dialRoot(ctx context.Context, u rootURL) (*xrootd.Client, error) {
 // dialOptions are the command line's options for u: TLS when u asks for
 // it or the server requires it (for tokens), verified against the
 // system's authorities and X509_CERT_DIR's; a bearer token (BEARER_TOKEN
-// or a token file) when the server asks for one.
+// or a token file) when the server asks for one; redirects followed as
+// xrdcp follows them (up to 16 for each request), so that u may name a
+// redirector (an XRootD manager, xrootd + cmsd).
 func dialOptions(u rootURL) *xrootd.DialOptions {
-	return &xrootd.DialOptions{AppName: "ecstore", WantTLS: u.tls, AbleTLS: true}
+	return &xrootd.DialOptions{AppName: "ecstore", WantTLS: u.tls, AbleTLS: true, Redirects: xrootd.DefaultRedirects}
 }
 
 // remoteErr phrases a protocol error for people.
@@ -169,7 +171,7 @@ func remoteLs(ctx context.Context, e *env, u rootURL, long bool) error {
 		return err
 	}
 	defer c.Close()
-	ents, err := c.Dirlist(ctx, u.path, true)
+	ents, err := c.DirlistCluster(ctx, u.path, true)
 	var xe *xrootd.Error
 	if errors.As(err, &xe) && xe.Code != xrootd.ErrNotFound {
 		// Not a directory: list the file itself, as ls does.

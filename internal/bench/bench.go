@@ -140,7 +140,9 @@ type Config struct {
 	// server that does not sync on close (xrootd) makes it durable too.
 	Fsync bool
 	// DialOptions configure every connection; AppName defaults to
-	// "ecstore-bench".
+	// "ecstore-bench", and Redirects to xrootd.DefaultRedirects, so that
+	// a redirector (an XRootD manager) may be benchmarked as xrdcp uses
+	// it: each worker follows redirects over connections of its own.
 	DialOptions *xrootd.DialOptions
 	// Logger receives the run's lifecycle at Info level. Nil discards.
 	Logger *slog.Logger
@@ -314,6 +316,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if dopts.AppName == "" {
 		dopts.AppName = "ecstore-bench"
+	}
+	if dopts.Redirects == 0 {
+		dopts.Redirects = xrootd.DefaultRedirects
 	}
 	cfg.DialOptions = &dopts
 	if cfg.Logger == nil {

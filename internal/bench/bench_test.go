@@ -14,6 +14,7 @@ import (
 	"github.com/ecstore/ecstore/internal/bench"
 	"github.com/ecstore/ecstore/internal/dataserver"
 	"github.com/ecstore/ecstore/internal/testgateway"
+	"github.com/ecstore/ecstore/internal/testredirector"
 	"github.com/ecstore/ecstore/internal/xrootd"
 )
 
@@ -428,6 +429,37 @@ func TestRemovesThePrefixItMade(t *testing.T) {
 				if _, err := c.Stat(ctx, name); err == nil {
 					t.Errorf("%s, made by a run, is left behind", name)
 				}
+			}
+		})
+	}
+}
+
+// TestRunThroughARedirector runs the benchmark against a redirector (an
+// XRootD manager's part: every request redirected to the data server),
+// as at WLCG sites: kXR_redirect was not followed, so every operation
+// failed.
+func TestRunThroughARedirector(t *testing.T) {
+	data, _ := startDataServer(t, nil)
+	mgr := testredirector.Start(t, data, "tried=")
+	for _, cfg := range []bench.Config{
+		{Mode: bench.ModePut, Size: 100 << 10, Concurrency: 2, Ops: 6},
+		{Mode: bench.ModeGet, Size: 100 << 10, Concurrency: 2, Objects: 2, Ops: 6, Verify: true},
+		{Mode: bench.ModeSmall, Concurrency: 2, Ops: 8, Verify: true},
+		{Mode: bench.ModeRandom, Size: 1 << 20, Concurrency: 2, Objects: 1, ReadSize: 5000, Vector: 10, Ops: 6, Verify: true},
+	} {
+		t.Run(string(cfg.Mode), func(t *testing.T) {
+			before := mgr.Redirected.Load()
+			cfg.Addr, cfg.Prefix, cfg.Seed = mgr.Addr, "/bench/"+string(cfg.Mode), 42
+			res, err := bench.Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			checkResult(t, res, cfg, nil)
+			if mgr.Redirected.Load() == before {
+				t.Errorf("nothing went through the redirector")
+			}
+			if names := listDir(t, data, cfg.Prefix); len(names) != 0 {
+				t.Errorf("left behind in %s: %v", cfg.Prefix, names)
 			}
 		})
 	}

@@ -67,6 +67,10 @@ type DialOptions struct {
 	MaxWaitRetries int
 	// MaxWait caps one kXR_wait pause. Default 60 s.
 	MaxWait time.Duration
+	// Redirects is how many kXR_redirect answers one request follows
+	// (see Client). Default 0: none, a redirect is returned as a
+	// *RedirectError. DefaultRedirects is xrdcp's.
+	Redirects int
 	// WantTLS asks the server for TLS (a roots:// URL does too): the
 	// connection fails if the server offers none.
 	WantTLS bool
@@ -187,8 +191,19 @@ func (o *DialOptions) withDefaults() DialOptions {
 //
 // The client follows kXR_wait (pause and re-send; after part of an
 // answer, ErrMalformed) and kXR_waitresp (the answer arrives later as
-// kXR_attn) itself; kXR_redirect is returned as a
-// *RedirectError and kXR_error as an *Error.
+// kXR_attn) itself; kXR_error is returned as an *Error.
+//
+// kXR_redirect is returned as a *RedirectError, unless
+// DialOptions.Redirects allows following it: then a request about a path
+// (stat, open, dirlist, mkdir, rm, rmdir, mv, chmod, truncate, locate,
+// checksum and space queries, attributes) and a ping or config query are
+// sent again where the redirect leads, with the redirect's opaque CGI
+// appended to the path, over a connection of the Client's own to that
+// server (dialled with the same options, and closed with the Client), up
+// to Redirects times (then ErrTooManyRedirects, which wraps the last
+// *RedirectError). A file opened there is read, written and closed
+// there. A request on an open file that is redirected fails with the
+// *RedirectError: its handle belongs to the server that opened it.
 type Client struct {
 	conn  net.Conn
 	in    *bufio.Reader // reads conn: the handshake, then readLoop only
@@ -213,6 +228,13 @@ type Client struct {
 	// batching is held (a token in it) by a batch of requests while it
 	// takes its slots.
 	batching chan struct{}
+
+	// redir holds the connections to the servers that redirects led
+	// to, by address (redirectClient); rdial is held (a token) by the
+	// one dialling such a connection.
+	rmu   sync.Mutex
+	redir map[string]*Client
+	rdial chan struct{}
 }
 
 // call is one outstanding request.
@@ -412,6 +434,7 @@ func Dial(ctx context.Context, addr string, opts *DialOptions) (*Client, error) 
 		slots:    make(chan struct{}, o.MaxInflight),
 		batching: make(chan struct{}, 1),
 		wmu:      make(chan struct{}, 1),
+		rdial:    make(chan struct{}, 1),
 	}
 	if err := c.setup(ctx); err != nil {
 		conn.Close()
@@ -599,9 +622,11 @@ func (c *Client) Protocol() ProtocolResponse { return c.proto }
 // Addr returns the server address the client is connected to.
 func (c *Client) Addr() string { return c.addr }
 
-// Close closes the connection. Outstanding requests fail with ErrClosed.
+// Close closes the connection, and those that redirects led to.
+// Outstanding requests fail with ErrClosed.
 func (c *Client) Close() error {
 	c.fail(ErrClosed)
+	c.closeRedirected()
 	return nil
 }
 
@@ -1252,6 +1277,24 @@ func (c *Client) roundTrip(ctx context.Context, req Request, onData func(f *Resp
 // roundTripInto is roundTrip with a sink that receives the answer's data
 // in place (see call.sink); sink is no longer written once it returns.
 func (c *Client) roundTripInto(ctx context.Context, req Request, sink []byte, onData func(f *ResponseFrame) error) error {
+	_, err := c.roundTripAt(ctx, req, sink, onData)
+	return err
+}
+
+// roundTripAt is roundTripInto following kXR_redirect as DialOptions
+// allow; it returns the connection that gave the final answer.
+func (c *Client) roundTripAt(ctx context.Context, req Request, sink []byte, onData func(f *ResponseFrame) error) (*Client, error) {
+	if c.opts.Redirects <= 0 {
+		return c, c.roundTripOnce(ctx, req, sink, onData)
+	}
+	return c.follow(ctx, req, func(at *Client, req Request) error {
+		return at.roundTripOnce(ctx, req, sink, onData)
+	})
+}
+
+// roundTripOnce is roundTripInto on c alone: a kXR_redirect is returned
+// as a *RedirectError.
+func (c *Client) roundTripOnce(ctx context.Context, req Request, sink []byte, onData func(f *ResponseFrame) error) error {
 	handle := onData
 	if handle == nil {
 		handle = func(*ResponseFrame) error { return nil }
@@ -1279,10 +1322,10 @@ func (c *Client) roundTripInto(ctx context.Context, req Request, sink []byte, on
 		if err != nil {
 			return err
 		}
-		if f.Status == StatusWait && parts > 0 {
+		if (f.Status == StatusWait || f.Status == StatusRedirect) && parts > 0 {
 			// Sent again, the request's answer would follow the parts
 			// handled already (a read's data, a listing's entries).
-			return fmt.Errorf("%w: kXR_wait after %d parts of the answer", ErrMalformed, parts)
+			return fmt.Errorf("%w: %v after %d parts of the answer", ErrMalformed, f.Status, parts)
 		}
 		if f.Status == StatusWait && attempt < c.opts.MaxWaitRetries {
 			d, msg, err := parseWaitBody(f.Body)
@@ -1325,9 +1368,16 @@ func (c *Client) answerMax(limit int) int {
 // collect sends req and returns the concatenated bodies of its kXR_oksofar
 // and kXR_ok frames, bounded by limit and by MaxResponse.
 func (c *Client) collect(ctx context.Context, req Request, limit int) ([]byte, error) {
+	_, body, err := c.collectAt(ctx, req, limit)
+	return body, err
+}
+
+// collectAt is collect returning the connection that answered (see
+// roundTripAt).
+func (c *Client) collectAt(ctx context.Context, req Request, limit int) (*Client, []byte, error) {
 	limit = c.answerMax(limit)
 	var body []byte
-	err := c.roundTrip(ctx, req, func(f *ResponseFrame) error {
+	at, err := c.roundTripAt(ctx, req, nil, func(f *ResponseFrame) error {
 		if f.Status == StatusStatus {
 			return fmt.Errorf("%w: unexpected kXR_status answer", ErrMalformed)
 		}
@@ -1337,7 +1387,7 @@ func (c *Client) collect(ctx context.Context, req Request, limit int) ([]byte, e
 		body = append(body, f.Body...)
 		return nil
 	})
-	return body, err
+	return at, body, err
 }
 
 // Ping checks that the server answers.
@@ -1504,7 +1554,7 @@ func (c *Client) QueryConfig(ctx context.Context, keys ...string) ([]string, err
 // answer kXR_Unsupported.
 func (c *Client) OpenWhole(ctx context.Context, path string, max int64) (content []byte, f *ClientFile, err error) {
 	q := &QueryRequest{InfoType: QueryOpaqueFile, Args: []byte(path + "?" + OpenWholeArg + "=" + strconv.FormatInt(max, 10))}
-	body, err := c.collect(ctx, q, int(min(max, int64(c.opts.MaxResponse)))+smallAnswer)
+	at, body, err := c.collectAt(ctx, q, int(min(max, int64(c.opts.MaxResponse)))+smallAnswer)
 	if err != nil {
 		return nil, nil, fmt.Errorf("xrootd: open %s: %w", path, err)
 	}
@@ -1518,7 +1568,7 @@ func (c *Client) OpenWhole(ctx context.Context, path string, max int64) (content
 		}
 		return content, nil, nil
 	}
-	return nil, &ClientFile{c: c, fh: r.Handle, name: path, info: *r.Stat}, nil
+	return nil, &ClientFile{c: at, fh: r.Handle, name: path, info: *r.Stat}, nil
 }
 
 // RemoveWithAttr removes the file at path, as Rm does, with ecstore's
@@ -1647,10 +1697,11 @@ func (c *Client) Locate(ctx context.Context, path string) (string, error) {
 
 // Open opens the file at path (which may carry CGI) with the given
 // kXR_open flags; kXR_retstat is always added so that OpenInfo is set.
+// A file opened where a redirect led is used there (ClientFile.Addr).
 // Use OpenRead to read, OpenNew|OpenMkpath to create a new file,
 // OpenDelete to create or replace, OpenUpdate to modify.
 func (c *Client) Open(ctx context.Context, path string, flags OpenFlags, perm fs.FileMode) (*ClientFile, error) {
-	body, err := c.collect(ctx, &OpenRequest{Mode: uint16(perm.Perm()), Options: flags | OpenRetStat, Path: path}, smallAnswer)
+	at, body, err := c.collectAt(ctx, &OpenRequest{Mode: uint16(perm.Perm()), Options: flags | OpenRetStat, Path: path}, smallAnswer)
 	if err != nil {
 		return nil, fmt.Errorf("xrootd: open %s: %w", path, err)
 	}
@@ -1658,7 +1709,7 @@ func (c *Client) Open(ctx context.Context, path string, flags OpenFlags, perm fs
 	if err != nil {
 		return nil, fmt.Errorf("xrootd: open %s: %w", path, err)
 	}
-	f := &ClientFile{c: c, fh: r.Handle, name: path}
+	f := &ClientFile{c: at, fh: r.Handle, name: path}
 	if r.Stat != nil {
 		f.info = *r.Stat
 	}

@@ -20,6 +20,8 @@ type fakeServer struct {
 	t         testing.TB
 	loginBody []byte
 	serve     func(w net.Conn, f *RequestFrame)
+	many      bool   // serve every connection, not just the first
+	flags     uint32 // of the kXR_protocol answer; 0: kXR_isServer
 }
 
 func (fs *fakeServer) start() string {
@@ -30,35 +32,50 @@ func (fs *fakeServer) start() string {
 	}
 	t.Cleanup(func() { ln.Close() })
 	go func() {
-		conn, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		if ReadHandshake(conn) != nil {
-			return
-		}
-		conn.Write(AppendHandshakeResponse(nil, ProtocolVersion, DataServer))
 		for {
-			f, err := ReadRequestFrame(conn, 1<<20)
+			conn, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			switch f.ID {
-			case ReqProtocol:
-				conn.Write(respond(f.StreamID, StatusOK, (&ProtocolResponse{Version: ProtocolVersion, Flags: FlagIsServer}).AppendTo(nil)))
-			case ReqLogin:
-				body := fs.loginBody
-				if body == nil {
-					body = make([]byte, 16)
-				}
-				conn.Write(respond(f.StreamID, StatusOK, body))
-			default:
-				fs.serve(conn, f)
+			if !fs.many {
+				fs.conn(conn)
+				return
 			}
+			go fs.conn(conn)
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// conn serves one connection.
+func (fs *fakeServer) conn(conn net.Conn) {
+	defer conn.Close()
+	if ReadHandshake(conn) != nil {
+		return
+	}
+	conn.Write(AppendHandshakeResponse(nil, ProtocolVersion, DataServer))
+	for {
+		f, err := ReadRequestFrame(conn, 1<<20)
+		if err != nil {
+			return
+		}
+		switch f.ID {
+		case ReqProtocol:
+			flags := fs.flags
+			if flags == 0 {
+				flags = FlagIsServer
+			}
+			conn.Write(respond(f.StreamID, StatusOK, (&ProtocolResponse{Version: ProtocolVersion, Flags: flags}).AppendTo(nil)))
+		case ReqLogin:
+			body := fs.loginBody
+			if body == nil {
+				body = make([]byte, 16)
+			}
+			conn.Write(respond(f.StreamID, StatusOK, body))
+		default:
+			fs.serve(conn, f)
+		}
+	}
 }
 
 func respond(sid StreamID, st Status, body []byte) []byte {

@@ -28,6 +28,10 @@ type ClientFile struct {
 // Name returns the path the file was opened with.
 func (f *ClientFile) Name() string { return f.name }
 
+// Addr returns the address of the server the file is open on: the
+// Client's, or that of the server a redirect of the open led to.
+func (f *ClientFile) Addr() string { return f.c.addr }
+
 // Handle returns the server's file handle.
 func (f *ClientFile) Handle() FileHandle { return f.fh }
 

@@ -12,7 +12,11 @@
 //
 // # Scope
 //
-// The server is a data server (kXR_DataServer): it never redirects. With
+// The server is a data server (kXR_DataServer): it never redirects. The
+// Client follows kXR_redirect when DialOptions.Redirects allows (see
+// Client), so that it can be pointed at a redirector (an XRootD manager,
+// xrootd + cmsd), and lists a directory there as xrdfs ls does
+// (DirlistCluster). With
 // a TLS configuration it offers TLS (kXR_haveTLS), and moves a client to
 // it right after kXR_protocol when the client asks (roots://) or, with
 // token authentication, whenever the client can (kXR_gotoTLS,
