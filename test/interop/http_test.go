@@ -57,8 +57,12 @@ func TestCrossProtocolHTTP(t *testing.T) {
 	s3addr := testport.Addr(t)
 	httpAddr := testport.Addr(t)
 	cluster := []string{"--data", filepath.Join(work, "data"), "--fsync=false"}
+	// Uploads expire 30 s after they began, for the subtest that waits for
+	// it: long enough for the other multipart subtests under CI's load
+	// (at 8 s, "complete sent again", four aws cli calls that took 14 s,
+	// found its upload expired: NoSuchUpload).
 	gw := startGateway(t, work, true, append(cluster, "--s3-addr", s3addr, "--http-addr", httpAddr,
-		"--auth-file", auth, "--s3-upload-expiry", "8s")...)
+		"--auth-file", auth, "--s3-upload-expiry", "30s")...)
 	gw.flags = cluster
 	s3url, web := "http://"+s3addr, "http://"+httpAddr
 	bearer := "Authorization: Bearer " + httpToken
