@@ -28,6 +28,7 @@ the file from the source itself (XRootD's third-party copy, as
 xrdcp --tpc; an ecstore gateway or an xrootd with ofs.tpc at each end).
 --tpc only fails where an end cannot; --tpc first then streams.
 
+A DST that exists is not replaced without -f (--force), as xrdcp does.
 If DST is a local directory, or a root:// URL that ends with a slash or
 names a directory, the file is copied into it under the source's name,
 as xrdcp does.
@@ -56,7 +57,7 @@ Examples:
 // cmdCp is "ecstore cp [-f] SRC DST".
 func cmdCp(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "cp", "cp [flags] SRC DST", cpHelp)
-	force := fs.Bool("f", false, "replace DST if it exists")
+	force := fs.forceFlag("replace DST if it exists")
 	noCksum := fs.Bool("no-cksum", false, "skip the end-to-end adler32 comparison")
 	tpc := fs.String("tpc", "", "third-party copy between two root:// URLs, `MODE` only (fail where an end\ncannot) or first (then stream through this process)")
 	pos, err := fs.parse(args, 2, 2)

@@ -19,8 +19,8 @@ import (
 const getHelp = `
 Reads the object /path into the local file LOCAL ("-" for standard
 output). If LOCAL is a directory, the file is named after the object
-inside it. A file that exists is not replaced without -f, as xrdcp and
-cp do; a device or FIFO (/dev/null) is written in place.
+inside it. A file that exists is not replaced without -f (--force), as
+xrdcp and cp do; a device or FIFO (/dev/null) is written in place.
 
 Every chunk is verified against its checksum; missing or corrupt chunks
 are rebuilt from parity. The whole object's CRC32C is checked against
@@ -38,7 +38,7 @@ Examples:
 func cmdGet(ctx context.Context, e *env, args []string) error {
 	fset := newFlagSet(e, "get", "get [flags] /path LOCAL", getHelp)
 	cf := fset.addClusterFlags()
-	force := fset.Bool("f", false, "replace LOCAL if it exists")
+	force := fset.forceFlag("replace LOCAL if it exists")
 	pos, err := fset.parse(args, 2, 2)
 	if err != nil {
 		return err

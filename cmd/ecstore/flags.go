@@ -23,6 +23,9 @@ type flagSet struct {
 	synopsis string // "put [flags] LOCAL /path"
 	help     string // paragraphs after the synopsis
 	cluster  *clusterFlags
+	// aliases maps a flag's other name to the name the help lists it
+	// under ("force" → "f").
+	aliases map[string]string
 }
 
 // newFlagSet returns the flags of subcommand name. synopsis follows
@@ -31,6 +34,18 @@ func newFlagSet(e *env, name, synopsis, help string) *flagSet {
 	fs := &flagSet{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError), e: e, synopsis: synopsis, help: help}
 	fs.SetOutput(io.Discard) // errors are reported by run; help by printHelp
 	return fs
+}
+
+// forceFlag adds -f and its xrdcp spelling --force, one flag under two
+// names.
+func (fs *flagSet) forceFlag(usage string) *bool {
+	force := fs.Bool("f", false, usage)
+	fs.BoolVar(force, "force", false, usage)
+	if fs.aliases == nil {
+		fs.aliases = map[string]string{}
+	}
+	fs.aliases["force"] = "f"
+	return force
 }
 
 // parse parses args, allowing flags after positional arguments ("ls /d
@@ -76,7 +91,14 @@ func (fs *flagSet) parse(args []string, min, max int) ([]string, error) {
 func (fs *flagSet) printHelp(w io.Writer) {
 	fmt.Fprintf(w, "usage: ecstore %s\n\n%s\n", fs.synopsis, strings.TrimSpace(fs.help))
 	var own, common []*flag.Flag
+	alias := map[string]string{} // "f" → "force"
+	for a, name := range fs.aliases {
+		alias[name] = a
+	}
 	fs.VisitAll(func(f *flag.Flag) {
+		if _, ok := fs.aliases[f.Name]; ok {
+			return // listed with the flag it names
+		}
 		if fs.cluster == nil || !slices.Contains(clusterFlagNames, f.Name) {
 			own = append(own, f)
 		}
@@ -102,7 +124,9 @@ func (fs *flagSet) printHelp(w io.Writer) {
 			// One-letter flags read as the short options of cp and ls
 			// (-f, -l); the flag package takes either form.
 			head := "  --" + f.Name
-			if len(f.Name) == 1 {
+			if a, ok := alias[f.Name]; ok {
+				head = "  -" + f.Name + ", --" + a
+			} else if len(f.Name) == 1 {
 				head = "  -" + f.Name
 			}
 			if arg != "" {
