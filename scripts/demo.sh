@@ -24,8 +24,8 @@ ls -l "$work/sample.bin" | awk '{print "    " $5 " bytes"}'
 if [ ! -e "$data/ecstore.conf" ]; then
   step "the first put creates the embedded cluster in $data"
 fi
-step "$bin put --data $data $work/sample.bin $obj"
-"$bin" put --data "$data" "$work/sample.bin" "$obj"
+step "$bin put -f --data $data $work/sample.bin $obj"
+"$bin" put -f --data "$data" "$work/sample.bin" "$obj"   # -f: a second run replaces it
 
 step "$bin ls -l --data $data /demo"
 "$bin" ls -l --data "$data" /demo

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -16,9 +17,11 @@ import (
 )
 
 const putHelp = `
-Stores the local file LOCAL as the object /path, replacing any object
-there. LOCAL "-" reads standard input. If /path ends with a slash, the
-object is named after LOCAL inside that directory.
+Stores the local file LOCAL as the object /path. LOCAL "-" reads
+standard input. If /path ends with a slash, the object is named after
+LOCAL inside that directory. An object that exists at /path is not
+replaced without -f (--force), as xrdcp and cp do: put refuses before it
+reads LOCAL.
 
 The object is streamed: memory use stays a few blocks whatever its size.
 It becomes visible only when it is complete; on an error, SIGINT or
@@ -38,6 +41,7 @@ the object is still stored and put still succeeds.
 
 Examples:
   ecstore put run1.root /atlas/run1.root
+  ecstore put -f run1.root /atlas/run1.root     # replace the object
   tar c results | ecstore put - /backup/results.tar
 `
 
@@ -45,6 +49,7 @@ Examples:
 func cmdPut(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "put", "put [flags] LOCAL /path", putHelp)
 	cf := fs.addClusterFlags()
+	force := fs.forceFlag("replace the object at /path if it exists")
 	heal := fs.Bool("heal", true, "rebuild at once the archives of nodes that failed during the write")
 	pos, err := fs.parse(args, 2, 2)
 	if err != nil {
@@ -85,7 +90,23 @@ func cmdPut(ctx context.Context, e *env, args []string) error {
 	}
 	defer c.Close()
 
-	w, err := c.Store().Create(ctx, path, &object.CreateOptions{SizeHint: max(size, 0)})
+	opts := &object.CreateOptions{SizeHint: max(size, 0)}
+	if !*force {
+		// Checked at Create, before any data moves, and again at the
+		// commit, for an object stored meanwhile (through this process
+		// only: put has no lock on other writers).
+		opts.Exclusive = true
+		opts.Precondition = func(cur *object.Info) error {
+			if cur != nil {
+				return object.ErrExist
+			}
+			return nil
+		}
+	}
+	w, err := c.Store().Create(ctx, path, opts)
+	if errors.Is(err, object.ErrExist) {
+		return fmt.Errorf("put %s: %s exists (use -f to replace it)", path, path)
+	}
 	if err != nil {
 		return describe(ctx, path, err)
 	}
@@ -111,6 +132,9 @@ func cmdPut(ctx context.Context, e *env, args []string) error {
 		bar.finish(false)
 		if ctx.Err() != nil {
 			return fmt.Errorf("put %s: %w; nothing was stored", path, errInterrupted)
+		}
+		if errors.Is(err, object.ErrExist) {
+			return fmt.Errorf("put %s: %s was stored by another writer meanwhile (use -f to replace it); nothing was stored", path, path)
 		}
 		return fmt.Errorf("put %s: %w", path, describe(ctx, path, err))
 	}

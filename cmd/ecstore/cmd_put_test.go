@@ -65,12 +65,31 @@ func TestPutIntoDirectory(t *testing.T) {
 	}
 }
 
-func TestPutReplaces(t *testing.T) {
+// Regression: put replaced an existing object without a word, where cp
+// to root:// (and xrdcp) refuse without -f/--force. put now refuses
+// before it sends any data, leaving the object as it was; -f and
+// --force replace it.
+func TestPutRefusesToReplace(t *testing.T) {
 	c := newTestCluster(t)
 	c.put("/x", []byte("first"))
-	c.put("/x", []byte("second, longer"))
+	local := filepath.Join(t.TempDir(), "second")
+	os.WriteFile(local, []byte("second"), 0o644)
+	for _, src := range []string{"-", local} {
+		r := ecstore(t, strings.NewReader("second"), c.cmd("put", src, "/x")...)
+		if r.code != exitError || r.stderr != "ecstore: put /x: /x exists (use -f to replace it)\n" {
+			t.Errorf("put %s onto /x: exit %d, stderr %q", src, r.code, r.stderr)
+		}
+	}
+	if got := mustRun(t, nil, c.cmd("get", "/x", "-")...); got != "first" {
+		t.Errorf("the refused put replaced /x with %q", got)
+	}
+	mustRun(t, strings.NewReader("second, longer"), c.cmd("put", "-f", "-", "/x")...)
 	if got := mustRun(t, nil, c.cmd("get", "/x", "-")...); got != "second, longer" {
-		t.Errorf("got %q", got)
+		t.Errorf("put -f: got %q", got)
+	}
+	mustRun(t, nil, c.cmd("put", "--force", local, "/x")...)
+	if got := mustRun(t, nil, c.cmd("get", "/x", "-")...); got != "second" {
+		t.Errorf("put --force: got %q", got)
 	}
 }
 

@@ -32,7 +32,7 @@ func TestForceLongForm(t *testing.T) {
 		t.Errorf("cp --force download: %q", got)
 	}
 
-	for _, cmd := range []string{"cp", "get"} {
+	for _, cmd := range []string{"cp", "get", "put"} {
 		help := mustRun(t, nil, cmd, "--help")
 		if !strings.Contains(help, "\n  -f, --force\n") {
 			t.Errorf("%s --help does not show -f, --force:\n%s", cmd, help)
