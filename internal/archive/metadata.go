@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -191,6 +192,38 @@ func (m *Metadata) encode() ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// CheckSize fails with ErrMetadataTooLarge when m, encoded, passes the
+// 1 MiB readers take, which Writer.Close refuses. A writer that knows
+// some fields only later (the size, version and checksums, known at the
+// end of the write) checks its user metadata early by setting those at
+// their widest (WidestMetadata).
+func (m *Metadata) CheckSize() error {
+	p, err := m.encode()
+	if err != nil {
+		return fmt.Errorf("archive: encode metadata: %w", err)
+	}
+	if len(p) > maxMetadataSize {
+		return fmt.Errorf("%w: metadata of %d bytes exceeds %d", ErrMetadataTooLarge, len(p), maxMetadataSize)
+	}
+	return nil
+}
+
+// WidestMetadata returns the metadata of an object at path with the given
+// geometry, placement and user metadata, every other field at its widest
+// encoding: if it passes CheckSize, so does the metadata of any write of
+// that object (up to node ids of other lengths than placement's).
+func WidestMetadata(path string, k, m int, chunkSize int64, placement []string, user map[string]string) *Metadata {
+	return &Metadata{
+		Format: FormatVersion, Path: path,
+		Version: Version(strings.Repeat("9", 22) + "-" + strings.Repeat("f", 16)),
+		Size:    math.MaxInt64, K: k, M: m, ChunkSize: chunkSize,
+		Placement: placement, Slot: max(len(placement)-1, 0),
+		MTime:   time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC),
+		Adler32: "ffffffff", CRC32C: "ffffffff", PageCRC32C: PageSize,
+		User: user,
+	}
 }
 
 // clone returns a copy of m that shares nothing with it.

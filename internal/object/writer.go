@@ -172,7 +172,9 @@ func (u *uploadWriter) Write(p []byte) (int, error) {
 type CreateOptions struct {
 	// Geometry overrides the store's default geometry when non-zero.
 	Geometry layout.Geometry
-	// User is user metadata stored with the object.
+	// User is user metadata stored with the object. Create fails with
+	// ErrMetadataTooLarge when the object's metadata with it would pass
+	// the 1 MiB the archive format holds (docs/FORMAT.md).
 	User map[string]string
 	// SizeHint is the object's expected size (0: unknown), such as an
 	// HTTP Content-Length or xrdcp's oss.asize. Objects announced at no
@@ -248,6 +250,14 @@ func (s *Store) Create(ctx context.Context, path string, opt *CreateOptions) (*W
 	if err != nil {
 		if _, cerr := s.checkCreate(ctx, path, opt != nil && opt.Exclusive); cerr != nil {
 			err = cerr // the path's own error first
+		}
+		return nil, fmt.Errorf("object: create %s: %w", path, err)
+	}
+	// User metadata past what the format holds fails now, not at Close
+	// once the whole body was sent (SetUser's entries are checked there).
+	if err := archive.WidestMetadata(path, geo.K, geo.M, geo.ChunkSize, primary, user).CheckSize(); err != nil {
+		if r := refusal(err); r != nil {
+			err = r
 		}
 		return nil, fmt.Errorf("object: create %s: %w", path, err)
 	}
