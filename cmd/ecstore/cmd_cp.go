@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ecstore/ecstore/internal/erasure"
+	"github.com/ecstore/ecstore/internal/node"
 	"github.com/ecstore/ecstore/internal/xrdtpc"
 	"github.com/ecstore/ecstore/internal/xrootd"
 )
@@ -37,6 +40,18 @@ A URL may name a redirector (an XRootD manager, xrootd + cmsd, as at
 WLCG sites): its redirects to data servers are followed, up to 16 for
 each request, as xrdcp follows them (so do ls, stat, rm, mkdir, rmdir,
 mv and bench).
+
+An upload that fails or is interrupted leaves nothing at DST. An
+ecstore gateway stores a file only when its upload is complete; to any
+other server (an ecstore node, xrootd) cp uploads under a hidden
+temporary name (".NAME.ecstore-tmp.*") in DST's directory, renames it to
+DST when it is complete and its checksum matches, and removes it when
+the upload fails. Where the server offers persist-on-close (xrootd's
+kXR_posc), the temporary file of a cp that is killed is removed by the
+server too, after its hold time (ofs.persist; 10 minutes by default);
+elsewhere it stays until removed. Without -f, DST is checked before the
+upload and again just before the rename; a file created at DST in
+between is replaced, as the rename cannot refuse to.
 
 A source that turns out longer or shorter than it was when the copy
 began (a file still being written) fails the copy before the file is
@@ -255,8 +270,12 @@ func intoDir(ctx context.Context, c *xrootd.Client, dst rootURL, base string) (r
 }
 
 // uploadTo creates dst (or base inside it, when it is a directory) and
-// streams r into it. The server commits the file on close; on any error
-// the upload is abandoned (an ecstore gateway then shows nothing).
+// streams r into it; without force, an existing dst is refused before any
+// data is sent. An upload that fails leaves nothing at dst: an ecstore
+// gateway stores a file only when it is closed, and any other server
+// (an ecstore node, xrootd) gets the file under a temporary name,
+// renamed to dst once complete and removed when the upload is abandoned
+// (uploadViaTemp).
 func uploadTo(ctx context.Context, dst rootURL, base string, r io.Reader, force, noCksum bool) (int64, error) {
 	c, err := dialRoot(ctx, dst)
 	if err != nil {
@@ -266,6 +285,9 @@ func uploadTo(ctx context.Context, dst rootURL, base string, r io.Reader, force,
 	if dst, err = intoDir(ctx, c, dst, base); err != nil {
 		return 0, err
 	}
+	if !isGateway(ctx, c) {
+		return uploadViaTemp(ctx, c, dst, r, force, noCksum)
+	}
 	flags := xrootd.OpenNew | xrootd.OpenMkpath
 	if force {
 		flags = xrootd.OpenDelete | xrootd.OpenMkpath
@@ -274,30 +296,135 @@ func uploadTo(ctx context.Context, dst rootURL, base string, r io.Reader, force,
 	if err != nil {
 		var xe *xrootd.Error
 		if errors.As(err, &xe) && xe.Code == xrootd.ErrItExists {
-			return 0, fmt.Errorf("cp: %s exists (use -f to replace it)", dst)
+			return 0, errExists(dst)
 		}
 		return 0, remoteErr(dst, err)
 	}
 	sum := erasure.NewAdler32()
 	n, err := io.CopyBuffer(&remoteWriter{ctx: ctx, f: f}, io.TeeReader(r, sum), make([]byte, copyBuffer))
-	if sc := (*sizeChangedError)(nil); errors.As(err, &sc) {
-		return n, fmt.Errorf("cp: %w; the upload to %s was abandoned", err, dst)
-	}
 	if err != nil {
 		// Closing the connection without close abandons the upload.
-		return n, remoteErr(dst, err)
+		return n, uploadErr(dst, err)
 	}
 	if err := f.Close(ctx); err != nil {
 		return n, remoteErr(dst, err)
 	}
 	if !noCksum {
-		if _, v, err := c.Checksum(ctx, dst.path, "adler32"); err == nil {
-			if err := checkSum(dst, v, sum.Sum32()); err != nil {
-				return n, err
-			}
+		if err := checkUploadSum(ctx, c, dst, dst.path, sum.Sum32()); err != nil {
+			return n, err
 		}
 	}
 	return n, nil
+}
+
+// isGateway reports whether c's server is an ecstore gateway, which makes
+// a file visible only when its upload is closed (as xrootd's kXR_posc,
+// with nothing held afterwards). It is told by its kXR_query config
+// answers: "version" is xrootd.ServerVersion, as for an ecstore node, and
+// xrootd.CloseSyncsKey, which every ecstore node answers, is echoed.
+func isGateway(ctx context.Context, c *xrootd.Client) bool {
+	v, err := c.QueryConfig(ctx, "version", xrootd.CloseSyncsKey)
+	return err == nil && len(v) == 2 && v[0] == xrootd.ServerVersion && v[1] == xrootd.CloseSyncsKey
+}
+
+// uploadViaTemp streams r into a temporary file next to dst (a hidden
+// name, node.TempName's, as the node driver's uploads use) and renames it
+// to dst when it is complete and its checksum matches; on any error, or
+// when the upload is interrupted, the temporary file is removed, so
+// nothing is left. Where the server supports persist-on-successful-close
+// (xrootd), the temporary file is opened with kXR_posc, so that the
+// server removes it also when cp is killed (after its ofs.persist hold
+// time: 10 minutes by default); elsewhere (an ecstore node) such a file
+// stays until removed (ecstore fsck and repair remove it from a node of
+// a cluster).
+//
+// Without force, dst is checked before the upload and again before the
+// rename, which replaces a file: one created at dst in between is
+// replaced (XRootD's kXR_mv has no form that does not replace).
+func uploadViaTemp(ctx context.Context, c *xrootd.Client, dst rootURL, r io.Reader, force, noCksum bool) (n int64, err error) {
+	exists := func() error {
+		if force {
+			return nil
+		}
+		if _, err := c.Stat(ctx, dst.path); err == nil {
+			return errExists(dst)
+		}
+		return nil
+	}
+	if err := exists(); err != nil {
+		return 0, err
+	}
+	dir, name := path.Split(dst.path)
+	if len(name) > 64 {
+		// The marker and suffix must fit in the server's name limit.
+		name = strings.ToValidUTF8(name[:64], "")
+	}
+	var sfx [8]byte
+	_, _ = crand.Read(sfx[:]) // never fails (crypto/rand docs)
+	tmp := path.Join(dir, node.TempName(name, hex.EncodeToString(sfx[:])))
+	flags := xrootd.OpenNew | xrootd.OpenMkpath
+	if c.Protocol().Flags&xrootd.FlagSupPOSC != 0 {
+		flags |= xrootd.OpenPOSC
+	}
+	f, err := c.Open(ctx, tmp, flags, 0o644)
+	if err != nil {
+		return 0, remoteErr(dst, err)
+	}
+	placed := false
+	defer func() {
+		if placed {
+			return
+		}
+		// Removed while it may still be open: closing it would make a
+		// kXR_posc file persist first.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = c.Rm(cctx, tmp)
+	}()
+	sum := erasure.NewAdler32()
+	n, err = io.CopyBuffer(&remoteWriter{ctx: ctx, f: f}, io.TeeReader(r, sum), make([]byte, copyBuffer))
+	if err != nil {
+		return n, uploadErr(dst, err)
+	}
+	if err := f.Close(ctx); err != nil {
+		return n, remoteErr(dst, err)
+	}
+	if !noCksum {
+		if err := checkUploadSum(ctx, c, dst, tmp, sum.Sum32()); err != nil {
+			return n, err
+		}
+	}
+	if err := exists(); err != nil {
+		return n, err
+	}
+	if err := c.Mv(ctx, tmp, dst.path); err != nil {
+		return n, remoteErr(dst, err)
+	}
+	placed = true
+	return n, nil
+}
+
+// errExists is cp's refusal to replace dst without -f.
+func errExists(dst rootURL) error {
+	return fmt.Errorf("cp: %s exists (use -f to replace it)", dst)
+}
+
+// uploadErr phrases the error that made cp abandon an upload to dst.
+func uploadErr(dst rootURL, err error) error {
+	if sc := (*sizeChangedError)(nil); errors.As(err, &sc) {
+		return fmt.Errorf("cp: %w; the upload to %s was abandoned", err, dst)
+	}
+	return remoteErr(dst, err)
+}
+
+// checkUploadSum compares the server's adler32 of file (dst, or the
+// temporary file of its upload) with the bytes sent, when the server can
+// tell it.
+func checkUploadSum(ctx context.Context, c *xrootd.Client, dst rootURL, file string, sent uint32) error {
+	if _, v, err := c.Checksum(ctx, file, "adler32"); err == nil {
+		return checkSum(dst, v, sent)
+	}
+	return nil
 }
 
 // downloadTo writes r to local (or stdout for "-"; base inside local when
