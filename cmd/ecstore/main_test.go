@@ -222,9 +222,9 @@ func TestHelpShowsDefaults(t *testing.T) {
 		{"fsck", []string{"--debris-age DURATION\n", "not debris (default 1h)\n"}},
 		{"repair", []string{"writes in progress (default 1h)\n"}},
 		{"put", []string{"during the write (default true)\n"}},
-		{"get", []string{"\n  -f\n      replace LOCAL"}},
+		{"get", []string{"\n  -f, --force\n      replace LOCAL"}},
 		{"ls", []string{"\n  -l\n      long listing"}},
-		{"cp", []string{"\n  -f\n      replace DST", "--tpc MODE\n"}},
+		{"cp", []string{"\n  -f, --force\n      replace DST", "--tpc MODE\n"}},
 	}
 	for _, tt := range tests {
 		r := ecstore(t, nil, tt.cmd, "--help")
