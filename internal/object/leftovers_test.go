@@ -16,6 +16,25 @@ import (
 	"github.com/ecstore/ecstore/internal/node"
 )
 
+// writeLosingTwoNodes writes 4 blocks of random data (seeded by stream)
+// at path, taking the nodes of fs[0] and fs[1] down after the first, and
+// returns the writer and what its Write and Close returned.
+func writeLosingTwoNodes(t *testing.T, c *cluster, fs []*node.Faulty, g layout.Geometry, path string, stream uint64) (*Writer, error, error) {
+	t.Helper()
+	data := randBytes(rand.New(rand.NewPCG(seed(t), stream)), 4*g.BlockSize())
+	w, err := c.store.Create(context.Background(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(data[:g.BlockSize()]); err != nil {
+		t.Fatal(err)
+	}
+	fs[0].SetDown(true)
+	fs[1].SetDown(true)
+	_, werr := w.Write(data[g.BlockSize():])
+	return w, werr, w.Close()
+}
+
 // failedWriteWithNodesDown writes /d/o on a 4+2 store of 6 nodes (no
 // spare) and takes two of the nodes down in the middle of it, so that
 // the write fails below quorum and the aborts of those two archives find
@@ -37,18 +56,8 @@ func failedWriteWithNodesDown(t *testing.T) (*cluster, []*node.Faulty, *atomic.I
 	if err := c.store.Mkdir(ctx, "/d"); err != nil {
 		t.Fatal(err)
 	}
-	data := randBytes(rand.New(rand.NewPCG(seed(t), 21)), 4*g.BlockSize())
-	w, err := c.store.Create(ctx, "/d/o", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Write(data[:g.BlockSize()]); err != nil {
-		t.Fatal(err)
-	}
-	fs[0].SetDown(true)
-	fs[1].SetDown(true)
-	_, werr := w.Write(data[g.BlockSize():])
-	if cerr := w.Close(); !errors.Is(errors.Join(werr, cerr), ErrQuorum) {
+	w, werr, cerr := writeLosingTwoNodes(t, c, fs, g, "/d/o", 21)
+	if !errors.Is(errors.Join(werr, cerr), ErrQuorum) {
 		t.Fatalf("write with 2 of 6 nodes down mid-way (quorum 5): write %v, close %v\n%s", werr, cerr, writerState(w, fs))
 	}
 	// The aborts run in the background.

@@ -3,7 +3,6 @@ package object
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -22,18 +21,7 @@ func TestFailedSlotIsCountedBeforeCloseGoesOn(t *testing.T) {
 		o.Events.NodeError = func(string, string, error) { time.Sleep(300 * time.Millisecond) }
 	})
 	ctx := context.Background()
-	data := randBytes(rand.New(rand.NewPCG(seed(t), 22)), 4*g.BlockSize())
-	w, err := c.store.Create(ctx, "/o", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Write(data[:g.BlockSize()]); err != nil {
-		t.Fatal(err)
-	}
-	fs[0].SetDown(true)
-	fs[1].SetDown(true)
-	_, werr := w.Write(data[g.BlockSize():])
-	cerr := w.Close()
+	_, werr, cerr := writeLosingTwoNodes(t, c, fs, g, "/o", 22)
 	if !errors.Is(errors.Join(werr, cerr), ErrQuorum) {
 		t.Fatalf("write with 2 of 6 nodes down mid-way (quorum 5): write %v, close %v; want quorum loss", werr, cerr)
 	}
