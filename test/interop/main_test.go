@@ -579,25 +579,13 @@ func startXrootd(t testing.TB, base, name string, extra ...string) *xrootdServer
 		t.Fatal(err)
 	}
 	args := []string{"-c", cfg, "-l", filepath.Join(admin, "xrootd.log")}
-	if os.Geteuid() == 0 {
-		var u *user.User
-		var err error
-		for _, n := range []string{"xrootd", "nobody"} {
-			if u, err = user.Lookup(n); err == nil {
-				break
-			}
-		}
-		if u == nil {
-			missing(t, "running as root and no user xrootd or nobody to run xrootd as: %v", err)
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
+	if name, uid, gid := xrootdUser(t); name != "" {
 		for _, d := range []string{s.data, admin} {
 			if err := os.Chown(d, uid, gid); err != nil {
 				t.Fatal(err)
 			}
 		}
-		args = append(args, "-R", u.Username)
+		args = append(args, "-R", name)
 	}
 	s.proc = startProc(t, dir, "xrootd-"+name, bin, args...)
 	s.restart = func() (*proc, error) { return tryStartProc(t, dir, "xrootd-"+name, bin, args...) }
@@ -686,4 +674,27 @@ func probeHandshake(addr string) error {
 		return fmt.Errorf("handshake answer % x", resp)
 	}
 	return nil
+}
+
+// xrootdUser is the user a test runs xrootd (and cmsd) as when it runs as
+// root, which xrootd refuses to be: xrootd, or else nobody. It returns
+// "" (and uid, gid -1) when the test is not root.
+func xrootdUser(t testing.TB) (name string, uid, gid int) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return "", -1, -1
+	}
+	var u *user.User
+	var err error
+	for _, n := range []string{"xrootd", "nobody"} {
+		if u, err = user.Lookup(n); err == nil {
+			break
+		}
+	}
+	if u == nil {
+		missing(t, "running as root and no user xrootd or nobody to run xrootd as: %v", err)
+	}
+	uid, _ = strconv.Atoi(u.Uid)
+	gid, _ = strconv.Atoi(u.Gid)
+	return u.Username, uid, gid
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/user"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -31,21 +30,9 @@ func startXrootdCluster(t *testing.T) (manager, server, data string) {
 	base := xrootdBase(t)
 	cmsPort := testport.Free(t)
 	var runAs []string
-	var uid, gid = -1, -1
-	if os.Geteuid() == 0 {
-		var u *user.User
-		var err error
-		for _, n := range []string{"xrootd", "nobody"} {
-			if u, err = user.Lookup(n); err == nil {
-				break
-			}
-		}
-		if u == nil {
-			missing(t, "running as root and no user xrootd or nobody to run xrootd as: %v", err)
-		}
-		uid, _ = strconv.Atoi(u.Uid)
-		gid, _ = strconv.Atoi(u.Gid)
-		runAs = []string{"-R", u.Username}
+	name, uid, gid := xrootdUser(t)
+	if name != "" {
+		runAs = []string{"-R", name}
 	}
 	start := func(role string, lines ...string) string {
 		dir := filepath.Join(base, role)
