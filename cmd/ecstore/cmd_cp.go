@@ -46,10 +46,11 @@ ecstore gateway stores a file only when its upload is complete; to any
 other server (an ecstore node, xrootd) cp uploads under a hidden
 temporary name (".NAME.ecstore-tmp.*") in DST's directory, renames it to
 DST when it is complete and its checksum matches, and removes it when
-the upload fails. Where the server offers persist-on-close (xrootd's
-kXR_posc), the temporary file of a cp that is killed is removed by the
-server too, after its hold time (ofs.persist; 10 minutes by default);
-elsewhere it stays until removed. Without -f, DST is checked before the
+the upload fails. Where the server offers persist-on-close (kXR_posc:
+an ecstore node, xrootd), the temporary file of a cp that is killed is
+removed by the server too: by an ecstore node at once, by xrootd after
+its hold time (ofs.persist; 10 minutes by default). Elsewhere it stays
+until removed. Without -f, DST is checked before the
 upload and again just before the rename; a file created at DST in
 between is replaced, as the rename cannot refuse to.
 

@@ -27,7 +27,10 @@
 //   - "not a directory" and "directory not empty" have no protocol code
 //     and are kXR_FSError with that text, as in xrootd.
 //   - A file left open when its client goes away (FileAborter) is closed
-//     and kept, partial as it is: the server has no persist-on-close.
+//     and kept, partial as it is, unless it was opened with kXR_posc
+//     (persist on successful close, announced with kXR_supposc): such a
+//     file is removed, at once rather than after xrootd's hold time (see
+//     FS.PersistOnClose), as it is when its close fails.
 //
 // Unlike xrootd, kXR_rm of a directory fails with kXR_isDirectory (use
 // kXR_rmdir); kXR_rmdir of a missing directory is kXR_NotFound; kXR_mv
@@ -244,8 +247,17 @@ func (s *FS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (xr
 	// does that (ext4, XFS), else by an fsync of the directory right
 	// after the file's, where at the open it cost a journal commit of
 	// its own on every create.
-	return &file{fs: s, name: name, f: f, writable: true, empty: fi.Size() == 0, entryPending: create, writes: 1}, nil
+	return &file{fs: s, name: name, f: f, writable: true, posc: fl&xrootd.OpenPOSC != 0, empty: fi.Size() == 0, entryPending: create, writes: 1}, nil
 }
+
+// PersistOnClose implements xrootd.PersistOnCloser: a file opened for
+// writing with kXR_posc is removed when its client goes away before
+// closing it, or when its close fails. It is removed at once, where
+// xrootd keeps it for its ofs.persist hold time (10 minutes by default)
+// so that the same client may reopen it: an XRootD client does not
+// resume a write after its session ended, and a partial file left at
+// its name is what posc exists to prevent.
+func (s *FS) PersistOnClose() bool { return true }
 
 // Stat implements xrootd.FileSystem. Symbolic links inside the directory
 // are followed.
@@ -571,6 +583,9 @@ type file struct {
 	name     string
 	f        *os.File
 	writable bool
+	// posc: opened with kXR_posc, the file is removed unless its close
+	// succeeds (FS.PersistOnClose).
+	posc bool
 
 	mu       sync.Mutex         // guards the fields below
 	empty    bool               // opened empty: a write at 0 may start an appender
@@ -819,6 +834,10 @@ func (f *file) Close(ctx context.Context) error {
 		err = f.flushLocked(true)
 		f.mu.Unlock()
 	}
+	if err != nil && f.posc {
+		f.discard()
+		return osErr(err)
+	}
 	if cerr := f.f.Close(); err == nil {
 		err = cerr
 	}
@@ -827,14 +846,43 @@ func (f *file) Close(ctx context.Context) error {
 
 // Abort closes a file whose client went away. The file is kept as it is,
 // like xrootd does without persist-on-close: what was acknowledged is
-// written out first.
+// written out first. A file opened with kXR_posc is removed instead.
 func (f *file) Abort(ctx context.Context) error {
+	if f.posc {
+		return f.discard()
+	}
 	f.mu.Lock()
 	err := f.flushLocked(true)
 	_ = f.flusher.Wait() // kept as it is, not made durable
 	f.mu.Unlock()
 	if cerr := f.f.Close(); err == nil {
 		err = cerr
+	}
+	return osErr(err)
+}
+
+// discard closes a kXR_posc file that was not closed successfully and
+// removes it from its name, if the name still holds it: a file that was
+// renamed or replaced since its open is not touched.
+func (f *file) discard() error {
+	f.mu.Lock()
+	if f.app != nil {
+		f.app.Release() // what it holds goes with the file
+		f.app = nil
+	}
+	_ = f.flusher.Wait()
+	f.mu.Unlock()
+	fi, serr := f.f.Stat()
+	err := f.f.Close()
+	if serr != nil {
+		return osErr(serr)
+	}
+	rel := fsutil.Rel(f.name)
+	if now, lerr := f.fs.root.Lstat(rel); lerr != nil || !os.SameFile(fi, now) {
+		return osErr(err)
+	}
+	if rerr := f.fs.beneath.Remove(f.fs.root, rel, false, f.fs.fsync); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		return osErr(rerr)
 	}
 	return osErr(err)
 }

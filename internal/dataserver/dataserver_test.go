@@ -1151,3 +1151,80 @@ func TestConfigSaysWhetherCloseSyncs(t *testing.T) {
 		}
 	}
 }
+
+// TestPersistOnClose: the server announces kXR_supposc, and a file opened
+// with kXR_posc whose client goes away before closing it is removed
+// (large sequential writes staged in memory included), while one closed
+// is kept, and a posc file replaced at its name since its open leaves the
+// new file alone. Regression: kXR_posc was ignored, so an xrdcp --posc or
+// an "ecstore cp" killed during an upload left its partial file.
+func TestPersistOnClose(t *testing.T) {
+	dir, addr := serve(t, Options{Fsync: true})
+	ctx := testCtx(t)
+	c := dial(t, addr)
+	if c.Protocol().Flags&xrootd.FlagSupPOSC == 0 {
+		t.Errorf("protocol flags %#x lack kXR_supposc", c.Protocol().Flags)
+	}
+	gone := func(name string) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			_, err := os.Stat(filepath.Join(dir, name))
+			if errors.Is(err, fs.ErrNotExist) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: kept after its client went away (%v)", name, err)
+			}
+		}
+	}
+	data := randomBytes(testRand(t), 3<<20+100)
+
+	// Abandoned: removed.
+	c1 := dial(t, addr)
+	f, err := c1.Open(ctx, "/p/abandoned", xrootd.OpenNew|xrootd.OpenMkpath|xrootd.OpenPOSC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(ctx, data, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "p", "abandoned")); err != nil {
+		t.Fatalf("the file being written is not there: %v", err)
+	}
+	c1.Close()
+	gone("p/abandoned")
+
+	// Closed: kept.
+	f, err = c.Open(ctx, "/p/closed", xrootd.OpenNew|xrootd.OpenMkpath|xrootd.OpenPOSC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(ctx, data, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "p", "closed")); err != nil || !bytes.Equal(b, data) {
+		t.Errorf("closed posc file: %d bytes, %v", len(b), err)
+	}
+
+	// Replaced at its name while open: the replacement stays.
+	c3 := dial(t, addr)
+	f, err = c3.Open(ctx, "/p/replaced", xrootd.OpenNew|xrootd.OpenMkpath|xrootd.OpenPOSC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(ctx, []byte("partial"), 0); err != nil {
+		t.Fatal(err)
+	}
+	put(t, c, "/p/other", []byte("whole"))
+	if err := c.Mv(ctx, "/p/other", "/p/replaced"); err != nil {
+		t.Fatal(err)
+	}
+	c3.Close()
+	time.Sleep(200 * time.Millisecond) // the server notices the disconnect
+	if b, err := os.ReadFile(filepath.Join(dir, "p", "replaced")); err != nil || string(b) != "whole" {
+		t.Errorf("file moved onto an abandoned posc file's name: %q, %v", b, err)
+	}
+}

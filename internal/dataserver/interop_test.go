@@ -164,3 +164,56 @@ func TestInteropXrdfsAttrs(t *testing.T) {
 	out = run(t, true, xrdfs, url, "xattr", "/f", "get", "user.missing")
 	t.Logf("xrdfs xattr get of a missing attribute: %s", strings.TrimSpace(out))
 }
+
+// TestInteropXrdcpPOSC: an "xrdcp --posc" killed in the middle of an
+// upload leaves nothing at its destination, and one that completes
+// leaves the whole file. Regression: the server ignored kXR_posc and
+// kept the partial file.
+func TestInteropXrdcpPOSC(t *testing.T) {
+	xrdcp := testtool.Need(t, "xrdcp")
+	dir, addr := serve(t, Options{Fsync: true})
+	url := "root://" + addr + "//posc/f.bin"
+	dst := filepath.Join(dir, "posc", "f.bin")
+
+	cmd := exec.Command(xrdcp, "--nopbar", "--posc", "-", url)
+	pw, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	chunk := make([]byte, 1<<20)
+	for deadline := time.Now().Add(time.Minute); ; {
+		if _, err := pw.Write(chunk); err != nil {
+			t.Fatalf("xrdcp stopped reading: %v", err)
+		}
+		if fi, err := os.Stat(dst); err == nil && fi.Size() > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the upload never showed at its destination")
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(dst); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the partial file of a killed xrdcp --posc was kept")
+		}
+	}
+
+	src := filepath.Join(t.TempDir(), "src")
+	data := randomBytes(testRand(t), 5<<20+3)
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, false, xrdcp, "--nopbar", "--posc", src, url)
+	if got, err := os.ReadFile(dst); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("uploaded file: %d bytes, %v; want %d", len(got), err, len(data))
+	}
+}

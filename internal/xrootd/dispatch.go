@@ -331,6 +331,9 @@ func (s *session) doProtocol(sid StreamID, r *ProtocolRequest) {
 	if !s.srv.NoPageChecksums {
 		resp.Flags |= FlagSupPgRW
 	}
+	if p, ok := s.srv.Handler.(PersistOnCloser); ok && p.PersistOnClose() {
+		resp.Flags |= FlagSupPOSC
+	}
 	goTLS := false
 	// TLS is offered only before login, with nothing else in flight (the
 	// kXR_protocol request holds the one slot): frames of other requests

@@ -164,6 +164,15 @@ type FileAborter interface {
 	Abort(ctx context.Context) error
 }
 
+// PersistOnCloser is implemented by file systems that honour kXR_posc
+// (OpenPOSC, persist on successful close): a file opened with it is kept
+// only if it is closed successfully, and removed when its client goes
+// away without closing it (FileAborter.Abort) or its close fails. The
+// server announces kXR_supposc when PersistOnClose reports true.
+type PersistOnCloser interface {
+	PersistOnClose() bool
+}
+
 // ConfigReporter is implemented by file systems that answer kXR_query
 // config keys of their own (such as "tpc", third-party copy support),
 // beyond those the server answers; ok false leaves the key unknown.
