@@ -8,12 +8,13 @@
 # HTTP client plug-in (the Python bindings read http:// URLs through
 # davix, as ROOT does), bindfs
 # (a FUSE mount whose server test/ stops, to freeze a node directory),
-# attr (setfattr and getfattr, for the xrdcp --xattr tests) and
-# staticcheck.
+# attr (setfattr and getfattr, for the xrdcp --xattr tests), iproute2
+# and nftables (the fault suite puts nodes on hosts of their own, network
+# namespaces, and cuts one off the network) and staticcheck.
 # Idempotent: does nothing when everything is already there.
 set -euo pipefail
 
-pkgs=(unzip time attr openssl xrootd-client xrootd-server python3-xrootd libxrootd-dev awscli python3-boto3 rclone s3cmd curl davix xrootd-client-http-plugins bindfs fuse3)
+pkgs=(unzip time attr openssl xrootd-client xrootd-server python3-xrootd libxrootd-dev awscli python3-boto3 rclone s3cmd curl davix xrootd-client-http-plugins bindfs fuse3 iproute2 nftables)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

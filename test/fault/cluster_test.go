@@ -4,6 +4,7 @@ package fault
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -60,10 +61,11 @@ const (
 	nodeKilled            // SIGKILLed process (remoteNodes)
 	nodeStopped           // SIGSTOPped process (remoteNodes)
 	nodeOffline           // directory gone, gateway restarted (localDirs)
+	nodeFenced            // its network drops every packet (netns clusters)
 )
 
 func (s nodeState) String() string {
-	return [...]string{"up", "killed", "stopped", "offline"}[s]
+	return [...]string{"up", "killed", "stopped", "offline", "fenced"}[s]
 }
 
 // storageNode is one node of a cluster.
@@ -72,6 +74,7 @@ type storageNode struct {
 	disk  string // the tmpfs mount point
 	root  string // the directory that holds the node's files (archives at root/<object path>)
 	link  string // localDirs: DIR/nodes/NN, a symbolic link to root
+	host  string // remoteNodes: the address it listens on
 	port  int    // remoteNodes
 	proc  *proc  // remoteNodes
 	state nodeState
@@ -92,6 +95,9 @@ type clusterOptions struct {
 	// heal runs the gateway's background healer (--heal-rate 50MB);
 	// otherwise --heal=false.
 	heal bool
+	// netns puts every node (remoteNodes) on a host of its own (netLab),
+	// so that its network can be fenced.
+	netns bool
 }
 
 // cluster is a running gateway over twelve nodes.
@@ -104,8 +110,9 @@ type cluster struct {
 	flags  []string // cluster flags for ecstore CLI commands
 	gwArgs []string
 	gw     *proc
-	addr   string // host:port of the gateway's root:// listener
-	url    string // root://host:port
+	lab    *netLab // opts.netns
+	addr   string  // host:port of the gateway's root:// listener
+	url    string  // root://host:port
 }
 
 var (
@@ -136,17 +143,26 @@ func newCluster(t *testing.T, opts clusterOptions) *cluster {
 	}
 	switch c.kind {
 	case remoteNodes:
-		start := func(n *storageNode) {
-			n.port = testport.Free(t)
-			n.proc = startProc(t, c.work, "node"+n.id, "node", "--dir", n.disk,
-				"--addr", fmt.Sprintf("127.0.0.1:%d", n.port), "--fsync=false")
+		if opts.netns {
+			c.lab = newNetLab(t, numNodes)
 		}
-		for _, n := range c.nodes {
+		start := func(i int, n *storageNode) {
+			var wrap []string
+			if c.lab != nil {
+				// A host of its own: the port is its alone.
+				n.host, n.port, wrap = c.lab.addr(i), 1094, c.lab.exec(i)
+			} else {
+				n.host, n.port = "127.0.0.1", testport.Free(t)
+			}
+			n.proc = startProcIn(t, c.work, "node"+n.id, wrap, "node", "--dir", n.disk,
+				"--addr", net.JoinHostPort(n.host, strconv.Itoa(n.port)), "--fsync=false")
+		}
+		for i, n := range c.nodes {
 			n.root = filepath.Join(n.disk, "data")
-			start(n)
+			start(i, n)
 		}
 		var urls []string
-		for _, n := range c.nodes {
+		for i, n := range c.nodes {
 			for attempt := 1; ; attempt++ {
 				_, err := n.proc.waitLog(0, nodeServingRE, 20*time.Second)
 				if err == nil {
@@ -157,9 +173,9 @@ func newCluster(t *testing.T, opts clusterOptions) *cluster {
 					t.Fatal(err)
 				}
 				t.Logf("node %s: port %d taken meanwhile; trying another", n.id, n.port)
-				start(n)
+				start(i, n)
 			}
-			urls = append(urls, fmt.Sprintf("root://127.0.0.1:%d//data", n.port))
+			urls = append(urls, fmt.Sprintf("root://%s//data", net.JoinHostPort(n.host, strconv.Itoa(n.port))))
 		}
 		c.flags = []string{"--nodes", strings.Join(urls, ","), "--ec", "8+2", "--spares", "2", "--fsync=false"}
 	case localDirs:
@@ -279,12 +295,22 @@ func (c *cluster) stop(i int) {
 	c.nodes[i].state = nodeStopped
 }
 
-// revive brings node i back: SIGCONT, a restart of its process, or its
-// directory back and a gateway restart.
+// fence cuts node i off the network (a netns cluster): its process runs
+// on, but every packet to and from it is dropped.
+func (c *cluster) fence(i int) {
+	c.t.Helper()
+	c.lab.fence(i)
+	c.nodes[i].state = nodeFenced
+}
+
+// revive brings node i back: SIGCONT, a restart of its process, its
+// network back, or its directory back and a gateway restart.
 func (c *cluster) revive(i int) {
 	c.t.Helper()
 	n := c.nodes[i]
 	switch n.state {
+	case nodeFenced:
+		c.lab.unfence(i)
 	case nodeStopped:
 		if err := n.proc.cont(); err != nil {
 			c.t.Fatal(err)

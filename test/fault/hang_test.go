@@ -125,9 +125,53 @@ func TestReadWithStoppedNodes(t *testing.T) {
 // rm, xrdfs mv) each complete within 3 s of their healthy time. Each is
 // killed at that bound plus 2 s and reported with the time it had taken.
 func TestHungNode(t *testing.T) {
+	c := newCluster(t, clusterOptions{kind: remoteNodes})
+	victim := opsWithOneNodeDown(t, c, "SIGSTOPped", c.stop)
+	c.revive(victim)
+}
+
+// TestFencedNode: with every node on a host of its own, one node cut off
+// the network (every packet to and from it dropped, its process running
+// on: no connection refused, no reset, only silence) holds up none of
+// the operations of TestHungNode, nor a get, by more than 3 s over their
+// healthy times; a gateway started while the node is cut off serves at
+// once; and once the node is back, repair leaves the cluster clean. A
+// SIGSTOPped node (TestHungNode) still has its kernel accept connections
+// and acknowledge bytes; a fenced one is what a crashed host, a pulled
+// cable or a firewall looks like to the gateway.
+func TestFencedNode(t *testing.T) {
+	c := newCluster(t, clusterOptions{kind: remoteNodes, netns: true})
+	victim := opsWithOneNodeDown(t, c, "fenced", c.fence)
+	// A gateway (re)started with the node still cut off: its dials to the
+	// node get no answer at all.
+	start := time.Now()
+	c.restartGateway()
+	t.Logf("gateway restarted with node %s fenced: serving after %v", c.nodes[victim].id, time.Since(start).Round(time.Millisecond))
+	tmp := workDir(t, c, "after-restart")
+	bodies := newContents(t, workDir(t, c, "bodies-2"), testSeed(t))
+	body := bodies.make(9 * mib)
+	r := run(hangSlack+30*time.Second, "xrdcp", "--nopbar", "-f", body.file, c.obj("/ns/after-restart"))
+	if !r.ok() {
+		t.Fatalf("put after the restart with node %s fenced: %v", c.nodes[victim].id, r)
+	}
+	t.Logf("put of %v after the restart: %v", body, r.elapsed.Round(time.Millisecond))
+	if d := mustGet(t, c, tmp, "/ns/after-restart", body); d > hangSlack+5*time.Second {
+		t.Errorf("get after the restart with a node fenced took %v", d.Round(time.Millisecond))
+	}
+	c.revive(victim)
+	mustRepair(t, c)
+	mustBeClean(t, c)
+	mustGet(t, c, tmp, "/ns/after-restart", body)
+}
+
+// opsWithOneNodeDown times ls -l, stat, put, get, rm and mv through the
+// gateway healthy, then with one node of an object's placement taken
+// down by down (described as what, "SIGSTOPped"), and fails the test for
+// any that then takes more than hangSlack over its healthy time, or
+// fails. It returns the node taken down.
+func opsWithOneNodeDown(t *testing.T, c *cluster, what string, down func(i int)) int {
 	seed := testSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 3))
-	c := newCluster(t, clusterOptions{kind: remoteNodes})
 	bodies := newContents(t, workDir(t, c, "bodies"), seed)
 	tmp := workDir(t, c, "downloads")
 	objs := map[string]*content{}
@@ -166,8 +210,8 @@ func TestHungNode(t *testing.T) {
 		healthy[op.name] = r.elapsed
 	}
 	victim := c.nodeIndex(statPlacement(t, c, "/ns/o0")[rng.IntN(geoK+geoM)])
-	c.stop(victim)
-	t.Logf("SIGSTOPped node %s", c.nodes[victim].id)
+	down(victim)
+	t.Logf("%s node %s", what, c.nodes[victim].id)
 	for _, op := range ops {
 		name, args := op.args("hung")
 		bound := healthy[op.name] + hangSlack
@@ -176,17 +220,17 @@ func TestHungNode(t *testing.T) {
 		switch {
 		case r.timedOut:
 			verdict = fmt.Sprintf("did NOT complete within %v (killed)", r.elapsed.Round(time.Millisecond))
-			t.Errorf("%s with one node SIGSTOPped did not complete within %v (healthy %v + %v): engine bug, a hung node stalls it",
-				op.name, r.elapsed.Round(time.Millisecond), healthy[op.name].Round(time.Millisecond), hangSlack)
+			t.Errorf("%s with one node %s did not complete within %v (healthy %v + %v): engine bug, a hung node stalls it",
+				op.name, what, r.elapsed.Round(time.Millisecond), healthy[op.name].Round(time.Millisecond), hangSlack)
 		case !r.ok():
 			verdict = "failed: " + oneLine(r)
-			t.Errorf("%s with one node SIGSTOPped failed: %v", op.name, r)
+			t.Errorf("%s with one node %s failed: %v", op.name, what, r)
 		case r.elapsed > bound:
 			verdict = "too slow"
-			t.Errorf("%s with one node SIGSTOPped took %v, more than 3 s over the healthy %v",
-				op.name, r.elapsed.Round(time.Millisecond), healthy[op.name].Round(time.Millisecond))
+			t.Errorf("%s with one node %s took %v, more than 3 s over the healthy %v",
+				op.name, what, r.elapsed.Round(time.Millisecond), healthy[op.name].Round(time.Millisecond))
 		}
-		t.Logf("%-4s healthy %8v, one node SIGSTOPped %8v: %s", op.name, healthy[op.name].Round(time.Millisecond), r.elapsed.Round(time.Millisecond), verdict)
+		t.Logf("%-4s healthy %8v, one node %s %8v: %s", op.name, healthy[op.name].Round(time.Millisecond), what, r.elapsed.Round(time.Millisecond), verdict)
 	}
-	c.revive(victim)
+	return victim
 }

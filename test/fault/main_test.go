@@ -26,7 +26,9 @@
 //     will be checked" list (TestPutWithNodeKills, TestReadWithStoppedNodes,
 //     TestCorruption, TestGatewayKillDuringPuts, TestRemoveWhileNodesDown,
 //     TestOverwriteWhileNodesDown), TestHungNode for the other operations
-//     with a hung node, and reproductions of what the schedule found
+//     with a hung node, TestFencedNode for them with a node cut off the
+//     network (each node on a host of its own: a network namespace, see
+//     netLab), and reproductions of what the schedule found
 //     (regress_test.go). They take their random choices (sizes, victims,
 //     kill moments) from the same seed.
 //

@@ -100,6 +100,7 @@ func mustRun(t testing.TB, timeout time.Duration, name string, args ...string) s
 type proc struct {
 	name string
 	args []string
+	wrap []string // a command that runs ecstore (ip netns exec NS), or none
 	cmd  *exec.Cmd
 	log  string // stdout and stderr, appended over restarts
 	done chan struct{}
@@ -115,7 +116,14 @@ type proc struct {
 // the log's tail is printed if the test failed.
 func startProc(t testing.TB, dir, name string, args ...string) *proc {
 	t.Helper()
-	p := &proc{name: name, args: args, log: filepath.Join(dir, name+".log")}
+	return startProcIn(t, dir, name, nil, args...)
+}
+
+// startProcIn is startProc with the ecstore binary run by the command
+// wrap (which must exec it, keeping its process), such as netLab.exec.
+func startProcIn(t testing.TB, dir, name string, wrap []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, args: args, wrap: wrap, log: filepath.Join(dir, name+".log")}
 	if err := p.start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
@@ -146,6 +154,9 @@ func (p *proc) start() error {
 	defer logf.Close()
 	fmt.Fprintf(logf, "=== %s start: ecstore %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(p.args, " "))
 	cmd := exec.Command(ecstoreBin, p.args...)
+	if len(p.wrap) > 0 {
+		cmd = exec.Command(p.wrap[0], append(append(p.wrap[1:len(p.wrap):len(p.wrap)], ecstoreBin), p.args...)...)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
