@@ -50,8 +50,13 @@ a log-bucketed histogram (within 0.8% of a measured latency). A put is
 timed from open to the acknowledged close, a get from open to close.
 Gets check the object's size; --verify also compares every byte with
 what was written (the data is regenerated from --seed). Failed
-operations are counted and the run goes on; the command fails only if
-every operation failed.
+operations are counted (the errors column; the first error of each
+operation type is printed on stderr) and the run goes on.
+
+Exit status: 0 when every operation succeeded; 1 when any operation
+failed, after the table (or the JSON) of all the runs is printed, or when
+the run could not start; 2 for a usage error. A cleanup that failed is
+reported on stderr without changing the exit status.
 
 A flag that the mode does not use (--objects in put mode, --read-size
 outside random mode, --verify in put mode, ...) is refused.
@@ -189,13 +194,30 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 	}
 	switch {
 	case runErr == nil:
-		return nil
+		return failedOps(u.String(), results)
 	case ctx.Err() != nil:
 		return errInterrupted
 	case errors.Is(runErr, bench.ErrConfig):
 		return usageErrorf("%v", runErr)
 	}
 	return fmt.Errorf("%s: %w", u, runErr)
+}
+
+// failedOps returns an error when any operation of the results failed,
+// so that a script running bench learns of it by the exit status; nil
+// when every one succeeded.
+func failedOps(url string, results []*bench.Result) error {
+	var failed, total int64
+	for _, r := range results {
+		for _, s := range r.Ops {
+			failed += s.Errors
+			total += s.Ops + s.Errors
+		}
+	}
+	if failed == 0 {
+		return nil
+	}
+	return fmt.Errorf("bench %s: %d of %d operations failed", url, failed, total)
 }
 
 // benchFlagModes lists the modes that use each flag some modes ignore; a

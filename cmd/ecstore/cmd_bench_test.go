@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/ecstore/ecstore/internal/dataserver"
@@ -179,5 +180,55 @@ func TestBenchErrors(t *testing.T) {
 	ln.Close()
 	if r := ecstore(t, nil, "bench", "--ops", "1", dead); r.code != exitError || !strings.Contains(r.stderr, "refused") {
 		t.Errorf("dead server: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// flakyFS is a data server that refuses every other create.
+type flakyFS struct {
+	*dataserver.FS
+	creates atomic.Int64
+}
+
+func (f *flakyFS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (xrootd.File, error) {
+	if opts.Flags.Create() && f.creates.Add(1)%2 == 0 {
+		return nil, xrootd.Errorf(xrootd.ErrIOError, "flaky: create refused")
+	}
+	return f.FS.Open(ctx, name, opts)
+}
+
+// TestBenchExitsNonZeroOnErrors runs bench against a server that fails
+// half the puts: the table (or the JSON) is still printed in full, with
+// the failures in its errors column, and the exit status is 1, where it
+// was 0 unless every operation failed.
+func TestBenchExitsNonZeroOnErrors(t *testing.T) {
+	fs, err := dataserver.New(t.TempDir(), dataserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := serveRoot(t, &flakyFS{FS: fs}, fs.Close)
+	r := ecstore(t, nil, "bench", "--ops", "6", "--size", "1000", "--json", url+"/flaky")
+	var got benchJSON
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, r.stdout)
+	}
+	if len(got.Runs) != 1 || len(got.Runs[0].Ops) != 1 || got.Runs[0].Ops[0].Ops != 3 || got.Runs[0].Ops[0].Errors != 3 {
+		t.Fatalf("want 3 puts and 3 errors: %s", r.stdout)
+	}
+	if r.code != exitError || !strings.Contains(r.stderr, "3 of 6 operations failed") || !strings.Contains(r.stderr, "create refused") {
+		t.Errorf("--json: exit %d, stderr %q; want exit 1 and the failures", r.code, r.stderr)
+	}
+	// The table too, over two runs: the second's errors count as well.
+	r = ecstore(t, nil, "bench", "--ops", "4", "--size", "1000", "--concurrency", "1,2", url+"/flaky")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "ecstore bench put: ") {
+		t.Fatalf("table:\n%s", r.stdout)
+	}
+	for _, row := range lines[2:] {
+		if f := strings.Fields(row); len(f) != 10 || f[9] != "2" {
+			t.Errorf("row %q: want 2 errors", row)
+		}
+	}
+	if r.code != exitError || !strings.Contains(r.stderr, "4 of 8 operations failed") {
+		t.Errorf("table: exit %d, stderr %q; want exit 1", r.code, r.stderr)
 	}
 }

@@ -38,7 +38,7 @@ func init() {
 		{"mkdir", "create directories and their parents", cmdMkdir},
 		{"rmdir", "remove empty directories", cmdRmdir},
 		{"cp", "copy a file to or from a root:// server, as xrdcp does", cmdCp},
-		{"bench", "generate load against a root:// server; print ops/s, MB/s, latencies", cmdBench},
+		{"bench", "load a root:// server; print ops/s, MB/s, latencies (exit 1 on errors)", cmdBench},
 		{"fsck", "check every object's redundancy and find debris", cmdFsck},
 		{"repair", "rebuild missing and corrupt archives; remove debris", cmdRepair},
 		{"drain", "move every archive off a node so that it can be retired", cmdDrain},
