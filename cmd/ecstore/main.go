@@ -162,21 +162,30 @@ Run 'ecstore help COMMAND' for a command's flags and arguments.
 `)
 }
 
-// cmdHelp is "ecstore help [COMMAND]".
+const helpHelp = `
+Prints the usage of COMMAND: its arguments, what it does and its flags,
+as 'ecstore COMMAND --help' does. Without COMMAND, prints the list of
+commands, as 'ecstore --help' does.
+`
+
+// cmdHelp is "ecstore help [COMMAND]". It parses its own flags as every
+// command does, so "help --help" and "help help" print this usage.
 func cmdHelp(ctx context.Context, e *env, args []string) error {
-	switch {
-	case len(args) == 0:
+	fs := newFlagSet(e, "help", "help [COMMAND]", helpHelp)
+	pos, err := fs.parse(args, 0, 1)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
 		topUsage(e.stdout)
 		return nil
-	case len(args) > 1:
-		return usageErrorf("help takes at most one command")
 	}
-	cmd := lookup(args[0])
-	if cmd == nil || cmd.name == "help" {
-		if cmd == nil {
-			return usageErrorf("unknown command %q", args[0])
-		}
-		topUsage(e.stdout)
+	cmd := lookup(pos[0])
+	switch {
+	case cmd == nil:
+		return usageErrorf("unknown command %q (run 'ecstore help' for the list of commands)", pos[0])
+	case cmd.name == "help":
+		fs.printHelp(e.stdout)
 		return nil
 	}
 	// Every command prints its help on stdout for --help.

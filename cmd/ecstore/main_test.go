@@ -155,7 +155,7 @@ func TestUsage(t *testing.T) {
 	if r.code != exitUsage || !strings.Contains(r.stderr, "usage: ecstore COMMAND") {
 		t.Errorf("no arguments: exit %d, stderr %q", r.code, r.stderr)
 	}
-	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}, {"help", "help"}} {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}} {
 		r := ecstore(t, nil, args...)
 		if r.code != 0 || !strings.Contains(r.stdout, "commands:") {
 			t.Errorf("%v: exit %d, stdout %q", args, r.code, r.stdout)
@@ -176,11 +176,33 @@ func TestUsage(t *testing.T) {
 	}
 }
 
+// TestHelpOfHelp asks help for its own usage, as every command gives
+// its own: "help --help" said `unknown command "--help"`, and "help
+// help" printed the list of commands.
+func TestHelpOfHelp(t *testing.T) {
+	for _, args := range [][]string{{"help", "--help"}, {"help", "-h"}, {"help", "-help"}, {"help", "help"}} {
+		r := ecstore(t, nil, args...)
+		if r.code != 0 || r.stderr != "" || !strings.HasPrefix(r.stdout, "usage: ecstore help [COMMAND]\n") ||
+			!strings.Contains(r.stdout, "Without COMMAND") || strings.Contains(r.stdout, "commands:") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, r.code, r.stdout, r.stderr)
+		}
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"help", "frob"}, `unknown command "frob"`},
+		{[]string{"help", "put", "get"}, "help: takes at most 1 arguments"},
+		{[]string{"help", "--frob"}, "flag provided but not defined"},
+	} {
+		if r := ecstore(t, nil, tt.args...); r.code != exitUsage || !strings.Contains(r.stderr, tt.want) || r.stdout != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and %q", tt.args, r.code, r.stdout, r.stderr, tt.want)
+		}
+	}
+}
+
 func TestHelpEveryCommand(t *testing.T) {
 	for _, c := range commands {
-		if c.name == "help" {
-			continue
-		}
 		t.Run(c.name, func(t *testing.T) {
 			for _, args := range [][]string{{"help", c.name}, {c.name, "--help"}, {c.name, "-h"}} {
 				r := ecstore(t, nil, args...)
@@ -189,7 +211,7 @@ func TestHelpEveryCommand(t *testing.T) {
 				}
 				// Commands that name a cluster take the cluster flags; cp
 				// talks to root:// servers and node serves one directory.
-				clusterless := c.name == "version" || c.name == "cp" || c.name == "node"
+				clusterless := c.name == "version" || c.name == "cp" || c.name == "node" || c.name == "help"
 				if !clusterless && !strings.Contains(r.stdout, "--fsync\n") {
 					t.Errorf("%v: help lacks the cluster flags:\n%s", args, r.stdout)
 				}
