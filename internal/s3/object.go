@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"maps"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -28,6 +29,11 @@ const (
 	etagKey = "s3-etag"
 	// metaPrefix starts user-defined metadata (x-amz-meta-*).
 	metaPrefix = "x-amz-meta-"
+	// missingMetaKey holds the number of x-amz-meta-* headers of a write
+	// that named no metadata ("x-amz-meta-" alone). AWS stores no such
+	// entry and answers GET and HEAD with x-amz-missing-meta, that
+	// number, rather than refusing the write.
+	missingMetaKey = "s3-missing-meta"
 	// maxUserMeta is S3's limit on x-amz-meta-* names and values, in bytes.
 	maxUserMeta = 2 << 10
 	// maxStoredMeta bounds the names and values of all the headers kept
@@ -45,8 +51,11 @@ var storedHeaders = []string{"Content-Type", "Content-Encoding", "Content-Dispos
 const emptyMD5 = "d41d8cd98f00b204e9800998ecf8427e"
 
 // userMetadata collects the metadata of a PUT, Copy (REPLACE) or
-// CreateMultipartUpload request. Values must be UTF-8, x-amz-meta-*
-// hold at most maxUserMeta bytes and all of them maxStoredMeta.
+// CreateMultipartUpload request. x-amz-meta-* values are decoded from
+// RFC 2047 encoded-words (=?UTF-8?B?...?=), as AWS decodes them before
+// storing; an x-amz-meta- header without a name is counted
+// (missingMetaKey), not kept. Values must be UTF-8, x-amz-meta-* hold
+// at most maxUserMeta bytes and all of them maxStoredMeta.
 func userMetadata(r *http.Request) (map[string]string, error) {
 	m := map[string]string{}
 	for _, k := range storedHeaders {
@@ -58,14 +67,24 @@ func userMetadata(r *http.Request) (map[string]string, error) {
 			m[strings.ToLower(k)] = v
 		}
 	}
-	size := 0
+	size, missing := 0, 0
 	for k, vs := range r.Header {
 		l := strings.ToLower(k)
-		if strings.HasPrefix(l, metaPrefix) {
-			v := strings.Join(vs, ",")
-			m[l] = v
-			size += len(l) - len(metaPrefix) + len(v)
+		name, ok := strings.CutPrefix(l, metaPrefix)
+		switch {
+		case !ok:
+			continue
+		case name == "":
+			missing++
+			continue
 		}
+		dec := make([]string, len(vs))
+		for i, v := range vs {
+			dec[i] = decodeMetaValue(v)
+		}
+		v := strings.Join(dec, ",")
+		m[l] = v
+		size += len(name) + len(v)
 	}
 	if size > maxUserMeta {
 		return nil, ErrMetadataTooLarge.with("x-amz-meta-* headers hold %d bytes; the limit is %d", size, maxUserMeta)
@@ -84,7 +103,35 @@ func userMetadata(r *http.Request) (map[string]string, error) {
 			return nil, ErrInvalidArgument.with("the value of %s is not UTF-8; metadata is kept as UTF-8 text", k)
 		}
 	}
+	if missing > 0 {
+		m[missingMetaKey] = strconv.Itoa(missing)
+	}
 	return m, nil
+}
+
+// decodeMetaValue decodes the RFC 2047 encoded-words of an x-amz-meta-*
+// value (=?UTF-8?B?...?=, =?UTF-8?Q?...?=; charsets UTF-8, ISO-8859-1
+// and US-ASCII), which is how clients send text that is not US-ASCII.
+// A value with a word in another charset is kept as sent.
+func decodeMetaValue(v string) string {
+	if !strings.Contains(v, "=?") {
+		return v
+	}
+	d, err := new(mime.WordDecoder).DecodeHeader(v)
+	if err != nil {
+		return v
+	}
+	return d
+}
+
+// encodeMetaValue is the header value of stored metadata v: v itself
+// when it is printable US-ASCII, else one or more RFC 2047 encoded-words
+// of its UTF-8 (=?UTF-8?B?...?=), as AWS sends it. mime writes the
+// encoding in lower case, which RFC 2047 allows; AWS's upper case is
+// kept for clients that match its answers literally (base64 holds no
+// "?", so only the words' heads are replaced).
+func encodeMetaValue(v string) string {
+	return strings.ReplaceAll(mime.BEncoding.Encode("UTF-8", v), "=?UTF-8?b?", "=?UTF-8?B?")
 }
 
 // stripAWSChunked removes the aws-chunked transfer coding from a
@@ -99,12 +146,12 @@ func stripAWSChunked(v string) string {
 	return strings.Join(out, ",")
 }
 
-// s3Metadata returns the S3 metadata of an object (for COPY), without
-// the ETag.
+// s3Metadata returns the S3 metadata of an object (for COPY) or of a
+// multipart upload (for its object), without the ETag.
 func s3Metadata(user map[string]string) map[string]string {
 	m := map[string]string{}
 	for k, v := range user {
-		if strings.HasPrefix(k, metaPrefix) {
+		if strings.HasPrefix(k, metaPrefix) || k == missingMetaKey {
 			m[k] = v
 		}
 	}
@@ -175,9 +222,13 @@ func setObjectHeaders(hdr http.Header, info *object.Info) {
 	for k, v := range info.User {
 		if strings.HasPrefix(k, metaPrefix) {
 			// Lower case as S3 sends them: SDKs take the metadata names
-			// from the header names as they arrive.
-			hdr[k] = []string{v}
+			// from the header names as they arrive. Values that are not
+			// US-ASCII are RFC 2047-encoded, as AWS sends them.
+			hdr[k] = []string{encodeMetaValue(v)}
 		}
+	}
+	if n := info.User[missingMetaKey]; n != "" {
+		hdr.Set("X-Amz-Missing-Meta", n)
 	}
 }
 
