@@ -1084,7 +1084,7 @@ func (w *Writer) commit() error {
 			at = append(at, sw.node.ID())
 		}
 	}
-	w.s.clearReplaced(w.ctx, w.path, meta.Version, w.geo.K, at)
+	w.s.clearReplaced(w.ctx, w.path, meta.Version, w.geo.K, at, missingNodes)
 	return nil
 }
 
@@ -1102,8 +1102,12 @@ func (w *Writer) commit() error {
 // archive (the older version then needs every node of its placement
 // back, and more than M of them missed this write). In the usual case,
 // every node of the windows too small for the new version holds one of
-// its archives, and nothing is asked.
-func (s *Store) clearReplaced(ctx context.Context, path string, v archive.Version, k int, at []string) {
+// its archives, and nothing is asked. Nodes the write dropped (listed in
+// dropped) are asked in the background, in the path's turn: the write
+// has just found them hung or failing, and the client need not wait for
+// their lookup to time out. A reader meanwhile does not read an archive
+// from a node that does not answer either.
+func (s *Store) clearReplaced(ctx context.Context, path string, v archive.Version, k int, at, dropped []string) {
 	ranked := s.rank(path)
 	var others []node.Node
 	for _, upTo := range s.probeWindows(len(ranked)) {
@@ -1126,7 +1130,7 @@ func (s *Store) clearReplaced(ctx context.Context, path string, v archive.Versio
 	if len(others) == 0 {
 		return
 	}
-	s.forNodes(ctx, others, func(ctx context.Context, n node.Node) error {
+	clear := func(ctx context.Context, n node.Node) error {
 		r := probeOne(ctx, path, n)
 		if r.ref == nil {
 			return r.err
@@ -1141,7 +1145,31 @@ func (s *Store) clearReplaced(ctx context.Context, path string, v archive.Versio
 			return err
 		}
 		return nil
+	}
+	var later []node.Node
+	others = slices.DeleteFunc(others, func(n node.Node) bool {
+		if slices.Contains(dropped, n.ID()) {
+			later = append(later, n)
+			return true
+		}
+		return false
 	})
+	if len(later) > 0 {
+		ctx := context.WithoutCancel(ctx)
+		s.inBackground(func() {
+			// In the path's turn: a commit of a newer version landing
+			// between the lookup and the removal would lose an archive.
+			unlock, err := s.paths.lock(ctx, path)
+			if err != nil {
+				return
+			}
+			defer unlock()
+			s.forNodes(ctx, later, clear)
+		})
+	}
+	if len(others) > 0 {
+		s.forNodes(ctx, others, clear)
+	}
 }
 
 // eachSlot runs fn for every slot still in the write, in parallel, and

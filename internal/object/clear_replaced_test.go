@@ -1,0 +1,61 @@
+package object
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ecstore/ecstore/internal/layout"
+	"github.com/ecstore/ecstore/internal/node"
+)
+
+// Regression (found by the fault suite's TestFenceMidTransfer, a node cut
+// off the network 200 ms into a put): a write that dropped a node that
+// hung mid-write committed degraded, then asked that very node, among
+// the first nodes readers look at, whether it held an older version to
+// clear (clearReplaced), and held the client's close until the lookup
+// timed out (MetadataTimeout, 2 s by default). The node the write dropped
+// is now asked in the background.
+func TestCloseDoesNotWaitForTheDroppedNodeToClearReplaced(t *testing.T) {
+	g := layout.Geometry{K: 4, M: 2, ChunkSize: 4096}
+	c, fs := faultyCluster(t, 6, g)
+	// The node ranked first for the path: in every window readers ask.
+	first := c.store.rank("/x")[0].ID()
+	i := slices.IndexFunc(c.nodes, func(n node.Node) bool { return n.ID() == first })
+	nodes := slices.Clone(c.nodes)
+	nodes[i] = node.Wrap(fs[i], node.Inject(node.OpWrite, node.Hang()).FromIndex(2), node.Inject(node.OpOpen|node.OpStat|node.OpRemove, node.Hang()).FromIndex(1))
+	const metadataTimeout = 3 * time.Second
+	var missing []int
+	s := c.storeOver(t, nodes, func(o *Options) {
+		// No spares: the first window readers ask (M+1 nodes) is
+		// smaller than K, so the degraded write holds fewer than K there.
+		o.Spares = -1
+		o.WriteLag = 200 * time.Millisecond
+		o.WriteTimeout = 10 * time.Second // the hung write does not time out first
+		o.MetadataTimeout = metadataTimeout
+		o.Events.DegradedWrite = func(_ string, m []int) { missing = m }
+	})
+	w, err := s.Create(context.Background(), "/x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(randBytes(rand.New(rand.NewPCG(1, 5)), 12*g.BlockSize())); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := w.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if d := time.Since(start); d >= metadataTimeout {
+		t.Errorf("close took %v: it waited for the node the write dropped (lookup timeout %v)", d.Round(time.Millisecond), metadataTimeout)
+	}
+	if !slices.Equal(missing, []int{0}) {
+		t.Fatalf("the write missed slots %v, want the hung node's slot 0 alone", missing)
+	}
+	s.Drain()
+	if _, err := get(c.store, "/x"); err != nil {
+		t.Errorf("read after the degraded write: %v", err)
+	}
+}
