@@ -5,6 +5,7 @@ package fault
 import (
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"sort"
 	"testing"
@@ -233,4 +234,63 @@ func opsWithOneNodeDown(t *testing.T, c *cluster, what string, down func(i int))
 		t.Logf("%-4s healthy %8v, one node %s %8v: %s", op.name, healthy[op.name].Round(time.Millisecond), what, r.elapsed.Round(time.Millisecond), verdict)
 	}
 	return victim
+}
+
+// TestFenceMidTransfer: a node cut off the network a third of the way
+// into a 48 MiB get (one holding a data slot) or put (one the write
+// placed a slot on) holds it up by at most 3 s over its healthy time, on
+// connections already open and carrying data, and both bring the right
+// bytes; repair then leaves the cluster clean. Regression: the put's
+// close waited 2 s more, for a lookup on the node it had just dropped
+// (TestCloseDoesNotWaitForTheDroppedNodeToClearReplaced).
+func TestFenceMidTransfer(t *testing.T) {
+	c := newCluster(t, clusterOptions{kind: remoteNodes, netns: true})
+	bodies := newContents(t, workDir(t, c, "bodies"), testSeed(t))
+	tmp := workDir(t, c, "downloads")
+	a, b := bodies.make(48*mib), bodies.make(48*mib)
+	r := run(time.Minute, "xrdcp", "--nopbar", "-f", a.file, c.obj("/mid/a"))
+	if !r.ok() {
+		t.Fatalf("healthy put: %v", r)
+	}
+	healthyPut := r.elapsed
+	mustGet(t, c, tmp, "/mid/a", a) // the gateway's first get warms it up
+	healthyGet := mustGet(t, c, tmp, "/mid/a", a)
+	t.Logf("healthy: put %v, get %v of %v", healthyPut.Round(time.Millisecond), healthyGet.Round(time.Millisecond), a)
+
+	// fenceDuring runs name args, cuts node i off after a third of the
+	// healthy time, and returns its result.
+	fenceDuring := func(i int, healthy time.Duration, name string, args ...string) result {
+		done := make(chan result, 1)
+		go func() { done <- run(healthy+hangSlack+5*time.Second, name, args...) }()
+		time.Sleep(healthy / 3)
+		c.fence(i)
+		return <-done
+	}
+	check := func(op string, r result, healthy time.Duration) {
+		t.Helper()
+		switch {
+		case !r.ok():
+			t.Fatalf("%s with a node fenced a third of the way in: %v", op, r)
+		case r.elapsed > healthy+hangSlack:
+			t.Errorf("%s with a node fenced a third of the way in took %v, more than %v over the healthy %v", op, r.elapsed.Round(time.Millisecond), hangSlack, healthy.Round(time.Millisecond))
+		default:
+			t.Logf("%s with a node fenced a third of the way in: %v (healthy %v)", op, r.elapsed.Round(time.Millisecond), healthy.Round(time.Millisecond))
+		}
+	}
+
+	victim := c.nodeIndex(statPlacement(t, c, "/mid/a")[0]) // data slot 0
+	out := filepath.Join(tmp, "a")
+	check("get", fenceDuring(victim, healthyGet, "xrdcp", "--nopbar", "-f", c.obj("/mid/a"), out), healthyGet)
+	if got, diff, err := matchFile(out, []*content{a}); err != nil || got == nil {
+		t.Fatalf("get with a node fenced returned wrong bytes: %s %v", diff, err)
+	}
+	c.revive(victim)
+
+	victim = c.nodeIndex(likelyPlacement("/mid/b")[0])
+	check("put", fenceDuring(victim, healthyPut, "xrdcp", "--nopbar", "-f", b.file, c.obj("/mid/b")), healthyPut)
+	mustGet(t, c, tmp, "/mid/b", b)
+	c.revive(victim)
+	mustRepair(t, c)
+	mustBeClean(t, c)
+	mustGet(t, c, tmp, "/mid/b", b)
 }
