@@ -114,7 +114,8 @@ func TestRequestRoundTrip(t *testing.T) {
 		&FattrRequest{Op: FattrSet, Options: FattrIsNew, Path: "/f", Names: []string{"user.a", "user.b"}, Values: [][]byte{[]byte("1"), {}}},
 		&FattrRequest{Op: FattrDel, Handle: FileHandle{1, 2, 3, 4}, Names: []string{"user.a"}},
 		&FattrRequest{Op: FattrList, Options: FattrListValues, Path: "/f"},
-		&RawRequest{ID: ReqBind, Params: [16]byte{1, 2, 3}, Payload: []byte("x")},
+		&BindRequest{SessionID: [16]byte{1, 2, 3, 15: 16}},
+		&RawRequest{ID: ReqWriteV, Params: [16]byte{1, 2, 3}, Payload: []byte("x")},
 		&RawRequest{ID: 9999},
 	}
 	for _, req := range reqs {

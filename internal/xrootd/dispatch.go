@@ -37,11 +37,22 @@ const maxPathLen = 4096
 // keep a slice of f.Payload beyond that, since the buffer is recycled.
 func (s *session) dispatch(f *RequestFrame) {
 	sid, id := f.StreamID, f.ID
+	// A data sub-stream carries the data requests of its session's open
+	// files; nothing on it changes who the client is (login, auth, bind).
+	if s.parent.Load() != nil {
+		switch id {
+		case ReqRead, ReqPgRead, ReqReadV, ReqWrite, ReqPgWrite, ReqSync, ReqPing:
+		default:
+			s.sendError(sid, Errorf(ErrInvalidRequest, "%v request on a data sub-stream (kXR_bind); send it on the session's connection", id))
+			s.finish(f)
+			return
+		}
+	}
 	// Refused by its id before it is parsed: a client that has not logged
 	// in costs no parsing (a list request parses into many strings).
 	if !s.loggedIn.Load() {
 		switch id {
-		case ReqProtocol, ReqLogin, ReqPing, ReqAuth:
+		case ReqProtocol, ReqLogin, ReqPing, ReqAuth, ReqBind:
 		default:
 			s.sendError(sid, Errorf(ErrNotAuthorized, "%v request before login", id))
 			s.finish(f)
@@ -78,11 +89,28 @@ func (s *session) dispatch(f *RequestFrame) {
 		s.guard(sid, id, func() { s.doAuth(sid, r) })
 		s.finish(f)
 		return
+	case *BindRequest:
+		s.guard(sid, id, func() { s.doBind(sid, r) })
+		s.finish(f)
+		return
 	case *WriteRequest:
-		s.queueFileOp(sid, id, r.Handle, f, func(of *openFile) { s.doWrite(sid, of, r.Offset, r.Data, false) })
+		// A write that names a sub-stream (pathid) is answered there.
+		out, err := s.pathSession(r.PathID)
+		if err != nil {
+			s.fail(sid, id, err)
+			s.finish(f)
+			return
+		}
+		out.queueFileOpFor(s, sid, id, r.Handle, f, func(of *openFile) { out.doWrite(sid, of, r.Offset, r.Data, false) })
 		return
 	case *PgWriteRequest:
-		s.queueFileOp(sid, id, r.Handle, f, func(of *openFile) { s.doPgWrite(sid, of, r) })
+		out, err := s.pathSession(r.PathID)
+		if err != nil {
+			s.fail(sid, id, err)
+			s.finish(f)
+			return
+		}
+		out.queueFileOpFor(s, sid, id, r.Handle, f, func(of *openFile) { out.doPgWrite(sid, of, r) })
 		return
 	case *SyncRequest:
 		s.queueFileOp(sid, id, r.Handle, f, func(of *openFile) { s.doSync(sid, of) })
@@ -162,8 +190,14 @@ func (h heldFiles) release() {
 // queueFileOp queues a write-side operation on an open file, or answers
 // kXR_FileNotOpen.
 func (s *session) queueFileOp(sid StreamID, id RequestID, fh FileHandle, f *RequestFrame, fn func(of *openFile)) {
+	s.queueFileOpFor(s, sid, id, fh, f, fn)
+}
+
+// queueFileOpFor is queueFileOp for a request that came on from's
+// connection (which holds its slot and payload) and is answered on s's.
+func (s *session) queueFileOpFor(from *session, sid StreamID, id RequestID, fh FileHandle, f *RequestFrame, fn func(of *openFile)) {
 	ok := s.enqueue(fh, func(of *openFile) {
-		defer s.finish(f)
+		defer from.finish(f)
 		s.guard(sid, id, func() {
 			if of.closed {
 				s.sendError(sid, Errorf(ErrFileNotOpen, "%v: file handle %x is closed", id, fh))
@@ -174,7 +208,7 @@ func (s *session) queueFileOp(sid StreamID, id RequestID, fh FileHandle, f *Requ
 	})
 	if !ok {
 		s.sendError(sid, Errorf(ErrFileNotOpen, "%v: file handle %x is not open", id, fh))
-		s.finish(f)
+		from.finish(f)
 	}
 }
 
@@ -183,6 +217,22 @@ func (s *session) queueFileOp(sid StreamID, id RequestID, fh FileHandle, f *Requ
 func (s *session) handle(sid StreamID, req Request, held heldFiles) {
 	ctx := s.ctx
 	var err error
+	// A read that names a sub-stream (pathid) is answered there, with
+	// this request's stream id; an error too, since the client waits for
+	// the answer on that connection.
+	out := s
+	switch r := req.(type) {
+	case *ReadRequest:
+		out, err = s.pathSession(r.PathID)
+	case *PgReadRequest:
+		out, err = s.pathSession(r.PathID)
+	case *ReadVRequest:
+		out, err = s.pathSession(r.PathID)
+	}
+	if err != nil {
+		s.fail(sid, req.RequestID(), err)
+		return
+	}
 	if o, ok := s.srv.Handler.(ReadObserver); ok {
 		var op string
 		switch req.(type) {
@@ -210,11 +260,11 @@ func (s *session) handle(sid StreamID, req Request, held heldFiles) {
 	case *OpenRequest:
 		err = s.doOpen(ctx, sid, r)
 	case *ReadRequest:
-		err = s.doRead(ctx, sid, held, r)
+		err = out.doRead(ctx, sid, held, r)
 	case *PgReadRequest:
-		err = s.doPgRead(ctx, sid, held, r)
+		err = out.doPgRead(ctx, sid, held, r)
 	case *ReadVRequest:
-		err = s.doReadV(ctx, sid, held, r)
+		err = out.doReadV(ctx, sid, held, r)
 	case *DirlistRequest:
 		err = s.doDirlist(ctx, sid, r)
 	case *MkdirRequest:
@@ -266,7 +316,7 @@ func (s *session) handle(sid StreamID, req Request, held heldFiles) {
 		err = Errorf(ErrUnsupported, "%v request is not supported", req.RequestID())
 	}
 	if err != nil {
-		s.fail(sid, req.RequestID(), err)
+		out.fail(sid, req.RequestID(), err)
 	}
 }
 
@@ -413,6 +463,7 @@ func (s *session) doLogin(sid StreamID, r *LoginRequest) {
 		return
 	}
 	id := newSessionID()
+	s.srv.remember(s, id)
 	body := id[:]
 	if tokens && underTLS {
 		body = append(body, ztnParams...)
@@ -426,6 +477,67 @@ func (s *session) doLogin(sid StreamID, r *LoginRequest) {
 	cgi, _ := url.ParseQuery(r.Token)
 	s.log.Debug("xrootd login", "user", r.Username, "app", cgi.Get("xrd.appname"), "client_version", cgi.Get("xrd.rn"), "tls", underTLS)
 	s.sendOK(sid, body)
+}
+
+// doBind makes the connection a data sub-stream of the session whose
+// login answer carried r.SessionID, and answers its path id there. The
+// session must be of this server, logged in and authenticated, and on
+// the same host; it may have MaxSubStreams sub-streams at a time. The
+// connection then takes the data requests of the session's open files
+// (dispatch) and nothing else, acting as the session's client.
+func (s *session) doBind(sid StreamID, r *BindRequest) {
+	refuse := func(code ErrorCode, format string, args ...any) {
+		err := Errorf(code, format, args...)
+		s.log.Debug("xrootd bind refused", "err", err)
+		s.sendError(sid, err)
+	}
+	if s.loggedIn.Load() || s.parent.Load() != nil {
+		refuse(ErrInvalidRequest, "kXR_bind on a connection that is logged in or bound already")
+		return
+	}
+	p := s.srv.lookupLogin(r.SessionID)
+	switch {
+	case p == nil || p == s:
+		refuse(ErrNotAuthorized, "bind: no such session")
+		return
+	case !p.loggedIn.Load() || p.needAuth.Load():
+		refuse(ErrNotAuthorized, "bind: the session is not authenticated")
+		return
+	case p.parent.Load() != nil:
+		refuse(ErrNotAuthorized, "bind: no such session")
+		return
+	case remoteAddrPort(p.conn).Addr() != remoteAddrPort(s.conn).Addr():
+		refuse(ErrNotAuthorized, "bind: the session is on another host")
+		return
+	case p.underTLS.Load() && !s.underTLS.Load():
+		refuse(ErrTLSRequired, "bind: the session is under TLS; so must its sub-streams be")
+		return
+	}
+	p.pathMu.Lock()
+	if p.pathsClosed {
+		p.pathMu.Unlock()
+		refuse(ErrNotAuthorized, "bind: the session has ended")
+		return
+	}
+	id := 0
+	for i := 1; i <= MaxSubStreams; i++ {
+		if p.paths[i] == nil {
+			id = i
+			break
+		}
+	}
+	if id == 0 {
+		p.pathMu.Unlock()
+		refuse(ErrNoMemory, "bind limit exceeded: a session may have %d sub-streams", MaxSubStreams)
+		return
+	}
+	p.paths[id] = s
+	s.pathID = uint8(id)
+	s.parent.Store(p)
+	p.pathMu.Unlock()
+	s.loggedIn.Store(true)
+	s.log.Debug("xrootd bound as a sub-stream", "session_remote", p.conn.RemoteAddr().String(), "path", id)
+	s.sendOK(sid, []byte{byte(id)})
 }
 
 // authFailed reports a refused credential to Server.AuthFailed.
@@ -1048,9 +1160,10 @@ func (s *session) doFileTruncate(sid StreamID, of *openFile, size int64) {
 // noticeClose tells an open file that implements CloseNoticer that its
 // close has arrived.
 func (s *session) noticeClose(fh FileHandle) {
-	s.mu.Lock()
-	of := s.files[fh]
-	s.mu.Unlock()
+	o := s.owner()
+	o.mu.Lock()
+	of := o.files[fh]
+	o.mu.Unlock()
 	if of == nil {
 		return
 	}

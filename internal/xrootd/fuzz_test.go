@@ -296,6 +296,8 @@ func fuzzSeeds(t testing.TB) map[string]map[string][]any {
 			"query-config":   {req(&QueryRequest{InfoType: QueryConfig, Args: []byte("readv_iov_max readv_ior_max\x00")})},
 			"locate":         {req(&LocateRequest{Options: 0x0501, Path: "*/d1"})},
 			"endsess":        {req(&EndsessRequest{SessionID: [16]byte{1, 2, 3}})},
+			"bind":           {req(&BindRequest{SessionID: [16]byte{0xcc, 0x98, 0x2c, 0xdb, 15: 0x14}})},
+			"bind-payload":   {append(req(&BindRequest{})[:20], 0, 0, 0, 2, 'x', 'y')},
 			"set":            {req(&SetRequest{Data: "appid xrdcp"})},
 			"prepare":        {req(&PrepareRequest{Options: 8, Paths: []string{"/a"}})},
 			"chmod":          {req(&ChmodRequest{Mode: 0o644, Path: "/big.bin"})},

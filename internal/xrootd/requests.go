@@ -111,6 +111,13 @@ func ParseRequest(f *RequestFrame) (Request, error) {
 		r := &EndsessRequest{}
 		copy(r.SessionID[:], p[:])
 		return r, nil
+	case ReqBind:
+		if len(pl) != 0 {
+			return nil, fmt.Errorf("%w: bind with %d bytes of payload", ErrMalformed, len(pl))
+		}
+		r := &BindRequest{}
+		copy(r.SessionID[:], p[:])
+		return r, nil
 	case ReqSet:
 		return &SetRequest{Modifier: p[15], Data: cstring(pl)}, nil
 	case ReqPrepare:
@@ -591,6 +598,21 @@ func (r *EndsessRequest) marshal(p *[16]byte) []byte {
 	return nil
 }
 
+// BindRequest is kXR_bind: a new connection asks to become a data
+// sub-stream of the logged-in session whose kXR_login answer carried
+// SessionID. It has no payload.
+type BindRequest struct {
+	SessionID [16]byte // sessid from the main connection's login answer
+}
+
+// RequestID returns ReqBind.
+func (*BindRequest) RequestID() RequestID { return ReqBind }
+
+func (r *BindRequest) marshal(p *[16]byte) []byte {
+	*p = r.SessionID
+	return nil
+}
+
 // SetRequest is kXR_set (e.g. "appid ..." or "monitor ...").
 type SetRequest struct {
 	Modifier uint8  // should be zero
@@ -638,8 +660,7 @@ func (r *ChmodRequest) marshal(p *[16]byte) []byte {
 	return []byte(r.Path)
 }
 
-// RawRequest is a request this package has no type for (kXR_bind,
-// kXR_writev, unknown codes, ...), kept as it arrived.
+// RawRequest is a request this package has no type for (kXR_writev, unknown codes, ...), kept as it arrived.
 type RawRequest struct {
 	ID      RequestID // request code
 	Params  [16]byte  // the 16 parameter bytes

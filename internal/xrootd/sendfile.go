@@ -101,6 +101,7 @@ func (s *session) sendFileFrame(raw syscall.RawConn, sid StreamID, st Status, sr
 	if werr != nil {
 		return s.writeFailed(werr)
 	}
+	s.tx.Add(int64(ResponseHeaderLen + n))
 	return nil
 }
 

@@ -77,6 +77,17 @@ type Limits struct {
 // each other's answers (ClientFile.FinishWrite).
 const ServerVersion = "ecstore"
 
+// MaxSubStreams bounds the data sub-streams (kXR_bind) bound to one
+// session at a time: path ids 1 to 15, as xrootd allows (its maxStreams
+// of 16 counts the session's own connection), and as many as xrdcp -S
+// asks for at most.
+const MaxSubStreams = 15
+
+// AnyPath is the pathid (kXR_AnyPath) of a request that leaves the choice
+// of the sub-stream to the server; this server answers on the connection
+// the request came on.
+const AnyPath = 0xff
+
 func (l Limits) withDefaults() Limits {
 	if l.MaxPayload <= 0 {
 		l.MaxPayload = DefaultMaxPayload
@@ -171,9 +182,13 @@ type Server struct {
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	sessions  map[*session]struct{}
-	closing   atomic.Bool
-	wg        sync.WaitGroup // sessions
-	nextSess  atomic.Uint64
+	logins    map[[16]byte]*session // logged-in sessions by session id
+	// subRx and subTx count the bytes received and sent on data
+	// sub-streams that have ended (SubStreamBytes).
+	subRx, subTx atomic.Int64
+	closing      atomic.Bool
+	wg           sync.WaitGroup // sessions
+	nextSess     atomic.Uint64
 }
 
 func (s *Server) logger() *slog.Logger {
@@ -189,7 +204,44 @@ func (s *Server) init() {
 	if s.listeners == nil {
 		s.listeners = make(map[net.Listener]struct{})
 		s.sessions = make(map[*session]struct{})
+		s.logins = make(map[[16]byte]*session)
 	}
+}
+
+// SubStreamBytes returns the bytes received and sent on the data
+// sub-streams (connections bound to a session with kXR_bind, as xrdcp -S
+// opens them) that have ended, request and response headers included.
+func (s *Server) SubStreamBytes() (received, sent int64) {
+	return s.subRx.Load(), s.subTx.Load()
+}
+
+// remember registers the session id sess's login answer gives, so that
+// connections can bind to the session; an earlier id of sess is
+// forgotten.
+func (s *Server) remember(sess *session, id [16]byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sess.hasSessID && s.logins[sess.sessID] == sess {
+		delete(s.logins, sess.sessID)
+	}
+	sess.sessID, sess.hasSessID = id, true
+	s.logins[id] = sess
+}
+
+// forgetLogin makes sess, which is ending, unknown to kXR_bind.
+func (s *Server) forgetLogin(sess *session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sess.hasSessID && s.logins[sess.sessID] == sess {
+		delete(s.logins, sess.sessID)
+	}
+}
+
+// lookupLogin returns the logged-in session with session id id, or nil.
+func (s *Server) lookupLogin(id [16]byte) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logins[id]
 }
 
 // Serve accepts connections on ln and serves each until the client goes

@@ -54,10 +54,35 @@ type session struct {
 	wg     sync.WaitGroup
 
 	loggedIn atomic.Bool
-	mu       sync.Mutex // guards files and nextFH
-	files    map[FileHandle]*openFile
-	nextFH   uint32
-	workers  sync.WaitGroup
+	// The file table. A bound sub-stream has none of its own: it uses
+	// its parent's (see owner).
+	mu      sync.Mutex // guards files and nextFH
+	files   map[FileHandle]*openFile
+	nextFH  uint32
+	workers sync.WaitGroup
+
+	// sessID is the session id of the kXR_login answer (Server.logins
+	// maps it back to the session); under srv.mu.
+	sessID    [16]byte
+	hasSessID bool
+	// parent is, for a connection bound to a session by kXR_bind (a
+	// data sub-stream), that session; pathID is its path id there. Both
+	// are set once, before any request after the bind is read.
+	parent atomic.Pointer[session]
+	pathID uint8
+	// The sub-streams bound to this session, by path id (0 unused);
+	// pathsClosed is set when the session ends: no more binds.
+	pathMu      sync.Mutex
+	paths       [MaxSubStreams + 1]*session
+	pathsClosed bool
+	// requestsDone is closed once the requests of the session have all
+	// been answered: a sub-stream that shuts down gracefully waits for
+	// it, since reads on the session may be answered on the sub-stream.
+	requestsDone chan struct{}
+	// done is closed when the connection has ended.
+	done chan struct{}
+	// rx and tx count the bytes received and sent on the connection.
+	rx, tx atomic.Int64
 }
 
 // openFile is a file opened by kXR_open on this connection.
@@ -129,11 +154,15 @@ func newSession(ctx context.Context, srv *Server, conn net.Conn, limits Limits, 
 		slots:  make(chan struct{}, limits.MaxInflight),
 		budget: budget{avail: limits.PayloadBudget, wake: make(chan struct{}, 1)},
 		files:  make(map[FileHandle]*openFile),
+
+		requestsDone: make(chan struct{}),
+		done:         make(chan struct{}),
 	}
 	s.frameRd = &frameReader{s: s}
 	s.in = bufio.NewReaderSize(s.frameRd, 64<<10)
 	s.ident.Store(&Identity{Remote: remoteAddrPort(conn)})
-	ctx = context.WithValue(ctx, identityKey{}, identityOf(func() Identity { return *s.ident.Load() }))
+	// A bound sub-stream acts as its session's client.
+	ctx = context.WithValue(ctx, identityKey{}, identityOf(func() Identity { return *s.owner().ident.Load() }))
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	return s
 }
@@ -173,7 +202,9 @@ func (r *frameReader) Read(p []byte) (int, error) {
 		r.s.setReadDeadline(time.Now().Add(r.s.limits.ReadTimeout))
 		r.armed = true
 	}
-	return r.s.conn.Read(p)
+	n, err := r.s.conn.Read(p)
+	r.s.rx.Add(int64(n))
+	return n, err
 }
 
 // inFrame marks the reading of a frame's payload (see frameReader); the
@@ -200,17 +231,101 @@ func (s *session) serve() {
 	defer stop()
 	s.log.Debug("xrootd connection opened")
 
+	defer close(s.done)
 	graceful := s.run()
+	s.srv.forgetLogin(s)
 
 	if !graceful {
 		// The client is gone or misbehaved: abandon the work in flight.
 		s.cancel()
 	}
 	s.wg.Wait()
-	s.closeAllFiles()
+	close(s.requestsDone)
+	if p := s.parent.Load(); p != nil {
+		s.unbind(p, graceful)
+	} else {
+		s.closePaths(graceful)
+		s.closeAllFiles()
+	}
 	s.cancel()
 	s.conn.Close()
-	s.log.Debug("xrootd connection closed")
+	s.log.Debug("xrootd connection closed", "received", s.rx.Load(), "sent", s.tx.Load())
+}
+
+// owner is the session whose file table the connection uses: its
+// parent for a bound sub-stream, itself otherwise.
+func (s *session) owner() *session {
+	if p := s.parent.Load(); p != nil {
+		return p
+	}
+	return s
+}
+
+// closePaths ends the sub-streams bound to the session, which is ending,
+// and refuses further binds. Gracefully, each finishes the requests it
+// has in flight (writes to the session's files) first.
+func (s *session) closePaths(graceful bool) {
+	s.pathMu.Lock()
+	s.pathsClosed = true
+	subs := s.paths
+	s.paths = [MaxSubStreams + 1]*session{}
+	s.pathMu.Unlock()
+	for _, sub := range subs {
+		if sub == nil {
+			continue
+		}
+		if graceful {
+			sub.drain()
+		} else {
+			sub.kill()
+		}
+	}
+	for _, sub := range subs {
+		if sub != nil {
+			<-sub.done
+		}
+	}
+}
+
+// unbind runs when a sub-stream bound to p ends: it frees its path id
+// and counts its bytes. Gracefully, it first waits for p's requests,
+// whose answers may be due on it.
+func (s *session) unbind(p *session, graceful bool) {
+	if graceful {
+		select {
+		case <-p.requestsDone:
+		case <-s.ctx.Done():
+		}
+	}
+	p.pathMu.Lock()
+	if p.paths[s.pathID] == s {
+		p.paths[s.pathID] = nil
+	}
+	p.pathMu.Unlock()
+	rx, tx := s.rx.Load(), s.tx.Load()
+	s.srv.subRx.Add(rx)
+	s.srv.subTx.Add(tx)
+	s.log.Debug("xrootd sub-stream closed", "path", s.pathID, "received", rx, "sent", tx)
+}
+
+// pathSession is the session on which the answer to a read that names
+// path id id goes: the sub-stream bound with that id to the session s
+// belongs to, or s itself for path 0 or kXR_AnyPath.
+func (s *session) pathSession(id uint8) (*session, error) {
+	if id == 0 || id == AnyPath {
+		return s, nil
+	}
+	o := s.owner()
+	var sub *session
+	o.pathMu.Lock()
+	if int(id) < len(o.paths) {
+		sub = o.paths[id]
+	}
+	o.pathMu.Unlock()
+	if sub == nil {
+		return nil, Errorf(ErrArgInvalid, "path id %d is not a sub-stream of this session", id)
+	}
+	return sub, nil
 }
 
 // run performs the handshake and reads requests. It reports whether it
@@ -325,9 +440,10 @@ func (s *session) readHeader(hb []byte) error {
 
 // openFiles is the number of files the connection has open.
 func (s *session) openFiles() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.files)
+	o := s.owner()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.files)
 }
 
 // readEnded classifies the error that stopped the request reader.
@@ -378,9 +494,14 @@ func (s *session) writeFrame(bufs net.Buffers) error {
 		return s.werr
 	}
 	s.conn.SetWriteDeadline(time.Now().Add(s.limits.WriteTimeout))
+	n := 0
+	for _, b := range bufs {
+		n += len(b)
+	}
 	if err := writeFrames(s.out, bufs); err != nil {
 		return s.writeFailed(err)
 	}
+	s.tx.Add(int64(n))
 	return nil
 }
 
@@ -444,6 +565,7 @@ func newSessionID() [16]byte {
 
 // registerFile adds an opened file to the table and starts its worker.
 func (s *session) registerFile(f File, name string, writable bool) (FileHandle, error) {
+	s = s.owner()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.files) >= s.limits.MaxOpenFiles {
@@ -472,6 +594,7 @@ func (s *session) registerFile(f File, name string, writable bool) (FileHandle, 
 // acquireFile returns the open file for fh and counts a reader on it; the
 // caller must call of.readers.Done.
 func (s *session) acquireFile(fh FileHandle) *openFile {
+	s = s.owner()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	of := s.files[fh]
@@ -484,6 +607,7 @@ func (s *session) acquireFile(fh FileHandle) *openFile {
 // enqueue appends a write-side operation to the file's ordered queue. It
 // reports false when fh is not open.
 func (s *session) enqueue(fh FileHandle, fn func(of *openFile)) bool {
+	s = s.owner()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	of := s.files[fh]
@@ -498,6 +622,7 @@ func (s *session) enqueue(fh FileHandle, fn func(of *openFile)) bool {
 // removeFile takes fh out of the table so that no further operation can be
 // queued; it runs on the file's worker.
 func (s *session) removeFile(of *openFile) {
+	s = s.owner()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.files[of.fh] == of {
@@ -506,8 +631,8 @@ func (s *session) removeFile(of *openFile) {
 	}
 }
 
-// closeAllFiles runs when the connection ends: files the client left open
-// are aborted (FileAborter) or closed.
+// closeAllFiles runs when the connection of a session (not a sub-stream)
+// ends: files the client left open are aborted (FileAborter) or closed.
 func (s *session) closeAllFiles() {
 	s.mu.Lock()
 	left := make([]*openFile, 0, len(s.files))

@@ -38,15 +38,21 @@ func (s *session) streamWrite(h RequestHeader) (served, ok bool) {
 		}
 		dataLen = int64(n)
 	}
-	s.mu.Lock()
-	of := s.files[fh]
-	s.mu.Unlock()
+	o := s.owner()
+	o.mu.Lock()
+	of := o.files[fh]
+	o.mu.Unlock()
 	if of == nil || !of.writable || off < 0 {
 		return false, true
 	}
 	sw, isStream := of.f.(FileStreamWriter)
 	if !isStream {
 		return false, true
+	}
+	// A write that names a sub-stream (pathid) is answered there.
+	out, err := s.pathSession(h.Params[12])
+	if err != nil {
+		return false, true // the buffered path explains the error
 	}
 
 	select {
@@ -80,7 +86,6 @@ func (s *session) streamWrite(h RequestHeader) (served, ok bool) {
 		pages = &pageReader{r: payload, off: off, raw: int64(h.Dlen)}
 		data = pages
 	}
-	var err error
 	if of.closed {
 		err = Errorf(ErrFileNotOpen, "%v: file handle %x is closed", h.ID, fh)
 	} else {
@@ -109,13 +114,13 @@ func (s *session) streamWrite(h RequestHeader) (served, ok bool) {
 		} else {
 			err = fmt.Errorf("write %s at %d: %w", of.name, off, err)
 		}
-		s.fail(h.StreamID, h.ID, err)
+		out.fail(h.StreamID, h.ID, err)
 	case h.ID == ReqPgWrite:
 		info := make([]byte, 8)
 		putU64(info, uint64(off))
-		s.sendStatus(h.StreamID, ReqPgWrite, RespFinal, info, nil)
+		out.sendStatus(h.StreamID, ReqPgWrite, RespFinal, info, nil)
 	default:
-		s.sendOK(h.StreamID, nil)
+		out.sendOK(h.StreamID, nil)
 	}
 	return true, true
 }
