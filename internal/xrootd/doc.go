@@ -32,8 +32,22 @@
 // kXR_asynresp, as xrootd answers the sync that ends a third-party copy
 // (whose CGI a FileSystem gets with the open; package xrdtpc);
 // ConfigReporter lets a FileSystem answer kXR_query config keys such as
-// "tpc". kXR_bind sub-streams, kXR_writev, kXR_gpfile and kXR_chkpoint
-// are not implemented and answer kXR_error kXR_Unsupported. kXR_fattr get, set and
+// "tpc". kXR_bind binds a new connection to a logged-in (and, where
+// required, authenticated) session as a data sub-stream, as xrdcp -S N
+// asks: the session must be of this Server and its connection from the
+// same host (and under TLS if the session is), an unknown session id is
+// refused with kXR_NotAuthorized, and a session has at most
+// MaxSubStreams sub-streams at a time (path ids 1 to 15; kXR_NoMemory
+// beyond, as xrootd answers). A sub-stream takes only the data requests
+// (kXR_read, kXR_pgread, kXR_readv, kXR_write, kXR_pgwrite, kXR_sync,
+// kXR_ping) on its session's open files and answers them itself;
+// anything else there (login, auth, another bind, open) is refused with
+// kXR_InvalidRequest. A read or write that names a path id (pathid) is
+// answered on that sub-stream, with its own stream id; path id 0 and
+// kXR_AnyPath are the connection the request came on. Sub-streams close
+// when their session ends, and Server.SubStreamBytes counts their bytes.
+// kXR_writev, kXR_gpfile and kXR_chkpoint are not implemented and answer
+// kXR_error kXR_Unsupported. kXR_fattr get, set and
 // del by path are served by handlers that keep attributes (AttrKeeper),
 // on an open file's handle by files that do (FileAttrKeeper), and lists
 // by those that enumerate them (AttrEnumerator, FileAttrEnumerator); a
@@ -96,6 +110,16 @@
 //     queries asynchronously (kXR_waitresp, then kXR_attn kXR_asynresp);
 //     this server answers at once. xrdcp prints adler32 without leading
 //     zeros. Unknown config keys are echoed back.
+//   - xrdcp -S N opens N more connections once logged in, each with the
+//     handshake and kXR_protocol (expect kXR_ExpBind), then kXR_bind with
+//     the session id of the main connection's login answer, and takes
+//     the one-byte path id answered. Its kXR_read and kXR_pgread
+//     requests, sent on the main connection, name a sub-stream in
+//     read_args and expect their answer there; reads issued before the
+//     binds complete name none. Its kXR_write and kXR_pgwrite requests
+//     go on the main connection with pathid 0 and are answered there,
+//     though XrdCl logs them as expecting their answer on a sub-stream:
+//     only downloads move their data over the sub-streams.
 //   - The Python bindings send kXR_read with an 8-byte read_args payload,
 //     and open for writing with kXR_delete or kXR_new without
 //     kXR_open_updt.
