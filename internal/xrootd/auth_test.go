@@ -333,3 +333,39 @@ func TestNoTLSAfterLogin(t *testing.T) {
 		t.Errorf("stat after the second kXR_protocol: %v %q", f.Status, f.Body)
 	}
 }
+
+// TestBindNeedsAuthentication binds to a session of a token server: not
+// before the session's kXR_auth, nor from a connection in the clear; then
+// under TLS it binds.
+func TestBindNeedsAuthentication(t *testing.T) {
+	addr, _, files := tokenServer(t, true, true)
+	rc := rawDialTLS(t, addr, files)
+	rc.send(StreamID{0, 1}, &LoginRequest{Username: "raw"})
+	f := rc.read()
+	if f.Status != StatusOK || len(f.Body) < 16 {
+		t.Fatalf("login answer %v %q", f.Status, f.Body)
+	}
+	var id [16]byte
+	copy(id[:], f.Body)
+	sid := StreamID{0, 2}
+	sub := rawDialTLS(t, addr, files)
+	sub.send(sid, &BindRequest{SessionID: id})
+	sub.expectError(sid, ErrNotAuthorized)
+
+	good := &AuthRequest{Credentials: AppendZtnCredential(nil, testToken)}
+	copy(good.CredType[:], "ztn")
+	rc.send(StreamID{0, 4}, good)
+	if f := rc.read(); f.Status != StatusOK {
+		t.Fatalf("auth with the token: %v %q", f.Status, f.Body)
+	}
+	clear := rawDial(t, addr, false)
+	clear.send(sid, &BindRequest{SessionID: id})
+	clear.expectError(sid, ErrTLSRequired)
+	sub.send(sid, &BindRequest{SessionID: id})
+	if f := sub.read(); f.Status != StatusOK || !bytes.Equal(f.Body, []byte{1}) {
+		t.Fatalf("bind after kXR_auth answered %v %q", f.Status, f.Body)
+	}
+	// The bound connection cannot authenticate itself.
+	sub.send(sid, good)
+	sub.expectError(sid, ErrInvalidRequest)
+}
