@@ -48,12 +48,7 @@ func TestCrossProtocolHTTP(t *testing.T) {
 	}
 	t.Setenv("ECSTORE_ACCESS_KEY", envKeyID)
 	t.Setenv("ECSTORE_SECRET_KEY", envKeySecret)
-	t.Setenv("AWS_ACCESS_KEY_ID", httpKeyID)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", httpKeySecret)
-	t.Setenv("AWS_DEFAULT_REGION", "us-east-1")
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(work, "aws-config"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(work, "aws-credentials"))
+	awsEnv(t, work, httpKeyID, httpKeySecret)
 	s3addr := testport.Addr(t)
 	httpAddr := testport.Addr(t)
 	cluster := []string{"--data", filepath.Join(work, "data"), "--fsync=false"}
@@ -406,4 +401,16 @@ func TestHTTPVectorRead(t *testing.T) {
 	if n := gets() - before; n != 1 {
 		t.Errorf("a vector read of %d ranges took %v GETs, want 1", len(ranges), n)
 	}
+}
+
+// awsEnv points the aws cli (and boto3) run by the test at the key
+// id:secret, in us-east-1, with its config and credentials files in work
+// (none there: nothing of the user's) and no instance metadata lookup.
+func awsEnv(t *testing.T, work, id, secret string) {
+	t.Setenv("AWS_ACCESS_KEY_ID", id)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", secret)
+	t.Setenv("AWS_DEFAULT_REGION", "us-east-1")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(work, "aws-config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(work, "aws-credentials"))
 }

@@ -29,12 +29,7 @@ func TestAttributesAcrossFrontends(t *testing.T) {
 	if err := os.WriteFile(auth, []byte(fmt.Sprintf("access-key = %s:%s\nhttp-token = %s\n", httpKeyID, httpKeySecret, httpToken)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("AWS_ACCESS_KEY_ID", httpKeyID)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", httpKeySecret)
-	t.Setenv("AWS_DEFAULT_REGION", "us-east-1")
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(work, "aws-config"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(work, "aws-credentials"))
+	awsEnv(t, work, httpKeyID, httpKeySecret)
 	s3addr, httpAddr := testport.Addr(t), testport.Addr(t)
 	gw := startGateway(t, work, false, "--data", filepath.Join(work, "data"), "--fsync=false",
 		"--s3-addr", s3addr, "--http-addr", httpAddr, "--auth-file", auth)

@@ -18,11 +18,8 @@ func TestCrossProtocolS3(t *testing.T) {
 	aws := testtool.Need(t, "aws")
 	t.Setenv("ECSTORE_ACCESS_KEY", "interop")
 	t.Setenv("ECSTORE_SECRET_KEY", "interop-secret-key")
-	t.Setenv("AWS_ACCESS_KEY_ID", "interop")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "interop-secret-key")
-	t.Setenv("AWS_DEFAULT_REGION", "us-east-1")
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	work := t.TempDir()
+	awsEnv(t, work, "interop", "interop-secret-key")
 	s3addr := testport.Addr(t)
 	cluster := []string{"--data", filepath.Join(work, "data"), "--fsync=false"}
 	gw := startGateway(t, work, false, append(cluster, "--s3-addr", s3addr)...)
