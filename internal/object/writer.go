@@ -721,17 +721,19 @@ func (w *Writer) send(sw *slotWriter, job *blockJob) {
 	w.unref(job)
 }
 
-// watch drops from the write a slot that alone holds it up: one that has
-// written nothing for WriteLag while it has chunks to write and every
-// other slot has written all of its own (its node hangs, or crawls far
-// behind the others). The write then goes on without it after WriteLag
-// rather than WriteTimeout, with the slot's queued chunks given back at
-// once (drain). It returns when stop is closed.
+// watch drops from the write the slots that alone hold it up: those
+// that have written nothing for WriteLag while they have chunks to write,
+// once every other slot has written all of its own (their nodes hang, or
+// crawl far behind the others). The write then goes on without them
+// after WriteLag rather than WriteTimeout, with their queued chunks given
+// back at once (drain). Several such slots are dropped only if the write
+// keeps its quorum without them. It returns when stop is closed.
 func (w *Writer) watch(stop <-chan struct{}) {
 	tick := time.NewTicker(w.s.opts.WriteLag / 4)
 	defer tick.Stop()
 	last := make([]int64, len(w.slots))
 	since := make([]time.Time, len(w.slots))
+	var stuck []*slotWriter
 	for i := range since {
 		since[i] = time.Now()
 	}
@@ -744,6 +746,7 @@ func (w *Writer) watch(stop <-chan struct{}) {
 		case <-tick.C:
 		}
 		now := time.Now()
+		stuck = stuck[:0]
 		for i, sw := range w.slots {
 			done := sw.done.Load()
 			if done != last[i] || done == sw.sent.Load() || sw.dropped.Load() {
@@ -753,7 +756,21 @@ func (w *Writer) watch(stop <-chan struct{}) {
 			// A node that completes appends of other writes meanwhile is
 			// busy, not hung (its disk serves the others first): its
 			// appends run out of time as WriteTimeout says.
-			if now.Sub(since[i]) >= w.s.opts.WriteLag && w.othersIdle(sw) && w.s.progress.since(sw.node.ID(), now) >= w.s.opts.WriteLag {
+			if now.Sub(since[i]) >= w.s.opts.WriteLag && w.s.progress.since(sw.node.ID(), now) >= w.s.opts.WriteLag {
+				stuck = append(stuck, sw)
+			}
+		}
+		// The stuck slots go together, once every other one has written
+		// all it was sent: two nodes that hang at once would otherwise
+		// each keep the other in the write until WriteTimeout. Several go
+		// only if the write keeps its quorum without them: when most
+		// nodes stall at once (a disk they share, the gateway's own
+		// network), that is a pause to wait out, not nodes to drop.
+		if len(stuck) > 1 && int(w.failed.Load())+len(stuck) > w.geo.Width()-w.quorum {
+			continue
+		}
+		if len(stuck) > 0 && w.othersIdle(stuck) {
+			for _, sw := range stuck {
 				w.slotFailed(sw, fmt.Errorf("node wrote nothing for %v while the other nodes had written all they were sent", w.s.opts.WriteLag))
 				w.drain(sw)
 			}
@@ -761,11 +778,11 @@ func (w *Writer) watch(stop <-chan struct{}) {
 	}
 }
 
-// othersIdle reports whether every slot but sw that is still in the
-// write has written every chunk sent to it.
-func (w *Writer) othersIdle(sw *slotWriter) bool {
+// othersIdle reports whether every slot still in the write, but those
+// of stuck, has written every chunk sent to it.
+func (w *Writer) othersIdle(stuck []*slotWriter) bool {
 	for _, o := range w.slots {
-		if o != sw && !o.dropped.Load() && o.done.Load() != o.sent.Load() {
+		if !slices.Contains(stuck, o) && !o.dropped.Load() && o.done.Load() != o.sent.Load() {
 			return false
 		}
 	}
