@@ -832,13 +832,24 @@ func orderedConns(n *Node) (ordered, live int) {
 	for i := range n.pool.slots {
 		s := &n.pool.slots[i]
 		s.mu.Lock()
-		if cn := s.cur; cn != nil && !cn.failed() {
-			live++
-			if cn.ordered {
-				ordered++
-			}
-		}
+		cn := s.cur
 		s.mu.Unlock()
+		if cn == nil {
+			continue
+		}
+		select {
+		case <-cn.ready:
+			if !cn.failed() {
+				live++
+				if cn.ordered {
+					ordered++
+				}
+			}
+		default:
+			// A dial still under way (the pool dials more connections
+			// in the background): not a connection yet, and its ordered
+			// not yet known.
+		}
 	}
 	return ordered, live
 }
