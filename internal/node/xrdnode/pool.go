@@ -68,6 +68,17 @@ func (cn *conn) failed() bool {
 	}
 }
 
+// connected reports whether the connection's dial has finished and it is
+// not failed: a dial still under way is neither.
+func (cn *conn) connected() bool {
+	select {
+	case <-cn.ready:
+		return !cn.failed()
+	default:
+		return false
+	}
+}
+
 // kill marks the connection dead and closes it.
 func (cn *conn) kill() {
 	cn.dead.Store(true)
@@ -177,15 +188,8 @@ func (p *pool) live() *conn {
 		s.mu.Lock()
 		cn := s.cur
 		s.mu.Unlock()
-		if cn == nil {
-			continue
-		}
-		select {
-		case <-cn.ready:
-			if !cn.failed() {
-				return cn
-			}
-		default:
+		if cn != nil && cn.connected() {
+			return cn
 		}
 	}
 	return nil

@@ -834,21 +834,13 @@ func orderedConns(n *Node) (ordered, live int) {
 		s.mu.Lock()
 		cn := s.cur
 		s.mu.Unlock()
-		if cn == nil {
-			continue
-		}
-		select {
-		case <-cn.ready:
-			if !cn.failed() {
-				live++
-				if cn.ordered {
-					ordered++
-				}
+		// A dial still under way (the pool dials more connections in
+		// the background) is not a connection yet, its ordered unknown.
+		if cn != nil && cn.connected() {
+			live++
+			if cn.ordered {
+				ordered++
 			}
-		default:
-			// A dial still under way (the pool dials more connections
-			// in the background): not a connection yet, and its ordered
-			// not yet known.
 		}
 	}
 	return ordered, live
