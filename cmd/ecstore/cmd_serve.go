@@ -90,6 +90,12 @@ first use. Listening on an address other than loopback must be asked for
 explicitly with --root-addr; anonymous clients of such a listener only
 read unless --root-anonymous-writes is given.
 
+Every --heartbeat (2s) the gateway asks each node for its space. A node
+that does not answer within 2s (a crashed or unreachable host, a stopped
+server, a frozen file system) is left out of lookups, listings, reads and
+new objects for as long as it stays silent, so that requests do not wait
+for it, and is taken back as soon as it answers; both are logged.
+
 A background healer (--heal, on by default) rebuilds the archives of
 objects that reads or writes find degraded, at --heal-rate, and with
 --heal-interval also runs a full repair periodically.
@@ -128,6 +134,7 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 	heal := fs.Bool("heal", true, "rebuild, in the background, objects that reads and writes find degraded")
 	healRate := fs.String("heal-rate", "20MB", "limit background rebuilding to `SIZE` per second (0: unlimited)")
 	healInterval := fs.Duration("heal-interval", 0, "also run a full repair of the cluster every `DURATION` (0: never)")
+	heartbeat := fs.Duration("heartbeat", 2*time.Second, "ask every node that it answers every `DURATION` (0: never); a node that\ndoes not within 2s is left out of requests until it does")
 	pageSumsCache := fs.String("page-checksum-cache", "8MiB", "keep up to `SIZE` of the archives' page checksums for random reads (1 KiB\nper MiB of object: 8 MiB covers 8 GiB), so that reading a few KB costs\na node one request, not two (0: off)")
 	memLimit := fs.String("memory-limit", "auto", "soft limit of the gateway's memory: auto (40 MiB plus 4 blocks per open\ntransfer, or 4 times the object's size when it is smaller, at least 64 MiB:\nthe resident size stays within 64 MiB plus 4 blocks per open transfer,\nabout 80 MiB with none; unless GOMEMLIMIT is set), a `SIZE`, or off")
 	if _, err := fs.parse(args, 0, 0); err != nil {
@@ -174,6 +181,9 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 	}
 	if *s3Expiry < 0 {
 		return usageErrorf("--s3-upload-expiry must not be negative")
+	}
+	if *heartbeat < 0 {
+		return usageErrorf("--heartbeat must not be negative")
 	}
 	var extra *cluster.Config
 	if *authFile != "" {
@@ -233,6 +243,19 @@ func cmdServe(ctx context.Context, e *env, args []string) (err error) {
 	// heap (27 KB gets: 10-30% less gateway CPU per get).
 	if debug.SetMemoryLimit(-1) != math.MaxInt64 && memlimit.RaiseGCPercent() {
 		log.Debug("garbage collector target raised under the memory limit", "gc_percent", memlimit.GCPercentUnderLimit)
+	}
+	if *heartbeat > 0 {
+		// Stopped before the cluster's nodes close, as the healer.
+		bctx, stopBeats := context.WithCancel(ctx)
+		beatsDone := make(chan struct{})
+		go func() {
+			defer close(beatsDone)
+			c.Store().Heartbeat(bctx, *heartbeat)
+		}()
+		defer func() {
+			stopBeats()
+			<-beatsDone
+		}()
 	}
 	if healer != nil {
 		healer.SetStore(c.Store())

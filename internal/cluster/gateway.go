@@ -13,7 +13,7 @@ import (
 var GatewayKeys = []string{
 	"root-addr", "metrics-addr", "pprof-addr", "s3-addr", "s3-domain", "s3-upload-expiry",
 	"http-addr", "http-anonymous-writes", "root-anonymous-writes", "root-token-required",
-	"tls-cert", "tls-key", "page-checksums", "heal", "heal-rate", "heal-interval", "memory-limit", "page-checksum-cache",
+	"tls-cert", "tls-key", "page-checksums", "heal", "heal-rate", "heal-interval", "heartbeat", "memory-limit", "page-checksum-cache",
 }
 
 // setGateway records a gateway setting; handled is false for other keys.

@@ -422,6 +422,9 @@ type suspicion struct {
 	until time.Time
 	hung  bool // a call ran out of time (rather than failing)
 	slow  bool // only: a chunk read was still out when its block's hedge fired
+	// byBeat: missed heartbeats alone set it (no request's suspicion was
+	// in force), so that the node's next answered beat ends it
+	byBeat bool
 }
 
 // markSuspect makes reads avoid node id for SuspectFor; hung says that a

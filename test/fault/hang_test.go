@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 )
@@ -164,6 +166,68 @@ func TestFencedNode(t *testing.T) {
 	mustBeClean(t, c)
 	mustGet(t, c, tmp, "/ns/after-restart", body)
 }
+
+// TestFencedNodeIsLeftOutWhileSilent: the gateway's heartbeat finds a
+// node cut off the network before any request meets it, and keeps it
+// left out for as long as it stays cut off: no listing or stat waits for
+// it, over twice the 10 s for which one timed-out request has the node
+// avoided. Without the heartbeat, the first request after each expiry
+// waited 2 s for the node again (once every 10 s for as long as a host
+// was down). Once the node is back the gateway logs it within seconds
+// and writes place archives on it again.
+func TestFencedNodeIsLeftOutWhileSilent(t *testing.T) {
+	c := newCluster(t, clusterOptions{kind: remoteNodes, netns: true})
+	bodies := newContents(t, workDir(t, c, "bodies"), testSeed(t))
+	tmp := workDir(t, c, "downloads")
+	body := bodies.make(3 * mib)
+	put(t, c, "/hb/a", body)
+	victim := c.nodeIndex(statPlacement(t, c, "/hb/a")[0])
+	from := c.gw.logSize()
+	fenced := time.Now()
+	c.fence(victim)
+	m, err := c.gw.waitLog(from, silentRE, 10*time.Second)
+	if err != nil {
+		t.Fatalf("the gateway did not log node %s cut off: %v", c.nodes[victim].id, err)
+	}
+	if i := c.nodeIndex(m[1]); i != victim {
+		t.Fatalf("the gateway logged node %s silent, not the fenced node %s", m[1], c.nodes[victim].id)
+	}
+	t.Logf("node %s fenced; the gateway logged it silent after %v", m[1], time.Since(fenced).Round(time.Millisecond))
+
+	var worst time.Duration
+	ops := 0
+	for start := time.Now(); time.Since(start) < 22*time.Second; ops++ {
+		for _, args := range [][]string{{c.addr, "ls", "-l", "/hb"}, {c.addr, "stat", "/hb/a"}} {
+			r := run(hangSlack+5*time.Second, "xrdfs", args...)
+			if !r.ok() {
+				t.Fatalf("xrdfs %s with node %s fenced: %v", strings.Join(args[1:], " "), c.nodes[victim].id, r)
+			}
+			if r.elapsed > time.Second {
+				t.Errorf("xrdfs %s took %v, %v after node %s was fenced: a request waited for it",
+					strings.Join(args[1:], " "), r.elapsed.Round(time.Millisecond), time.Since(fenced).Round(time.Second), c.nodes[victim].id)
+			}
+			worst = max(worst, r.elapsed)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Logf("%d rounds of ls -l and stat over 22 s with the node fenced: slowest %v", ops, worst.Round(time.Millisecond))
+	mustGet(t, c, tmp, "/hb/a", body)
+
+	from = c.gw.logSize()
+	c.revive(victim)
+	revived := time.Now()
+	if _, err := c.gw.waitLog(from, answersRE, 10*time.Second); err != nil {
+		t.Fatalf("the gateway did not log node %s back: %v", c.nodes[victim].id, err)
+	}
+	t.Logf("node back; the gateway logged it after %v", time.Since(revived).Round(time.Millisecond))
+	mustRepair(t, c)
+	mustBeClean(t, c)
+}
+
+var (
+	silentRE  = regexp.MustCompile(`node does not answer.* node=(\S+)`)
+	answersRE = regexp.MustCompile(`node answers again.* node=(\S+)`)
+)
 
 // opsWithOneNodeDown times ls -l, stat, put, get, rm and mv through the
 // gateway healthy, then with one node of an object's placement taken
