@@ -139,7 +139,7 @@ func (s *Store) noteMoved(ctx context.Context, path string, v archive.Version) b
 func (s *Store) recordTombstones(ctx context.Context, path string, update func(old tombstone) tombstone) int {
 	var mu sync.Mutex
 	ok := 0
-	s.forEach(ctx, func(ctx context.Context, n node.Node) error {
+	s.forEachAnswering(ctx, func(ctx context.Context, n node.Node) error {
 		old, _ := readTombstone(ctx, n, path) // none, or unreadable: replaced
 		up, err := n.Create(ctx, tombstonePath(path))
 		if err != nil {
@@ -237,7 +237,7 @@ func (s *Store) tombstoneOf(ctx context.Context, path string) tombstone {
 		tm := v.Time() // the zero time when it does not fit in 64 bits
 		return tm.IsZero() || tm.After(future)
 	}
-	s.forEach(ctx, func(ctx context.Context, n node.Node) error {
+	s.forEachAnswering(ctx, func(ctx context.Context, n node.Node) error {
 		t, err := readTombstone(ctx, n, path)
 		if err == nil && (implausible(t.upTo) || t.moved != "" && implausible(t.moved)) {
 			s.opts.Logger.Warn("tombstone ignored: it records a version from the future (damaged?)", "obj", path, "node", n.ID(), "version", string(t.upTo))
