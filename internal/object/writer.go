@@ -1119,7 +1119,10 @@ func (w *Writer) commit() error {
 // archive (the older version then needs every node of its placement
 // back, and more than M of them missed this write). In the usual case,
 // every node of the windows too small for the new version holds one of
-// its archives, and nothing is asked. Nodes the write dropped (listed in
+// its archives, and nothing is asked. Nodes known to hang are not asked
+// (see forEachAnswering): each would hold the client's close for its
+// shortened deadline (HedgeDelay), and the path's next write for as long
+// if asked in the background. Nodes the write dropped (listed in
 // dropped) are asked in the background, in the path's turn: the write
 // has just found them hung or failing, and the client need not wait for
 // their lookup to time out. A reader meanwhile does not read an archive
@@ -1164,7 +1167,11 @@ func (s *Store) clearReplaced(ctx context.Context, path string, v archive.Versio
 		return nil
 	}
 	var later []node.Node
+	hung := s.skippedHung()
 	others = slices.DeleteFunc(others, func(n node.Node) bool {
+		if hung[n.ID()] {
+			return true // as if it had timed out at once: it keeps its archive
+		}
 		if slices.Contains(dropped, n.ID()) {
 			later = append(later, n)
 			return true
