@@ -1,12 +1,9 @@
 package object
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"slices"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,25 +11,6 @@ import (
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/node"
 )
-
-// syncBuffer is a bytes.Buffer for a logger written from several
-// goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // startHeartbeat runs s.Heartbeat until the test ends.
 func startHeartbeat(t *testing.T, s *Store, every time.Duration) {
@@ -71,7 +49,7 @@ func waitFor(limit time.Duration, cond func() bool) (time.Duration, bool) {
 func TestHeartbeatKeepsASilentNodeLeftOut(t *testing.T) {
 	ctx := context.Background()
 	g := layout.Geometry{K: 3, M: 2, ChunkSize: 256}
-	logs := &syncBuffer{}
+	logs := &records{}
 	const (
 		timeout    = 300 * time.Millisecond
 		suspectFor = 600 * time.Millisecond
@@ -80,7 +58,7 @@ func TestHeartbeatKeepsASilentNodeLeftOut(t *testing.T) {
 	c, fs := faultyCluster(t, 7, g, func(o *Options) {
 		o.MetadataTimeout, o.ProbeTimeout = timeout, timeout
 		o.SuspectFor = suspectFor
-		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
+		o.Logger = slog.New(logs)
 	})
 	put(t, c.store, "/hb/a", []byte("aaa"))
 	nodes := slices.Clone(c.nodes)
@@ -129,14 +107,18 @@ func TestHeartbeatKeepsASilentNodeLeftOut(t *testing.T) {
 		t.Errorf("the node answering again was taken back after %v (done: %v); want within %v, before its suspicion (%v) would expire",
 			took, ok, timeout+150*time.Millisecond, suspectFor)
 	}
-	out := logs.String()
-	for _, want := range []string{"node does not answer", "node answers again"} {
-		if !strings.Contains(out, want) || !strings.Contains(out, "node="+id) {
-			t.Errorf("log lacks %q for node %s:\n%s", want, id, out)
+	for _, msg := range []string{"node does not answer: requests leave it out until it does", "node answers again"} {
+		if n := logs.n(msg, slog.LevelWarn); n != 1 {
+			t.Errorf("warning %q logged %d times, want once", msg, n)
 		}
-	}
-	if n := strings.Count(out, "node does not answer"); n != 1 {
-		t.Errorf("the silence was logged %d times, want once:\n%s", n, out)
+		logs.mu.Lock()
+		attrs := logs.attrs[msg]
+		logs.mu.Unlock()
+		for _, a := range attrs {
+			if a["node"] != id {
+				t.Errorf("warning %q names node %v, want %s", msg, a["node"], id)
+			}
+		}
 	}
 }
 
