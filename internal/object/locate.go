@@ -509,7 +509,7 @@ func (s *Store) locateOnce(ctx context.Context, path string, mode lookupMode) (*
 		asked = upTo
 		// choose only groups the refs; the results still own the open
 		// files, so a later choice over more results can reuse them.
-		if loc, ok := choose(results); ok && loc.found == len(loc.slots) {
+		if loc, ok := choose(results); ok && (loc.found == len(loc.slots) || missingOnlyOnHung(loc, results)) {
 			break
 		}
 	}
@@ -1019,6 +1019,26 @@ func choose(results []probeResult) (*located, bool) {
 		}
 	}
 	return best, best.found >= best.meta.K
+}
+
+// missingOnlyOnHung reports whether every slot of loc that was not found
+// belongs, by its placement, to a node that was not asked for being known
+// to hang: asking the next windows could not find those slots, only cost
+// a request to each of their nodes (with a node hung, a stat of a small
+// object that had a copy on it asked every node). A slot a rebuild moved
+// to another node is then read as missing, from parity.
+func missingOnlyOnHung(loc *located, results []probeResult) bool {
+	for i, r := range loc.slots {
+		if r != nil || loc.lazy[i] != nil {
+			continue
+		}
+		if i >= len(loc.meta.Placement) || !slices.ContainsFunc(results, func(p probeResult) bool {
+			return p.node.ID() == loc.meta.Placement[i] && errors.Is(p.err, errHung)
+		}) {
+			return false
+		}
+	}
+	return true
 }
 
 // buildLocated assigns archives of one version to slots. Archives whose
