@@ -29,8 +29,8 @@ import (
 //     be taken back at every beat and stall a request each time.
 //
 // A node whose last beat is still unanswered is not asked again until
-// it answers or times out. Refusals and other quick errors mark nothing:
-// they cost requests no wait. Each change is logged (the node stopped
+// it answers or times out. Refusals and other quick errors mark nothing
+// and end nothing: they cost requests no wait, and are no answer. Each change is logged (the node stopped
 // answering, answers again) and each timeout counted as a node error of
 // operation "heartbeat". Heartbeat returns once ctx has ended and its
 // calls have returned, or at once when every is not positive.
@@ -91,6 +91,11 @@ func (s *Store) beat(ctx context.Context, b *beat) {
 			s.opts.Logger.Warn("node does not answer: requests leave it out until it does",
 				"node", id, "timeout", s.opts.MetadataTimeout, "err", err)
 		}
+	case err != nil:
+		// A quick failure (a refused connection, a server that lacks the
+		// request, a local node with too many calls stuck): nothing a
+		// request would wait for, and no answer either. A silence stays
+		// logged until the node answers.
 	default:
 		s.clearBeatSuspicion(id)
 		if !b.silentSince.IsZero() {

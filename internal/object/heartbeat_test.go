@@ -153,3 +153,47 @@ func TestHeartbeatLeavesARequestsSuspicionToExpire(t *testing.T) {
 		t.Fatal("heartbeats ended a suspicion that a request had renewed")
 	}
 }
+
+// TestHeartbeatTakesAQuickFailureForNoAnswer: a silent node that then
+// fails its beats at once (its host back, its server not yet: connections
+// refused) has not answered: it stays marked and no "answers again" is
+// logged until a beat succeeds. Regression: any beat that did not time
+// out was taken for an answer.
+func TestHeartbeatTakesAQuickFailureForNoAnswer(t *testing.T) {
+	g := layout.Geometry{K: 3, M: 2, ChunkSize: 256}
+	logs := &records{}
+	var silent atomic.Bool
+	c, fs := faultyCluster(t, 7, g, func(o *Options) {
+		o.MetadataTimeout = 100 * time.Millisecond
+		o.SuspectFor = time.Hour
+		o.Logger = slog.New(logs)
+	})
+	nodes := slices.Clone(c.nodes)
+	faulty := node.Wrap(fs[1], node.Inject(node.OpAny, node.Hang()).Path(func(string) bool { return silent.Load() }))
+	nodes[1] = faulty
+	s, err := New(nodes, c.store.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := nodes[1].ID()
+	silent.Store(true)
+	startHeartbeat(t, s, 10*time.Millisecond)
+	if _, ok := waitFor(3*time.Second, func() bool { return s.isHung(id) }); !ok {
+		t.Fatal("the heartbeat did not find the silent node")
+	}
+	faulty.SetDown(true) // fails every call at once
+	silent.Store(false)
+	time.Sleep(300 * time.Millisecond) // many beats
+	const back = "node answers again"
+	if !s.isHung(id) || logs.n(back, slog.LevelWarn) != 0 {
+		t.Fatalf("a node failing its beats at once was taken for answering: hung %v, %q logged %d times",
+			s.isHung(id), back, logs.n(back, slog.LevelWarn))
+	}
+	faulty.SetDown(false)
+	if _, ok := waitFor(time.Second, func() bool { return !s.isHung(id) }); !ok {
+		t.Fatal("the node answering its beats again was not taken back")
+	}
+	if n := logs.n(back, slog.LevelWarn); n != 1 {
+		t.Errorf("%q logged %d times, want once", back, n)
+	}
+}
