@@ -413,6 +413,33 @@ func (c *cluster) describe() string {
 
 // tempFiles lists the temporary files (".NAME.ecstore-tmp.SUFFIX") on
 // every node's disk, by node id.
+// filesOf describes what each node holds for path, for a failure's
+// report: the archive (with its size and time), temporary files and
+// tombstones of its name in its directory.
+func (c *cluster) filesOf(path string) string {
+	dir, base := filepath.Split(strings.TrimPrefix(path, "/"))
+	var b strings.Builder
+	for _, n := range c.nodes {
+		entries, err := os.ReadDir(filepath.Join(n.root, dir))
+		if err != nil {
+			fmt.Fprintf(&b, "  node %s: %v\n", n.id, err)
+			continue
+		}
+		var held []string
+		for _, e := range entries {
+			if name := e.Name(); name == base || strings.Contains(name, "."+base+".") || strings.HasPrefix(name, base+".") {
+				desc := name
+				if fi, err := e.Info(); err == nil {
+					desc = fmt.Sprintf("%s (%d bytes, %s)", name, fi.Size(), fi.ModTime().Format("15:04:05.000"))
+				}
+				held = append(held, desc)
+			}
+		}
+		fmt.Fprintf(&b, "  node %s: %s\n", n.id, strings.Join(held, ", "))
+	}
+	return b.String()
+}
+
 func (c *cluster) tempFiles() map[string][]string {
 	out := map[string][]string{}
 	for _, n := range c.nodes {

@@ -107,7 +107,8 @@ func TestGatewayKillDuringPuts(t *testing.T) {
 			switch {
 			case !r.ok() && prev[p] == nil && notFound(r.out):
 				if results[i].ok() {
-					t.Errorf("%s: xrdcp reported the put done, but the object is absent", p)
+					t.Errorf("%s: xrdcp reported the put done (%v), but the object is absent: %s\nthe nodes hold:\n%s",
+						p, results[i], oneLine(r), c.filesOf(p))
 				}
 			case !r.ok():
 				t.Errorf("%s: after the crash: %v", p, r)
