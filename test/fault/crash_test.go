@@ -5,6 +5,8 @@ package fault
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -48,6 +50,10 @@ func TestGatewayKillDuringPuts(t *testing.T) {
 	for p, c := range olds {
 		prev[p] = c
 	}
+	logs := workDir(t, c, "xrdcp-logs")
+	xrdLog := func(p string, attempt int) string {
+		return filepath.Join(logs, fmt.Sprintf("%s.%d.log", strings.TrimPrefix(strings.ReplaceAll(p, "/", "_"), "_"), attempt))
+	}
 	var temps map[string][]string
 	cut := false // some write was cut short
 	for attempt := 1; ; attempt++ {
@@ -65,7 +71,10 @@ func TestGatewayKillDuringPuts(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				results[i] = run(2*time.Minute, "xrdcp", "--nopbar", "-f", news[p].file, c.obj(p))
+				// The client's debug log, for a put reported done that is
+				// not (see below).
+				env := []string{"XRD_LOGLEVEL=Debug", "XRD_LOGFILE=" + xrdLog(p, attempt)}
+				results[i] = runIn(2*time.Minute, env, "xrdcp", "--nopbar", "-f", news[p].file, c.obj(p))
 			}()
 		}
 		for deadline := time.Now().Add(10 * time.Second); len(c.tempFiles()) == 0 && time.Now().Before(deadline); {
@@ -80,7 +89,11 @@ func TestGatewayKillDuringPuts(t *testing.T) {
 			if r.ok() {
 				done++
 				if r.elapsed > killed {
-					t.Errorf("xrdcp of %s succeeded after the gateway was killed: %v", paths[i], r)
+					// Not a failure in itself: xrdcp exits some
+					// milliseconds after its close is answered (22 ms
+					// after the kill once, the object there). A put
+					// reported done must be readable, checked below.
+					t.Logf("xrdcp of %s exited 0 after the gateway was killed: %v", paths[i], r)
 				}
 			}
 		}
@@ -107,8 +120,8 @@ func TestGatewayKillDuringPuts(t *testing.T) {
 			switch {
 			case !r.ok() && prev[p] == nil && notFound(r.out):
 				if results[i].ok() {
-					t.Errorf("%s: xrdcp reported the put done (%v), but the object is absent: %s\nthe nodes hold:\n%s",
-						p, results[i], oneLine(r), c.filesOf(p))
+					t.Errorf("%s: xrdcp reported the put done (%v), but the object is absent: %s\nthe nodes hold:\n%s\nxrdcp's debug log ends:\n%s",
+						p, results[i], oneLine(r), c.filesOf(p), tailFile(xrdLog(p, attempt), 40))
 				}
 			case !r.ok():
 				t.Errorf("%s: after the crash: %v", p, r)
@@ -205,6 +218,16 @@ func TestGatewayKillDuringPuts(t *testing.T) {
 			t.Errorf("fsck knows object %s, which no put wrote", o.Path)
 		}
 	}
+}
+
+// tailFile returns the last n lines of file, or why it cannot.
+func tailFile(file string, n int) string {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 func countFiles(m map[string][]string) int {
