@@ -108,16 +108,7 @@ func TestLookupDoesNotSearchForASlotOfAHungNode(t *testing.T) {
 			c, fs := faultyCluster(t, 10, g, func(o *Options) { o.SuspectFor = time.Hour })
 			path := "/lk/" + tc.name
 			body := bytes.Repeat([]byte("x"), tc.size)
-			w, err := c.store.Create(ctx, path, &CreateOptions{SizeHint: tc.hint})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := w.Write(body); err != nil {
-				t.Fatal(err)
-			}
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
+			putHint(t, c.store, path, body, tc.hint)
 			info, err := c.store.Stat(ctx, path)
 			if err != nil {
 				t.Fatal(err)
