@@ -175,10 +175,18 @@ func (f *FS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (_ 
 			"%s: objects are written once, sequentially: open with kXR_new or kXR_delete to replace one", name)
 	}
 	// xrdcp announces the file's size as oss.asize: small objects are
-	// stored as 1+M replicas.
-	hint, _ := strconv.ParseInt(opts.CGI.Get("oss.asize"), 10, 64)
+	// stored as 1+M replicas, and an upload that reached it is whole
+	// (writeFile.Abort).
+	hint, err := strconv.ParseInt(opts.CGI.Get("oss.asize"), 10, 64)
+	if err != nil || hint < 0 {
+		hint = -1
+	}
+	announced := hint
+	if opts.Flags&xrootd.OpenPOSC != 0 {
+		announced = -1 // kept only if closed, as the client asked
+	}
 	co := &object.CreateOptions{
-		SizeHint:  hint,
+		SizeHint:  max(hint, 0),
 		Exclusive: createOnly || opts.Flags&xrootd.OpenNew != 0 && opts.Flags&xrootd.OpenDelete == 0,
 	}
 	if createOnly {
@@ -192,14 +200,31 @@ func (f *FS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (_ 
 			return nil
 		}
 	}
-	w, err := f.store.Create(ctx, name, co)
-	if errors.Is(err, object.ErrExist) {
-		return nil, xrootd.Errorf(xrootd.ErrItExists, "%s exists", name)
+	if tpc.Role == xrdtpc.RoleDestination {
+		announced = -1 // see tpcDestination.Abort
 	}
+	// The writer's context ends with the client's connection (ctx), which
+	// stops an upload cut short at once; one that holds every byte
+	// announced is left for Abort, which commits it.
+	wctx, cancelWriter := ctx, context.CancelFunc(func() {})
+	if announced > 0 {
+		wctx, cancelWriter = context.WithCancel(context.WithoutCancel(ctx))
+	}
+	w, err := f.store.Create(wctx, name, co)
 	if err != nil {
+		cancelWriter()
+		if errors.Is(err, object.ErrExist) {
+			return nil, xrootd.Errorf(xrootd.ErrItExists, "%s exists", name)
+		}
 		return nil, mapErr(err)
 	}
-	wf := &writeFile{w: w, name: name, hooks: &f.hooks}
+	wf := &writeFile{w: w, name: name, hooks: &f.hooks, announced: announced, log: f.log}
+	stop := context.AfterFunc(ctx, func() {
+		if wf.written.Load() != announced {
+			cancelWriter()
+		}
+	})
+	wf.release = func() { stop(); cancelWriter() }
 	if tpc.Role == xrdtpc.RoleDestination {
 		return f.tpcDestinationOf(ctx, wf, tpc), nil
 	}
@@ -516,6 +541,14 @@ type writeFile struct {
 	written atomic.Int64
 	// attrs are the extended attributes set on the handle (attrs.go).
 	attrs pendingAttrs
+	// announced is the size the client announced at the open (xrdcp's
+	// oss.asize), or -1 (none, or an open with kXR_posc: the client asked
+	// for the file to be kept only if it closes it).
+	announced int64
+	log       *slog.Logger
+	// release ends the writer's context, once the upload is committed
+	// or discarded.
+	release func()
 }
 
 var (
@@ -600,6 +633,7 @@ func (wf *writeFile) Stat(context.Context) (xrootd.FileInfo, error) {
 // client hears "closed" only once it is durable on at least the write
 // quorum of nodes.
 func (wf *writeFile) Close(context.Context) (err error) {
+	defer wf.release()
 	defer func(start time.Time) { wf.hooks.done("close", start, err) }(time.Now())
 	if wf.err != nil {
 		wf.w.Abort()
@@ -609,8 +643,32 @@ func (wf *writeFile) Close(context.Context) (err error) {
 	return mapErr(wf.w.Close())
 }
 
-// Abort discards an upload whose client went away.
-func (wf *writeFile) Abort(context.Context) error { return wf.w.Abort() }
+// Abort ends an upload whose client went away without closing it. One
+// that holds every byte its client announced (oss.asize), each written
+// and answered, is committed as Close would: XrdCl (5.5) reports a
+// Close as done, without sending it, when it finds the connection
+// already gone, taking the server to have closed the file, as a plain
+// xrootd does at a disconnect. Discarding the upload then would lose a
+// file that xrdcp reported copied. Any other upload is discarded: its
+// size unknown or not reached (it is cut short), or opened with kXR_posc
+// (its client asked for it to be kept only if closed).
+func (wf *writeFile) Abort(context.Context) (err error) {
+	defer wf.release()
+	if wf.err != nil || wf.announced <= 0 || wf.w.Size() != wf.announced || wf.w.Err() != nil {
+		return wf.w.Abort()
+	}
+	defer func(start time.Time) { wf.hooks.done("close", start, err) }(time.Now())
+	wf.commitAttrs()
+	err = wf.w.Close()
+	if err != nil {
+		wf.log.Warn("an upload whose client went away after writing all of it could not be committed",
+			"path", wf.name, "size", wf.announced, "err", err)
+	} else {
+		wf.log.Info("an upload whose client went away after writing all of it was committed",
+			"path", wf.name, "size", wf.announced)
+	}
+	return mapErr(err)
+}
 
 // mapErr turns engine errors into the XRootD error codes clients expect.
 // Errors wrapping io/fs sentinels are mapped by the server itself.

@@ -209,6 +209,7 @@ func (d *tpcDestination) stop() bool {
 // on the copy), nor when the close arrived while the pull ran (it was
 // cancelled then, by CloseComing).
 func (d *tpcDestination) Close(ctx context.Context) error {
+	defer d.release()
 	d.mu.Lock()
 	running := d.early || d.started && !isClosed(d.done)
 	d.mu.Unlock()
@@ -227,10 +228,13 @@ func (d *tpcDestination) Close(ctx context.Context) error {
 	return d.writeFile.Close(ctx)
 }
 
-// Abort discards the object of a client that went away, ending its pull.
-func (d *tpcDestination) Abort(ctx context.Context) error {
+// Abort discards the object of a client that went away, ending its pull:
+// a pull is judged whole only by the close that waits for it, never by
+// its size alone (writeFile.Abort).
+func (d *tpcDestination) Abort(context.Context) error {
+	defer d.release()
 	d.stop()
-	return d.writeFile.Abort(ctx)
+	return d.w.Abort()
 }
 
 func isClosed(c chan struct{}) bool {

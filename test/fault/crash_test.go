@@ -119,7 +119,11 @@ func TestGatewayKillDuringPuts(t *testing.T) {
 			}
 			switch {
 			case !r.ok() && prev[p] == nil && notFound(r.out):
-				if results[i].ok() {
+				switch {
+				case !results[i].ok():
+				case !closeAnswered(xrdLog(p, attempt)):
+					t.Logf("%s: xrdcp reported the put done, the gateway never answered its close, and the object is absent: %s", p, xrdcpCloseWithoutServer)
+				default:
 					t.Errorf("%s: xrdcp reported the put done (%v), but the object is absent: %s\nthe nodes hold:\n%s\nxrdcp's debug log ends:\n%s",
 						p, results[i], oneLine(r), c.filesOf(p), tailFile(xrdLog(p, attempt), 40))
 				}
@@ -127,6 +131,8 @@ func TestGatewayKillDuringPuts(t *testing.T) {
 				t.Errorf("%s: after the crash: %v", p, r)
 			case got == nil:
 				t.Errorf("%s: after the crash, wrong bytes (partial object?): %s", p, diff)
+			case results[i].ok() && got != news[p] && !closeAnswered(xrdLog(p, attempt)):
+				t.Logf("%s: xrdcp reported the put done, the gateway never answered its close, and the object holds %v: %s", p, got, xrdcpCloseWithoutServer)
 			case results[i].ok() && got != news[p]:
 				t.Errorf("%s: xrdcp reported the put done, but the object holds %v", p, got)
 			default:
@@ -221,6 +227,30 @@ func TestGatewayKillDuringPuts(t *testing.T) {
 }
 
 // tailFile returns the last n lines of file, or why it cannot.
+// xrdcpCloseWithoutServer explains a put that xrdcp reported done but
+// the gateway never committed.
+const xrdcpCloseWithoutServer = "XrdCl 5.5's File::Close reports success without sending the close " +
+	"when it finds the connection already gone (FileStateHandler::Close takes the server to have closed " +
+	"the file, as a plain xrootd does at a disconnect); a gateway killed after answering the last write " +
+	"and before the close arrives cannot commit what it held in memory. A gateway that lives on commits " +
+	"such an upload when it holds every byte announced (gateway.TestUploadWholeAtDisconnectIsCommitted)."
+
+// closeAnswered reports whether xrdcp's debug log shows the server's
+// answer to a kXR_close: XrdCl logs "Calling MsgHandler ... kXR_close ...
+// with status: [SUCCESS]" only for an answer that came.
+func closeAnswered(logFile string) bool {
+	b, err := os.ReadFile(logFile)
+	if err != nil {
+		return true // no evidence either way: judge the put as answered
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if strings.Contains(line, "Calling MsgHandler") && strings.Contains(line, "kXR_close") && strings.Contains(line, "[SUCCESS]") {
+			return true
+		}
+	}
+	return false
+}
+
 func tailFile(file string, n int) string {
 	b, err := os.ReadFile(file)
 	if err != nil {
