@@ -86,9 +86,7 @@ func (r *Reader) readPages(ctx context.Context, pieces []pagePiece, keep bool, e
 	for i := range pieces {
 		p := &pieces[i]
 		pages := (p.to - p.from + archive.PageSize - 1) / archive.PageSize
-		// A pooled buffer even for a few KB: a new one would be zeroed.
-		n := int(p.to - p.from + pages*4)
-		p.buf = bufpool.Get(max(n, bufpool.Granule))[:n]
+		p.buf = bufpool.GetPooled(int(p.to - p.from + pages*4))
 	}
 	// Kept goroutines (workers), whose stacks have grown through the
 	// protocol client already.

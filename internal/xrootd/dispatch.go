@@ -789,7 +789,7 @@ func (s *session) doRead(ctx context.Context, sid StreamID, held heldFiles, r *R
 			return err
 		}
 	}
-	buf := bufpool.Get(min(remaining, s.limits.ResponseChunk))
+	buf := bufpool.GetPooled(min(remaining, s.limits.ResponseChunk))
 	defer bufpool.Put(buf)
 	for {
 		n, eof, err := readFull(ctx, of.f, buf[:min(remaining, len(buf))], off)
