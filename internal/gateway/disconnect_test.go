@@ -20,10 +20,13 @@ import (
 // upload the gateway then discarded. An upload that holds every byte its
 // client announced (oss.asize) is committed when its connection ends
 // without a close; one cut short, one with no size announced, and one
-// opened with kXR_posc are discarded as before.
+// opened with kXR_posc are not (the first two are kept for a while for
+// their client to take up again, see TestBrokenUploadIsTakenUpAgain).
 func TestUploadWholeAtDisconnectIsCommitted(t *testing.T) {
 	c := testcluster.New(t, 7, layout.Geometry{K: 4, M: 2, ChunkSize: 64 << 10})
-	addr, first := serveFS(t, &xrootd.Server{Handler: NewFS(c.Store, nil, Hooks{})})
+	fsys := NewFS(c.Store, nil, Hooks{})
+	fsys.uploads.parkFor = 100 * time.Millisecond // then the others are discarded
+	addr, first := serveFS(t, &xrootd.Server{Handler: fsys})
 	ctx := context.Background()
 	upload(t, first, "/dc/old", []byte("the version before"))
 	data := bytes.Repeat([]byte("0123456789"), 30_000) // 300 KB: several blocks

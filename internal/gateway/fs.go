@@ -46,6 +46,8 @@ type FS struct {
 	readOnly bool
 	// tokenRequired: reads need a token too (see access.go).
 	tokenRequired bool
+	// uploads are kept for their clients' write recovery (resume.go).
+	uploads uploads
 }
 
 // ReadOnly makes every write, remove, rename and mkdir of a client that
@@ -109,7 +111,7 @@ func NewFS(store *object.Store, log *slog.Logger, hooks Hooks) *FS {
 		log.Warn("third-party pull refused", "obj", path, "puller", puller.String(), "origin", origin, "reason", reason)
 	}
 	return &FS{store: store, log: log, hooks: hooks, tpcKeys: keys, tpcPulls: make(chan struct{}, MaxPulls),
-		fence: NodeFence(store)}
+		fence: NodeFence(store), uploads: uploads{parkFor: ParkFor}}
 }
 
 // NodeFence returns the fence (netfence) that keeps the transfers a
@@ -140,7 +142,9 @@ var (
 
 // Open opens an object for reading, or starts writing a new version of it
 // when the client opens for writing with kXR_new or kXR_delete (what
-// xrdcp sends). Updating an existing object in place is not supported.
+// xrdcp sends). Updating an existing object in place is not supported:
+// an open for writing without either takes up the client's upload that
+// a broken connection left (resume.go), if there is one.
 func (f *FS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (_ xrootd.File, err error) {
 	defer func(start time.Time) { f.hooks.done("open", start, err) }(time.Now())
 	tpc, err := xrdtpc.ParseOpen(opts.CGI)
@@ -171,6 +175,15 @@ func (f *FS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (_ 
 		return nil, err
 	}
 	if !opts.Flags.Create() {
+		if tpc.Role == xrdtpc.RoleNone {
+			wf, err := f.uploads.resume(ctx, keyOf(ctx, name))
+			if err == nil {
+				return wf, nil
+			}
+			if !errors.Is(err, errNoUpload) {
+				return nil, xrootd.Errorf(xrootd.ErrFileLocked, "%s: %v", name, err)
+			}
+		}
 		return nil, xrootd.Errorf(xrootd.ErrUnsupported,
 			"%s: objects are written once, sequentially: open with kXR_new or kXR_delete to replace one", name)
 	}
@@ -181,10 +194,7 @@ func (f *FS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (_ 
 	if err != nil || hint < 0 {
 		hint = -1
 	}
-	announced := hint
-	if opts.Flags&xrootd.OpenPOSC != 0 {
-		announced = -1 // kept only if closed, as the client asked
-	}
+	posc := opts.Flags&xrootd.OpenPOSC != 0
 	co := &object.CreateOptions{
 		SizeHint:  max(hint, 0),
 		Exclusive: createOnly || opts.Flags&xrootd.OpenNew != 0 && opts.Flags&xrootd.OpenDelete == 0,
@@ -200,34 +210,26 @@ func (f *FS) Open(ctx context.Context, name string, opts xrootd.OpenOptions) (_ 
 			return nil
 		}
 	}
-	if tpc.Role == xrdtpc.RoleDestination {
-		announced = -1 // see tpcDestination.Abort
-	}
-	// The writer's context ends with the client's connection (ctx), which
-	// stops an upload cut short at once; one that holds every byte
-	// announced is left for Abort, which commits it.
-	wctx, cancelWriter := ctx, context.CancelFunc(func() {})
-	if announced > 0 {
-		wctx, cancelWriter = context.WithCancel(context.WithoutCancel(ctx))
+	// An upload outlives its connection (writeFile.Abort): its writer's
+	// context does not end with it. A third-party copy's pull ends with
+	// its client's connection.
+	wctx := ctx
+	if tpc.Role != xrdtpc.RoleDestination {
+		wctx = context.WithoutCancel(ctx)
 	}
 	w, err := f.store.Create(wctx, name, co)
+	if errors.Is(err, object.ErrExist) {
+		return nil, xrootd.Errorf(xrootd.ErrItExists, "%s exists", name)
+	}
 	if err != nil {
-		cancelWriter()
-		if errors.Is(err, object.ErrExist) {
-			return nil, xrootd.Errorf(xrootd.ErrItExists, "%s exists", name)
-		}
 		return nil, mapErr(err)
 	}
-	wf := &writeFile{w: w, name: name, hooks: &f.hooks, announced: announced, log: f.log}
-	stop := context.AfterFunc(ctx, func() {
-		if wf.written.Load() != announced {
-			cancelWriter()
-		}
-	})
-	wf.release = func() { stop(); cancelWriter() }
+	wf := &writeFile{w: w, name: name, hooks: &f.hooks, announced: hint, posc: posc, log: f.log}
 	if tpc.Role == xrdtpc.RoleDestination {
 		return f.tpcDestinationOf(ctx, wf, tpc), nil
 	}
+	wf.key, wf.uploads = keyOf(ctx, name), &f.uploads
+	f.uploads.add(wf)
 	return wf, nil
 }
 
@@ -542,13 +544,27 @@ type writeFile struct {
 	// attrs are the extended attributes set on the handle (attrs.go).
 	attrs pendingAttrs
 	// announced is the size the client announced at the open (xrdcp's
-	// oss.asize), or -1 (none, or an open with kXR_posc: the client asked
-	// for the file to be kept only if it closes it).
+	// oss.asize), or -1.
 	announced int64
-	log       *slog.Logger
-	// release ends the writer's context, once the upload is committed
-	// or discarded.
-	release func()
+	// posc: the client asked for the object to be kept only if it
+	// closes it (kXR_posc).
+	posc bool
+	log  *slog.Logger
+
+	// For its client's recovery (resume.go; nil uploads for a
+	// third-party copy's pull):
+	uploads *uploads
+	key     uploadKey
+	// parked is closed when the upload's connection ended and it was
+	// kept; expiry discards it then.
+	parked chan struct{}
+	expiry *time.Timer
+	// resumed: taken up again after a broken connection; its client
+	// sends again writes the gateway took before the break.
+	resumed bool
+	// cut: err is the break of the connection inside a write's payload
+	// (what came before is written).
+	cut bool
 }
 
 var (
@@ -560,13 +576,20 @@ var (
 // to every later request (clients pipeline writes, and the failure is
 // what they must see, not the offset gap it left); objects are written
 // in order.
-func (wf *writeFile) check(off int64) error {
+//
+// It returns how many bytes of a write at off are written already: none,
+// but for a resumed upload (resume.go), whose client sends again writes
+// the gateway took before its connection broke.
+func (wf *writeFile) check(off int64) (int64, error) {
 	if wf.err != nil {
-		return mapErr(wf.err)
+		return 0, mapErr(wf.err)
 	}
 	if err := wf.w.Err(); err != nil {
 		wf.err = err
-		return mapErr(err)
+		return 0, mapErr(err)
+	}
+	if size := wf.w.Size(); wf.resumed && off >= 0 && off < size {
+		return size - off, nil
 	}
 	if off != wf.w.Size() {
 		err := xrootd.Errorf(xrootd.ErrUnsupported,
@@ -578,24 +601,28 @@ func (wf *writeFile) check(off int64) error {
 			// still start at offset 0.
 			wf.err = err
 		}
-		return err
+		return 0, err
 	}
-	return nil
+	return 0, nil
 }
 
 func (wf *writeFile) WriteAt(_ context.Context, p []byte, off int64) (int, error) {
-	if err := wf.check(off); err != nil {
+	done, err := wf.check(off)
+	if err != nil {
 		return 0, err
 	}
+	if done >= int64(len(p)) {
+		return len(p), nil
+	}
 	start := time.Now()
-	n, err := wf.w.Write(p)
+	n, err := wf.w.Write(p[done:])
 	wf.written.Add(int64(n))
 	if err != nil {
 		wf.err = err
 	}
 	wf.hooks.done("write", start, err)
 	wf.hooks.bytes("write", n)
-	return n, mapErr(err)
+	return int(done) + n, mapErr(err)
 }
 
 // WriteFrom takes a large write straight from the client's connection
@@ -603,8 +630,18 @@ func (wf *writeFile) WriteAt(_ context.Context, p []byte, off int64) (int, error
 // page checksum mismatch), the object holds a partial write and is never
 // committed: Close then fails.
 func (wf *writeFile) WriteFrom(_ context.Context, r io.Reader, off, n int64) (int64, error) {
-	if err := wf.check(off); err != nil {
+	done, err := wf.check(off)
+	if err != nil {
 		return 0, err
+	}
+	if done > 0 {
+		// Sent again after a broken connection: the bytes written
+		// already are passed over.
+		skipped, err := io.CopyN(io.Discard, r, min(done, n))
+		if err != nil || done >= n {
+			return skipped, err
+		}
+		n -= done
 	}
 	start := time.Now()
 	lr := &io.LimitedReader{R: r, N: n}
@@ -615,10 +652,16 @@ func (wf *writeFile) WriteFrom(_ context.Context, r io.Reader, off, n int64) (in
 	}
 	if err != nil {
 		wf.err = err
+		// The connection broke inside the payload, the writer being
+		// sound: what came before is written, and the client may send
+		// the write again on a new connection. A page that failed its
+		// checksum is not that.
+		var pe *xrootd.PageError
+		wf.cut = wf.w.Err() == nil && !errors.As(err, &pe)
 	}
 	wf.hooks.done("write", start, err)
 	wf.hooks.bytes("write", int(got))
-	return got, mapErr(err)
+	return done + got, mapErr(err)
 }
 
 func (wf *writeFile) ReadAt(context.Context, []byte, int64) (int, error) {
@@ -633,7 +676,9 @@ func (wf *writeFile) Stat(context.Context) (xrootd.FileInfo, error) {
 // client hears "closed" only once it is durable on at least the write
 // quorum of nodes.
 func (wf *writeFile) Close(context.Context) (err error) {
-	defer wf.release()
+	if wf.uploads != nil {
+		defer wf.uploads.remove(wf)
+	}
 	defer func(start time.Time) { wf.hooks.done("close", start, err) }(time.Now())
 	if wf.err != nil {
 		wf.w.Abort()
@@ -649,12 +694,18 @@ func (wf *writeFile) Close(context.Context) (err error) {
 // Close as done, without sending it, when it finds the connection
 // already gone, taking the server to have closed the file, as a plain
 // xrootd does at a disconnect. Discarding the upload then would lose a
-// file that xrdcp reported copied. Any other upload is discarded: its
-// size unknown or not reached (it is cut short), or opened with kXR_posc
-// (its client asked for it to be kept only if closed).
+// file that xrdcp reported copied. Any other upload is kept for its
+// client to take up again (resume.go), or discarded when it may not be.
 func (wf *writeFile) Abort(context.Context) (err error) {
-	defer wf.release()
-	if wf.err != nil || wf.announced <= 0 || wf.w.Size() != wf.announced || wf.w.Err() != nil {
+	whole := wf.err == nil && !wf.posc && wf.announced > 0 && wf.w.Size() == wf.announced && wf.w.Err() == nil
+	switch {
+	case !whole && wf.resumable():
+		wf.uploads.park(wf)
+		return nil
+	case wf.uploads != nil:
+		defer wf.uploads.remove(wf)
+	}
+	if !whole {
 		return wf.w.Abort()
 	}
 	defer func(start time.Time) { wf.hooks.done("close", start, err) }(time.Now())

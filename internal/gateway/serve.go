@@ -158,6 +158,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	}()
 	<-ctx.Done()
 	log.Info("shutting down")
+	fsys.DiscardBrokenUploads()
 	sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer scancel()
 	if err := srv.Shutdown(sctx); err != nil {

@@ -209,7 +209,6 @@ func (d *tpcDestination) stop() bool {
 // on the copy), nor when the close arrived while the pull ran (it was
 // cancelled then, by CloseComing).
 func (d *tpcDestination) Close(ctx context.Context) error {
-	defer d.release()
 	d.mu.Lock()
 	running := d.early || d.started && !isClosed(d.done)
 	d.mu.Unlock()
@@ -232,7 +231,6 @@ func (d *tpcDestination) Close(ctx context.Context) error {
 // a pull is judged whole only by the close that waits for it, never by
 // its size alone (writeFile.Abort).
 func (d *tpcDestination) Abort(context.Context) error {
-	defer d.release()
 	d.stop()
 	return d.w.Abort()
 }
@@ -261,7 +259,7 @@ func (o objectWriter) Write(p []byte) (int, error) {
 // through the pull's own buffers cost a quarter of its CPU).
 func (o objectWriter) ReadFrom(r io.Reader) (int64, error) {
 	wf := o.wf
-	if err := wf.check(wf.w.Size()); err != nil {
+	if _, err := wf.check(wf.w.Size()); err != nil {
 		return 0, err
 	}
 	start := time.Now()

@@ -249,10 +249,11 @@ func (s *session) handle(sid StreamID, req Request, held heldFiles) {
 		}
 	}
 	switch r := req.(type) {
-	case *PingRequest, *EndsessRequest, *SetRequest, *PrepareRequest:
-		// Sessions are not shared, settings are ignored and all data is
-		// online: nothing to do.
+	case *PingRequest, *SetRequest, *PrepareRequest:
+		// Settings are ignored and all data is online: nothing to do.
 		err = s.sendOK(sid, nil)
+	case *EndsessRequest:
+		err = s.doEndsess(sid, r)
 	case *StatRequest:
 		err = s.doStat(ctx, sid, held, r)
 	case *StatxRequest:
@@ -485,6 +486,31 @@ func (s *session) doLogin(sid StreamID, r *LoginRequest) {
 // the same host; it may have MaxSubStreams sub-streams at a time. The
 // connection then takes the data requests of the session's open files
 // (dispatch) and nothing else, acting as the session's client.
+// doEndsess ends an earlier session of the same client: XrdCl sends
+// kXR_endsess with the session id of its broken connection when it logs
+// in again, so that the files that connection held are closed (or
+// aborted) before it opens them again, as its write recovery does. The
+// session must be another logged-in one of the same user and process,
+// from the same host; one already gone is kXR_NotFound, which XrdCl
+// takes as done.
+func (s *session) doEndsess(sid StreamID, r *EndsessRequest) error {
+	p := s.srv.lookupLogin(r.SessionID)
+	if p == nil || p == s || p.parent.Load() != nil {
+		return Errorf(ErrNotFound, "endsess: no such session")
+	}
+	mine, theirs := s.ident.Load(), p.ident.Load()
+	if mine == nil || theirs == nil {
+		return Errorf(ErrNotFound, "endsess: no such session")
+	}
+	if mine.User != theirs.User || mine.PID != theirs.PID || mine.Holder != theirs.Holder ||
+		remoteAddrPort(p.conn).Addr() != remoteAddrPort(s.conn).Addr() {
+		return Errorf(ErrNotAuthorized, "endsess: the session is another client's")
+	}
+	s.log.Debug("xrootd session ended by its client's new connection (kXR_endsess)", "session_remote", p.conn.RemoteAddr().String())
+	p.kill()
+	return s.sendOK(sid, nil)
+}
+
 func (s *session) doBind(sid StreamID, r *BindRequest) {
 	refuse := func(code ErrorCode, format string, args ...any) {
 		err := Errorf(code, format, args...)

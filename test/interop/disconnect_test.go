@@ -5,10 +5,13 @@ package interop
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -92,7 +95,7 @@ func TestUploadWholeWhenConnectionDropsBeforeClose(t *testing.T) {
 					t.Fatalf("xrdcp %s: %v\n%s", obj, err, out)
 				case time.Now().After(deadline):
 					if tc.kept {
-						t.Fatalf("the whole upload is still absent 15 s after its connection dropped:\n%s\ngateway log:\n%s", out, gw.tail(20))
+						t.Fatalf("the whole upload is still absent 15 s after its connection dropped:\n%s\ngateway log:\n%s", out, gw.tail(2000))
 					}
 					return
 				}
@@ -174,4 +177,118 @@ func (p *proxy) cut() {
 		c.Close()
 	}
 	p.conns = nil
+}
+
+// XrdCl's write recovery through the gateway: the connection of an
+// upload breaks half way (the proxy between them is cut), and the
+// client goes on: it logs in again, ends its broken session
+// (kXR_endsess), opens the file again with kXR_open_updt and sends the
+// rest. The object must be whole, as it is against a plain xrootd.
+func TestUploadGoesOnAfterItsConnectionBreaks(t *testing.T) {
+	py, _ := needPython(t)
+	work := t.TempDir()
+	gw := startGateway(t, work, false, "--data", filepath.Join(work, "data"), "--fsync=false", "--log-level", "info")
+	const size = 20*mib + 3
+	local := filepath.Join(work, "src.bin")
+	writeRandom(t, local, size, seed(t), 12)
+	px := startProxy(t, gw.addr)
+	cmd := exec.Command(py, "-c", resumeScript, "root://"+px.addr+"//resume/obj", local)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.Env = append(os.Environ(), "XRD_LOGLEVEL=Debug", "XRD_LOGFILE="+filepath.Join(work, "xrdcl.log"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	if !lines.Scan() || lines.Text() != "HALF" {
+		cmd.Wait()
+		t.Fatalf("python: %q before the cut; stderr:\n%s", lines.Text(), stderr.String())
+	}
+	px.cut()
+	io.WriteString(stdin, "go on\n")
+	var rest []string
+	for lines.Scan() {
+		rest = append(rest, lines.Text())
+	}
+	werr := cmd.Wait()
+	if werr != nil || len(rest) != 1 || rest[0] != "DONE" {
+		log, _ := os.ReadFile(filepath.Join(work, "xrdcl.log"))
+		t.Fatalf("python after the cut: %v %q\n%s\nXrdCl's log ends:\n%s\ngateway log:\n%s", werr, rest, stderr.String(),
+			lastLines(string(log), 30), gw.tail(2000))
+	}
+	gw.waitLog(t, regexp.MustCompile(`taken up again.* path=/resume/obj `), 5*time.Second)
+	got := filepath.Join(work, "got.bin")
+	must(t, "xrdcp", "--nopbar", "-f", gw.obj("/resume/obj"), got)
+	sameFile(t, got, local)
+}
+
+// resumeScript writes LOCAL to URL, opened as xrdcp opens (kXR_new and
+// kXR_open_updt, the size announced), in 1 MiB writes; half way it
+// prints HALF and waits for a line on stdin (the test cuts the
+// connection meanwhile), then writes the rest, closes and prints DONE.
+const resumeScript = `
+import sys, time
+from XRootD import client
+from XRootD.client.flags import OpenFlags
+url, local = sys.argv[1], sys.argv[2]
+data = open(local, "rb").read()
+f = client.File()
+st, _ = f.open(url + "?oss.asize=%d" % len(data), OpenFlags.NEW | OpenFlags.UPDATE | OpenFlags.MAKEPATH)
+if not st.ok:
+    sys.exit("open: " + st.message)
+off, half = 0, len(data) // 2
+while off < len(data):
+    if off >= half and half >= 0:
+        print("HALF", flush=True)
+        sys.stdin.readline()
+        time.sleep(0.3)  # for the client to see the connection gone
+        half = -1
+    n = min(1 << 20, len(data) - off)
+    st, _ = f.write(data[off:off + n], off)
+    if not st.ok:
+        sys.exit("write at %d: %s" % (off, st.message))
+    off += n
+st, _ = f.close()
+if not st.ok:
+    sys.exit("close: " + st.message)
+print("DONE", flush=True)
+`
+
+// The same with xrdcp itself, its writes in flight (four of 8 MiB, rate
+// limited) when the connection breaks: some are cut inside their
+// payload, some taken and not answered, and xrdcp sends them all again.
+func TestXrdcpGoesOnAfterItsConnectionBreaks(t *testing.T) {
+	work := t.TempDir()
+	gw := startGateway(t, work, false, "--data", filepath.Join(work, "data"), "--fsync=false", "--log-level", "info")
+	const size = 96*mib + 5
+	local := filepath.Join(work, "src.bin")
+	writeRandom(t, local, size, seed(t), 13)
+	for _, cutAfter := range []time.Duration{700 * time.Millisecond, 1900 * time.Millisecond} {
+		px := startProxy(t, gw.addr)
+		obj := fmt.Sprintf("/resume/xrdcp-%v", cutAfter)
+		cmd := exec.Command("xrdcp", "--nopbar", "--xrate", "40M", local, "root://"+px.addr+"/"+obj)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(cutAfter)
+		px.cut()
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("xrdcp, its connection cut after %v: %v\n%s\ngateway log:\n%s", cutAfter, err, out.String(), gw.tail(2000))
+		}
+		// The cut came while xrdcp wrote: its upload was taken up again.
+		gw.waitLog(t, regexp.MustCompile(`taken up again.* path=`+regexp.QuoteMeta(obj)+` `), 5*time.Second)
+		got := filepath.Join(work, "got.bin")
+		must(t, "xrdcp", "--nopbar", "-f", gw.obj(obj), got)
+		sameFile(t, got, local)
+	}
 }
