@@ -45,33 +45,10 @@ func TestUploadWholeWhenConnectionDropsBeforeClose(t *testing.T) {
 			writeRandom(t, local, announced, seed(t), 11)
 			px := startProxy(t, gw.addr)
 			obj := "/drop/" + tc.name
-			cmd := exec.Command(py, "-c", dropScript, "root://"+px.addr+"/"+obj, local, strconv.Itoa(announced), strconv.Itoa(tc.written))
-			stdin, err := cmd.StdinPipe()
+			rest, stderr, err := cutPython(t, px, nil, "WRITTEN", py, "-c", dropScript,
+				"root://"+px.addr+"/"+obj, local, strconv.Itoa(announced), strconv.Itoa(tc.written))
 			if err != nil {
-				t.Fatal(err)
-			}
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			lines := bufio.NewScanner(stdout)
-			if !lines.Scan() || lines.Text() != "WRITTEN" {
-				cmd.Wait()
-				t.Fatalf("python: %q before the cut; stderr:\n%s", lines.Text(), stderr.String())
-			}
-			px.cut()
-			io.WriteString(stdin, "go on\n")
-			var rest []string
-			for lines.Scan() {
-				rest = append(rest, lines.Text())
-			}
-			if err := cmd.Wait(); err != nil {
-				t.Fatalf("python: %v\n%s\n%s", err, strings.Join(rest, "\n"), stderr.String())
+				t.Fatalf("python: %v\n%s\n%s", err, strings.Join(rest, "\n"), stderr)
 			}
 			if len(rest) != 1 || rest[0] != "CLOSE True" {
 				t.Fatalf("python after the cut: %q, want XrdCl's close to report success (the behaviour this test is about)", rest)
@@ -133,6 +110,42 @@ st, _ = f.close()
 print("CLOSE", st.ok, flush=True)
 `
 
+// cutPython runs the Python script of args (with env added), waits for
+// its first line, which must be ready, cuts px's connections, tells the
+// script to go on (a line on its stdin) and returns the lines it printed
+// then, its stderr and how it exited.
+func cutPython(t testing.TB, px *proxy, env []string, ready string, args ...string) ([]string, string, error) {
+	t.Helper()
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), env...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	if !lines.Scan() || lines.Text() != ready {
+		cmd.Wait()
+		t.Fatalf("python: %q before the cut, want %q; stderr:\n%s", lines.Text(), ready, stderr.String())
+	}
+	px.cut()
+	io.WriteString(stdin, "go on\n")
+	var rest []string
+	for lines.Scan() {
+		rest = append(rest, lines.Text())
+	}
+	err = cmd.Wait()
+	return rest, stderr.String(), err
+}
+
 // proxy forwards TCP connections to a server until cut closes them all.
 type proxy struct {
 	addr  string
@@ -192,36 +205,11 @@ func TestUploadGoesOnAfterItsConnectionBreaks(t *testing.T) {
 	local := filepath.Join(work, "src.bin")
 	writeRandom(t, local, size, seed(t), 12)
 	px := startProxy(t, gw.addr)
-	cmd := exec.Command(py, "-c", resumeScript, "root://"+px.addr+"//resume/obj", local)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	cmd.Env = append(os.Environ(), "XRD_LOGLEVEL=Debug", "XRD_LOGFILE="+filepath.Join(work, "xrdcl.log"))
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewScanner(stdout)
-	if !lines.Scan() || lines.Text() != "HALF" {
-		cmd.Wait()
-		t.Fatalf("python: %q before the cut; stderr:\n%s", lines.Text(), stderr.String())
-	}
-	px.cut()
-	io.WriteString(stdin, "go on\n")
-	var rest []string
-	for lines.Scan() {
-		rest = append(rest, lines.Text())
-	}
-	werr := cmd.Wait()
-	if werr != nil || len(rest) != 1 || rest[0] != "DONE" {
+	env := []string{"XRD_LOGLEVEL=Debug", "XRD_LOGFILE=" + filepath.Join(work, "xrdcl.log")}
+	rest, stderr, err := cutPython(t, px, env, "HALF", py, "-c", resumeScript, "root://"+px.addr+"//resume/obj", local)
+	if err != nil || len(rest) != 1 || rest[0] != "DONE" {
 		log, _ := os.ReadFile(filepath.Join(work, "xrdcl.log"))
-		t.Fatalf("python after the cut: %v %q\n%s\nXrdCl's log ends:\n%s\ngateway log:\n%s", werr, rest, stderr.String(),
+		t.Fatalf("python after the cut: %v %q\n%s\nXrdCl's log ends:\n%s\ngateway log:\n%s", err, rest, stderr,
 			lastLines(string(log), 30), gw.tail(2000))
 	}
 	gw.waitLog(t, regexp.MustCompile(`taken up again.* path=/resume/obj `), 5*time.Second)
