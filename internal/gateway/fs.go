@@ -565,6 +565,10 @@ type writeFile struct {
 	// cut: err is the break of the connection inside a write's payload
 	// (what came before is written).
 	cut bool
+	// committed: the upload held every byte announced when its
+	// connection broke, and was committed then. Kept for its client,
+	// it answers the writes sent again and the close.
+	committed bool
 }
 
 var (
@@ -580,7 +584,14 @@ var (
 // It returns how many bytes of a write at off are written already: none,
 // but for a resumed upload (resume.go), whose client sends again writes
 // the gateway took before its connection broke.
-func (wf *writeFile) check(off int64) (int64, error) {
+func (wf *writeFile) check(off, n int64) (int64, error) {
+	if wf.committed {
+		if off < 0 || off+n > wf.announced {
+			return 0, xrootd.Errorf(xrootd.ErrUnsupported,
+				"%s: committed at the %d bytes announced; a write of %d bytes at %d is past them", wf.name, wf.announced, n, off)
+		}
+		return n, nil
+	}
 	if wf.err != nil {
 		return 0, mapErr(wf.err)
 	}
@@ -607,7 +618,7 @@ func (wf *writeFile) check(off int64) (int64, error) {
 }
 
 func (wf *writeFile) WriteAt(_ context.Context, p []byte, off int64) (int, error) {
-	done, err := wf.check(off)
+	done, err := wf.check(off, int64(len(p)))
 	if err != nil {
 		return 0, err
 	}
@@ -630,7 +641,7 @@ func (wf *writeFile) WriteAt(_ context.Context, p []byte, off int64) (int, error
 // page checksum mismatch), the object holds a partial write and is never
 // committed: Close then fails.
 func (wf *writeFile) WriteFrom(_ context.Context, r io.Reader, off, n int64) (int64, error) {
-	done, err := wf.check(off)
+	done, err := wf.check(off, n)
 	if err != nil {
 		return 0, err
 	}
@@ -679,6 +690,9 @@ func (wf *writeFile) Close(context.Context) (err error) {
 	if wf.uploads != nil {
 		defer wf.uploads.remove(wf)
 	}
+	if wf.committed {
+		return nil
+	}
 	defer func(start time.Time) { wf.hooks.done("close", start, err) }(time.Now())
 	if wf.err != nil {
 		wf.w.Abort()
@@ -699,26 +713,35 @@ func (wf *writeFile) Close(context.Context) (err error) {
 func (wf *writeFile) Abort(context.Context) (err error) {
 	whole := wf.err == nil && !wf.posc && wf.announced > 0 && wf.w.Size() == wf.announced && wf.w.Err() == nil
 	switch {
-	case !whole && wf.resumable():
+	case wf.committed || !whole && wf.resumable():
 		wf.uploads.park(wf)
 		return nil
-	case wf.uploads != nil:
-		defer wf.uploads.remove(wf)
-	}
-	if !whole {
+	case !whole:
+		if wf.uploads != nil {
+			wf.uploads.remove(wf)
+		}
 		return wf.w.Abort()
 	}
 	defer func(start time.Time) { wf.hooks.done("close", start, err) }(time.Now())
 	wf.commitAttrs()
 	err = wf.w.Close()
 	if err != nil {
+		if wf.uploads != nil {
+			wf.uploads.remove(wf)
+		}
 		wf.log.Warn("an upload whose client went away after writing all of it could not be committed",
 			"path", wf.name, "size", wf.announced, "err", err)
-	} else {
-		wf.log.Info("an upload whose client went away after writing all of it was committed",
-			"path", wf.name, "size", wf.announced)
+		return mapErr(err)
 	}
-	return mapErr(err)
+	wf.log.Info("an upload whose client went away after writing all of it was committed",
+		"path", wf.name, "size", wf.announced)
+	if wf.uploads != nil {
+		// Its client may not have had the answers to its last writes:
+		// its recovery sends them again, and then the close.
+		wf.committed = true
+		wf.uploads.park(wf)
+	}
+	return nil
 }
 
 // mapErr turns engine errors into the XRootD error codes clients expect.

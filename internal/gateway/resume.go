@@ -100,7 +100,7 @@ func (u *uploads) remove(wf *writeFile) {
 func (u *uploads) park(wf *writeFile) {
 	u.mu.Lock()
 	if u.m[wf.key] != wf || u.parked >= MaxParked || u.shut {
-		full := u.m[wf.key] == wf && !u.shut
+		full := u.m[wf.key] == wf && !u.shut && !wf.committed
 		if u.m[wf.key] == wf {
 			delete(u.m, wf.key)
 		}
@@ -121,15 +121,17 @@ func (u *uploads) park(wf *writeFile) {
 			u.unparkLocked(wf)
 		}
 		u.mu.Unlock()
-		if mine {
+		if mine && !wf.committed {
 			wf.w.Abort()
 			wf.log.Warn("an upload whose connection broke was not taken up again by its client: discarded",
 				"path", wf.name, "written", wf.w.Size(), "waited", u.parkFor)
 		}
 	})
 	close(wf.parked)
-	wf.log.Info("an upload's connection broke before its close: kept for its client to take up again",
-		"path", wf.name, "written", wf.w.Size(), "for", u.parkFor)
+	if !wf.committed {
+		wf.log.Info("an upload's connection broke before its close: kept for its client to take up again",
+			"path", wf.name, "written", wf.w.Size(), "for", u.parkFor)
+	}
 }
 
 // DiscardBrokenUploads is for a gateway that stops: the uploads kept for

@@ -172,3 +172,55 @@ func TestGatewayStopDiscardsBrokenUploads(t *testing.T) {
 		t.Fatalf("after the stop: %d uploads open, %d kept; want none", n, p)
 	}
 }
+
+// An upload that held every byte announced when its connection broke is
+// committed then; its client, which may not have had the answers to its
+// last writes, recovers: it opens the file again, sends those writes
+// again and closes, and is answered as if the upload had gone on (it
+// was refused, and xrdcp failed for an object that was stored whole).
+func TestRecoveryOfAnUploadCommittedAtTheBreak(t *testing.T) {
+	ctx := context.Background()
+	c := testcluster.New(t, 7, layout.Geometry{K: 4, M: 2, ChunkSize: 64 << 10})
+	fsys := NewFS(c.Store, nil, Hooks{})
+	addr, cl := serveFS(t, &xrootd.Server{Handler: fsys})
+	data := bytes.Repeat([]byte("0123456789abcdef"), 40_000) // 640,000 bytes
+	f, err := cl.Open(ctx, fmt.Sprintf("/c/obj?oss.asize=%d", len(data)), xrootd.OpenNew|xrootd.OpenUpdate|xrootd.OpenMkpath, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(ctx, data, 0); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if got, err := c.Get("/c/obj"); err == nil && bytes.Equal(got, data) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the whole upload was not committed when its connection broke")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	again, err := xrootd.Dial(ctx, addr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	g, err := again.Open(ctx, fmt.Sprintf("/c/obj?oss.asize=%d", len(data)), xrootd.OpenUpdate|xrootd.OpenMkpath, 0o644)
+	if err != nil {
+		t.Fatalf("the recovery open: %v", err)
+	}
+	if _, err := g.WriteAt(ctx, data[400_000:], 400_000); err != nil {
+		t.Fatalf("the last write sent again: %v", err)
+	}
+	if _, err := g.WriteAt(ctx, []byte("more"), int64(len(data))); err == nil {
+		t.Error("a write past the committed size succeeded")
+	}
+	if err := g.Close(ctx); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if got, err := c.Get("/c/obj"); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("object after the recovery: %d bytes, %v", len(got), err)
+	}
+}

@@ -259,7 +259,7 @@ func (o objectWriter) Write(p []byte) (int, error) {
 // through the pull's own buffers cost a quarter of its CPU).
 func (o objectWriter) ReadFrom(r io.Reader) (int64, error) {
 	wf := o.wf
-	if _, err := wf.check(wf.w.Size()); err != nil {
+	if _, err := wf.check(wf.w.Size(), 0); err != nil {
 		return 0, err
 	}
 	start := time.Now()
