@@ -599,8 +599,16 @@ func (wf *writeFile) check(off, n int64) (int64, error) {
 		wf.err = err
 		return 0, mapErr(err)
 	}
-	if size := wf.w.Size(); wf.resumed && off >= 0 && off < size {
-		return size - off, nil
+	if size := wf.w.Size(); wf.resumed {
+		if off >= 0 && off < size && off+n <= size {
+			return n, nil
+		}
+		// The client's first write past what was written ends what
+		// it sends again: later writes are checked as usual.
+		wf.resumed = false
+		if off >= 0 && off < size {
+			return size - off, nil
+		}
 	}
 	if off != wf.w.Size() {
 		err := xrootd.Errorf(xrootd.ErrUnsupported,
@@ -669,6 +677,16 @@ func (wf *writeFile) WriteFrom(_ context.Context, r io.Reader, off, n int64) (in
 		// checksum is not that.
 		var pe *xrootd.PageError
 		wf.cut = wf.w.Err() == nil && !errors.As(err, &pe)
+		if u, ok := r.(xrootd.UncheckedReader); ok && wf.cut {
+			// The part of a page whose checksum never came is taken
+			// back, if it can be, and sent again.
+			if k := u.Unchecked(); k > 0 && wf.w.Unwrite(k) {
+				got -= k
+				wf.written.Add(-k)
+			} else if k > 0 {
+				wf.cut = false
+			}
+		}
 	}
 	wf.hooks.done("write", start, err)
 	wf.hooks.bytes("write", int(got))
@@ -700,6 +718,15 @@ func (wf *writeFile) Close(context.Context) (err error) {
 	}
 	wf.commitAttrs()
 	return mapErr(wf.w.Close())
+}
+
+// Discard drops an upload its client never saw (its open refused after
+// the fact): there is nothing to keep it for.
+func (wf *writeFile) Discard(context.Context) error {
+	if wf.uploads != nil {
+		wf.uploads.remove(wf)
+	}
+	return wf.w.Abort()
 }
 
 // Abort ends an upload whose client went away without closing it. One

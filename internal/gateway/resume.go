@@ -37,14 +37,16 @@ const resumeWait = 10 * time.Second
 
 // uploadKey names an upload for its client's recovery: the path, and the
 // client process (user or token holder, process id and host, which
-// XrdCl logs in again with).
+// XrdCl logs in again with), and whether it authenticated: an anonymous
+// client naming itself as a token's holder does not take up the
+// holder's upload.
 type uploadKey struct {
 	path, client string
 }
 
 func keyOf(ctx context.Context, path string) uploadKey {
 	id := xrootd.PeerIdentity(ctx)
-	return uploadKey{path: path, client: fmt.Sprintf("%s.%d@%s", id.Holder, id.PID, id.Remote.Addr())}
+	return uploadKey{path: path, client: fmt.Sprintf("%s.%d@%s auth=%v", id.Holder, id.PID, id.Remote.Addr(), id.Authenticated)}
 }
 
 // uploads are the uploads of FS that their clients may take up again
@@ -52,7 +54,8 @@ func keyOf(ctx context.Context, path string) uploadKey {
 type uploads struct {
 	mu sync.Mutex
 	m  map[uploadKey]*writeFile
-	// parked counts the uploads of m kept for their clients.
+	// parked counts the uploads of m kept for their clients, but for
+	// the committed ones (which hold no buffers).
 	parked int
 	// shut: the gateway is stopping; nothing is kept any more.
 	shut bool
@@ -80,7 +83,9 @@ func (u *uploads) add(wf *writeFile) {
 // unparkLocked ends wf's stay: it is no longer kept. u.mu must be held.
 func (u *uploads) unparkLocked(wf *writeFile) {
 	wf.expiry = nil
-	u.parked--
+	if !wf.committed {
+		u.parked--
+	}
 	if u.m[wf.key] == wf {
 		delete(u.m, wf.key)
 	}
@@ -99,11 +104,12 @@ func (u *uploads) remove(wf *writeFile) {
 // client to take up again within parkFor; it is discarded then.
 func (u *uploads) park(wf *writeFile) {
 	u.mu.Lock()
-	if u.m[wf.key] != wf || u.parked >= MaxParked || u.shut {
-		full := u.m[wf.key] == wf && !u.shut && !wf.committed
+	if u.m[wf.key] != wf || u.parked >= MaxParked && !wf.committed || u.shut {
+		full := u.m[wf.key] == wf && !u.shut
 		if u.m[wf.key] == wf {
 			delete(u.m, wf.key)
 		}
+		close(wf.parked) // a resume waiting for it finds it gone
 		u.mu.Unlock()
 		if full {
 			wf.log.Warn("an upload's connection broke before its close, with as many uploads kept for their clients as may be: discarded",
@@ -113,7 +119,9 @@ func (u *uploads) park(wf *writeFile) {
 		return
 	}
 	defer u.mu.Unlock()
-	u.parked++
+	if !wf.committed {
+		u.parked++
+	}
 	wf.expiry = time.AfterFunc(u.parkFor, func() {
 		u.mu.Lock()
 		mine := wf.expiry != nil // not taken up, nor discarded, meanwhile
@@ -187,7 +195,9 @@ func (u *uploads) resume(ctx context.Context, key uploadKey) (*writeFile, error)
 		return nil, errNoUpload // discarded meanwhile
 	}
 	wf.expiry = nil
-	u.parked--
+	if !wf.committed {
+		u.parked--
+	}
 	wf.parked = make(chan struct{})
 	wf.resumed = true
 	if wf.cut {

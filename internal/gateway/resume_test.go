@@ -11,6 +11,8 @@ import (
 	"github.com/ecstore/ecstore/internal/layout"
 	"github.com/ecstore/ecstore/internal/object"
 	"github.com/ecstore/ecstore/internal/testcluster"
+	"github.com/ecstore/ecstore/internal/testtls"
+	"github.com/ecstore/ecstore/internal/tlsfiles"
 	"github.com/ecstore/ecstore/internal/xrootd"
 )
 
@@ -54,17 +56,18 @@ func TestBrokenUploadIsTakenUpAgain(t *testing.T) {
 	if _, err := dial("mallory").Open(ctx, "/r/obj", xrootd.OpenUpdate, 0o644); err == nil {
 		t.Fatal("another client took up the upload")
 	}
-	// Its own client does, and sends again a write it had no answer
-	// for, which straddles the end of what was written.
+	// Its own client does, and sends again the writes it had no answer
+	// for: one the gateway had whole, then one that straddles the end of
+	// what was written.
 	g, err := dial("alice").Open(ctx, "/r/obj", xrootd.OpenUpdate|xrootd.OpenMkpath, 0o644)
 	if err != nil {
 		t.Fatalf("the recovery open: %v", err)
 	}
-	if _, err := g.WriteAt(ctx, data[600_000:800_000], 600_000); err != nil {
-		t.Fatalf("a write sent again: %v", err)
-	}
 	if _, err := g.WriteAt(ctx, data[650_000:700_000], 650_000); err != nil {
 		t.Fatalf("a write sent again, written whole already: %v", err)
+	}
+	if _, err := g.WriteAt(ctx, data[600_000:800_000], 600_000); err != nil {
+		t.Fatalf("a write sent again: %v", err)
 	}
 	for off := 800_000; off < len(data); off += 100_000 {
 		if _, err := g.WriteAt(ctx, data[off:min(off+100_000, len(data))], int64(off)); err != nil {
@@ -223,4 +226,160 @@ func TestRecoveryOfAnUploadCommittedAtTheBreak(t *testing.T) {
 	if got, err := c.Get("/c/obj"); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("object after the recovery: %d bytes, %v", len(got), err)
 	}
+}
+
+// Regression (review): the upload of a token's holder was taken up by an
+// anonymous client on the same host that logged in under the holder's
+// name and process id; the key now says whether the client
+// authenticated.
+func TestBrokenUploadOfATokenHolderIsNotAnonymousClients(t *testing.T) {
+	ctx := context.Background()
+	c := testcluster.New(t, 7, layout.Geometry{K: 4, M: 2, ChunkSize: 64 << 10})
+	files := testtls.New(t, "localhost")
+	pair, err := tlsfiles.Load(files.CertFile, files.KeyFile, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys := NewFS(c.Store, nil, Hooks{}) // anonymous writes allowed
+	tokens := func(context.Context, string) (string, any, error) { return "alice", nil, nil }
+	addr, _ := serveFS(t, &xrootd.Server{Handler: fsys, TLS: pair.Config(), Tokens: tokens})
+	url := "roots://" + addr
+	dial := func(o *xrootd.DialOptions) *xrootd.Client {
+		o.TLS = files.ClientConfig()
+		cl, err := xrootd.Dial(ctx, url, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cl.Close() })
+		return cl
+	}
+	owner := dial(&xrootd.DialOptions{Token: "T", Username: "bob"})
+	f, err := owner.Open(ctx, "/h/obj", xrootd.OpenNew|xrootd.OpenUpdate|xrootd.OpenMkpath, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(ctx, bytes.Repeat([]byte("A"), 300_000), 0); err != nil {
+		t.Fatal(err)
+	}
+	owner.Close()
+	thief := dial(&xrootd.DialOptions{Username: "alice", NoTokenSearch: true})
+	if _, err := thief.Open(ctx, "/h/obj", xrootd.OpenUpdate, 0o644); err == nil {
+		t.Fatal("an anonymous client took up a token holder's upload")
+	}
+	again := dial(&xrootd.DialOptions{Token: "T", Username: "bob"})
+	g, err := again.Open(ctx, "/h/obj", xrootd.OpenUpdate, 0o644)
+	if err != nil {
+		t.Fatalf("the holder's recovery open: %v", err)
+	}
+	if err := g.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Regression (review): once a resumed upload's client had written past
+// what the gateway held, a write below it was still answered ok and its
+// bytes dropped, whatever they were; only the writes sent again, before
+// the first that goes further, are passed over.
+func TestResumedUploadRefusesRewritesAfterItsReplay(t *testing.T) {
+	ctx := context.Background()
+	c := testcluster.New(t, 7, layout.Geometry{K: 4, M: 2, ChunkSize: 64 << 10})
+	fsys := NewFS(c.Store, nil, Hooks{})
+	addr, first := serveFS(t, &xrootd.Server{Handler: fsys})
+	f, err := first.Open(ctx, "/w/obj", xrootd.OpenNew|xrootd.OpenUpdate|xrootd.OpenMkpath, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(ctx, bytes.Repeat([]byte("A"), 200_000), 0); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	again, err := xrootd.Dial(ctx, addr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	g, err := again.Open(ctx, "/w/obj", xrootd.OpenUpdate, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.WriteAt(ctx, bytes.Repeat([]byte("A"), 1000), 100_000); err != nil {
+		t.Fatalf("a write sent again: %v", err)
+	}
+	if _, err := g.WriteAt(ctx, bytes.Repeat([]byte("B"), 100_000), 200_000); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.WriteAt(ctx, bytes.Repeat([]byte("C"), 1000), 5_000); err == nil {
+		t.Fatal("a rewrite after the replay was answered ok")
+	}
+	if err := g.Close(ctx); err == nil {
+		t.Fatal("the close of an upload that refused a write succeeded")
+	}
+}
+
+// Regression (review): an upload whose open was refused after the fact
+// (past MaxOpenFiles) was kept for its client, which never had it,
+// taking one of the MaxParked places for a minute.
+func TestRefusedOpenIsNotKept(t *testing.T) {
+	ctx := context.Background()
+	c := testcluster.New(t, 7, layout.Geometry{K: 4, M: 2, ChunkSize: 64 << 10})
+	fsys := NewFS(c.Store, nil, Hooks{})
+	_, cl := serveFS(t, &xrootd.Server{Handler: fsys, Limits: xrootd.Limits{MaxOpenFiles: 1}})
+	if _, err := cl.Open(ctx, "/o/a", xrootd.OpenNew|xrootd.OpenUpdate|xrootd.OpenMkpath, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/o/b", "/o/c"} {
+		if _, err := cl.Open(ctx, p, xrootd.OpenNew|xrootd.OpenUpdate|xrootd.OpenMkpath, 0o644); err == nil {
+			t.Fatal("an open past MaxOpenFiles succeeded")
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Store.OpenTransfers() > 1 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	fsys.uploads.mu.Lock()
+	parked, known := fsys.uploads.parked, len(fsys.uploads.m)
+	fsys.uploads.mu.Unlock()
+	if n := c.Store.OpenTransfers(); n != 1 || parked != 0 || known != 1 {
+		t.Fatalf("after two refused opens: %d uploads open, %d kept, %d known; want 1, 0, 1", n, parked, known)
+	}
+}
+
+// uncheckedReader gives data, then fails as a connection that breaks
+// inside a page does, unchecked bytes of that page handed out.
+type uncheckedReader struct {
+	data      []byte
+	unchecked int64
+}
+
+func (r *uncheckedReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, errors.New("connection reset")
+	}
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
+
+func (r *uncheckedReader) Unchecked() int64 { return r.unchecked }
+
+// Regression (review): a kXR_pgwrite cut inside a page left that page's
+// bytes, never checked, in the upload that its client then took up
+// again; they are taken back, and the client sends them again.
+func TestCutPageIsTakenBack(t *testing.T) {
+	ctx := context.Background()
+	c := testcluster.New(t, 7, layout.Geometry{K: 4, M: 2, ChunkSize: 64 << 10})
+	fsys := NewFS(c.Store, nil, Hooks{})
+	xf, err := fsys.Open(ctx, "/cut", xrootd.OpenOptions{Flags: xrootd.OpenNew | xrootd.OpenUpdate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf := xf.(*writeFile)
+	r := &uncheckedReader{data: make([]byte, 10_000), unchecked: 10_000 - 8192}
+	if n, err := wf.WriteFrom(ctx, r, 0, 20_000); err == nil || n != 8192 {
+		t.Fatalf("a cut payload: %d bytes, %v; want the 8192 of its checked pages and an error", n, err)
+	}
+	if got := wf.w.Size(); got != 8192 || !wf.cut {
+		t.Fatalf("after the cut the upload holds %d bytes (cut %v); want the 8192 checked, and resumable", got, wf.cut)
+	}
+	wf.Discard(ctx)
 }

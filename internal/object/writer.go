@@ -915,6 +915,18 @@ func (w *Writer) SetUser(key, value string) {
 // abort), or nil while it can still succeed.
 func (w *Writer) Err() error { return w.stickyErr() }
 
+// Unwrite takes back the last n bytes written while they are still in the
+// block being filled (nothing of them encoded or sent), and reports
+// whether it could: bytes that turn out not to be the object's, such as
+// the part of a page whose checksum never came.
+func (w *Writer) Unwrite(n int64) bool {
+	if w.done || n < 0 || n > int64(w.fill) {
+		return false
+	}
+	w.fill -= int(n)
+	return true
+}
+
 // Size is the number of bytes written so far.
 func (w *Writer) Size() int64 { return w.size + int64(w.fill) }
 

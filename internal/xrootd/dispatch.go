@@ -502,7 +502,7 @@ func (s *session) doEndsess(sid StreamID, r *EndsessRequest) error {
 	if mine == nil || theirs == nil {
 		return Errorf(ErrNotFound, "endsess: no such session")
 	}
-	if mine.User != theirs.User || mine.PID != theirs.PID || mine.Holder != theirs.Holder ||
+	if mine.User != theirs.User || mine.PID != theirs.PID || mine.Holder != theirs.Holder || mine.Authenticated != theirs.Authenticated ||
 		remoteAddrPort(p.conn).Addr() != remoteAddrPort(s.conn).Addr() {
 		return Errorf(ErrNotAuthorized, "endsess: the session is another client's")
 	}
@@ -747,6 +747,10 @@ func (s *session) sendOpened(sid StreamID, f File, name string, writable bool, s
 func (s *session) discardFile(f File, writable bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), time.Minute)
 	defer cancel()
+	if d, ok := f.(FileDiscarder); ok && writable {
+		d.Discard(ctx)
+		return
+	}
 	if a, ok := f.(FileAborter); ok && writable {
 		a.Abort(ctx)
 		return

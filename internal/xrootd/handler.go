@@ -164,6 +164,24 @@ type FileAborter interface {
 	Abort(ctx context.Context) error
 }
 
+// FileDiscarder is implemented by files that are discarded otherwise
+// than Abort does when their client never saw them (an open refused
+// after the handler opened the file): Abort may keep an upload for its
+// client to take up again, which such a file has none to.
+type FileDiscarder interface {
+	Discard(ctx context.Context) error
+}
+
+// UncheckedReader is implemented by the payload reader of a kXR_pgwrite
+// that FileStreamWriter.WriteFrom receives: it hands out each page's
+// bytes before it has the checksum of the whole page. When the payload
+// breaks off inside a page, Unchecked is how many of the bytes read are
+// of that page, never checked.
+type UncheckedReader interface {
+	io.Reader
+	Unchecked() int64
+}
+
 // PersistOnCloser is implemented by file systems that honour kXR_posc
 // (OpenPOSC, persist on successful close): a file opened with it is kept
 // only if it is closed successfully, and removed when its client goes

@@ -156,6 +156,17 @@ type pageReader struct {
 	bad      *PageError // the first page that failed its checksum
 }
 
+var _ UncheckedReader = (*pageReader)(nil)
+
+// Unchecked implements UncheckedReader: the bytes handed out of a page
+// whose checksum was not checked yet.
+func (p *pageReader) Unchecked() int64 {
+	if p.pageLeft > 0 {
+		return int64(p.pageLen - p.pageLeft)
+	}
+	return 0
+}
+
 func (p *pageReader) Read(b []byte) (int, error) {
 	if p.pageLeft == 0 {
 		if p.raw == 0 {
