@@ -76,6 +76,18 @@ type Hooks struct {
 	// HTTP and S3 clients that send none are asked for them, which is
 	// not counted).
 	AuthFailure func(frontend, reason string)
+	// BrokenUpload is called for an upload whose root:// connection
+	// ended before its close (resume.go), with what became of it:
+	// "committed" (it held every byte announced), "kept" (for its
+	// client to take up again), "resumed", "expired" (not taken up in
+	// time) or "discarded".
+	BrokenUpload func(outcome string)
+}
+
+func (h *Hooks) broken(outcome string) {
+	if h.BrokenUpload != nil {
+		h.BrokenUpload(outcome)
+	}
 }
 
 // AuthFailed calls the AuthFailure hook, if any.
@@ -747,6 +759,7 @@ func (wf *writeFile) Abort(context.Context) (err error) {
 		if wf.uploads != nil {
 			wf.uploads.remove(wf)
 		}
+		wf.hooks.broken("discarded")
 		return wf.w.Abort()
 	}
 	defer func(start time.Time) { wf.hooks.done("close", start, err) }(time.Now())
@@ -758,10 +771,12 @@ func (wf *writeFile) Abort(context.Context) (err error) {
 		}
 		wf.log.Warn("an upload whose client went away after writing all of it could not be committed",
 			"path", wf.name, "size", wf.announced, "err", err)
+		wf.hooks.broken("discarded")
 		return mapErr(err)
 	}
 	wf.log.Info("an upload whose client went away after writing all of it was committed",
 		"path", wf.name, "size", wf.announced)
+	wf.hooks.broken("committed")
 	if wf.uploads != nil {
 		// Its client may not have had the answers to its last writes:
 		// its recovery sends them again, and then the close.

@@ -115,6 +115,9 @@ func (u *uploads) park(wf *writeFile) {
 			wf.log.Warn("an upload's connection broke before its close, with as many uploads kept for their clients as may be: discarded",
 				"path", wf.name, "kept", MaxParked)
 		}
+		if !wf.committed {
+			wf.hooks.broken("discarded")
+		}
 		wf.w.Abort()
 		return
 	}
@@ -130,6 +133,7 @@ func (u *uploads) park(wf *writeFile) {
 		}
 		u.mu.Unlock()
 		if mine && !wf.committed {
+			wf.hooks.broken("expired")
 			wf.w.Abort()
 			wf.log.Warn("an upload whose connection broke was not taken up again by its client: discarded",
 				"path", wf.name, "written", wf.w.Size(), "waited", u.parkFor)
@@ -137,6 +141,7 @@ func (u *uploads) park(wf *writeFile) {
 	})
 	close(wf.parked)
 	if !wf.committed {
+		wf.hooks.broken("kept")
 		wf.log.Info("an upload's connection broke before its close: kept for its client to take up again",
 			"path", wf.name, "written", wf.w.Size(), "for", u.parkFor)
 	}
@@ -160,6 +165,9 @@ func (f *FS) DiscardBrokenUploads() {
 	}
 	u.mu.Unlock()
 	for _, wf := range gone {
+		if !wf.committed {
+			wf.hooks.broken("discarded")
+		}
 		wf.w.Abort()
 	}
 }
@@ -205,6 +213,7 @@ func (u *uploads) resume(ctx context.Context, key uploadKey) (*writeFile, error)
 		// before is written, and the client sends the write again.
 		wf.err, wf.cut = nil, false
 	}
+	wf.hooks.broken("resumed")
 	wf.log.Info("an upload whose connection broke was taken up again by its client",
 		"path", wf.name, "written", wf.w.Size())
 	return wf, nil

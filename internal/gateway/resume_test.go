@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,7 +29,8 @@ import (
 func TestBrokenUploadIsTakenUpAgain(t *testing.T) {
 	ctx := context.Background()
 	c := testcluster.New(t, 7, layout.Geometry{K: 4, M: 2, ChunkSize: 64 << 10})
-	fsys := NewFS(c.Store, nil, Hooks{})
+	outcomes := &recorded{}
+	fsys := NewFS(c.Store, nil, Hooks{BrokenUpload: outcomes.add})
 	addr, _ := serveFS(t, &xrootd.Server{Handler: fsys})
 	dial := func(user string) *xrootd.Client {
 		cl, err := xrootd.Dial(ctx, addr, &xrootd.DialOptions{Username: user})
@@ -80,6 +83,9 @@ func TestBrokenUploadIsTakenUpAgain(t *testing.T) {
 	if got, err := c.Get("/r/obj"); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("object after the recovery: %d bytes, %v; want the %d written", len(got), err, len(data))
 	}
+	if got := outcomes.get(); !slices.Equal(got, []string{"kept", "resumed"}) {
+		t.Errorf("BrokenUpload hook: %q, want kept, resumed", got)
+	}
 	// A gap after a resume is still refused.
 	h, err := dial("alice").Open(ctx, "/r/gap", xrootd.OpenNew|xrootd.OpenUpdate|xrootd.OpenMkpath, 0o644)
 	if err != nil {
@@ -100,7 +106,8 @@ func TestBrokenUploadIsTakenUpAgain(t *testing.T) {
 func TestBrokenUploadNotTakenUpIsDiscarded(t *testing.T) {
 	ctx := context.Background()
 	c := testcluster.New(t, 7, layout.Geometry{K: 4, M: 2, ChunkSize: 64 << 10})
-	fsys := NewFS(c.Store, nil, Hooks{})
+	outcomes := &recorded{}
+	fsys := NewFS(c.Store, nil, Hooks{BrokenUpload: outcomes.add})
 	fsys.uploads.parkFor = 200 * time.Millisecond
 	addr, cl := serveFS(t, &xrootd.Server{Handler: fsys})
 	f, err := cl.Open(ctx, "/p/obj", xrootd.OpenNew|xrootd.OpenUpdate|xrootd.OpenMkpath, 0o644)
@@ -129,6 +136,27 @@ func TestBrokenUploadNotTakenUpIsDiscarded(t *testing.T) {
 	if _, err := again.Open(ctx, "/p/obj", xrootd.OpenUpdate, 0o644); err == nil {
 		t.Fatal("a discarded upload was taken up again")
 	}
+	if got := outcomes.get(); !slices.Equal(got, []string{"kept", "expired"}) {
+		t.Errorf("BrokenUpload hook: %q, want kept, expired", got)
+	}
+}
+
+// recorded collects what a hook is called with.
+type recorded struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (r *recorded) add(s string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, s)
+}
+
+func (r *recorded) get() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.got)
 }
 
 // A gateway that stops discards the uploads it kept for their clients,

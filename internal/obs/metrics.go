@@ -37,6 +37,7 @@ type Metrics struct {
 	pendingTemps   prometheus.Gauge
 	stuckCalls     *prometheus.GaugeVec
 	authFailures   *prometheus.CounterVec
+	brokenUploads  *prometheus.CounterVec
 	nodeOps        *prometheus.CounterVec
 	nodeLatency    *prometheus.HistogramVec
 	nodeBytes      *prometheus.CounterVec
@@ -115,6 +116,9 @@ func New() *Metrics {
 		pendingTemps: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ec_object_pending_temp_removals", Help: "Temporary archives of aborted writes whose node did not answer the abort, kept to be removed once it answers.",
 		}),
+		brokenUploads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ec_gateway_broken_uploads_total", Help: "root:// uploads whose connection ended before their close, by outcome: committed (every byte announced was there), kept (for the client's write recovery to take up again), resumed (taken up), expired (not taken up within a minute), discarded.",
+		}, []string{"outcome"}),
 		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ec_gateway_auth_failures_total", Help: "Requests refused for their credentials, by frontend (root, s3, http) and reason (credentials: wrong ones; permission: valid ones that do not allow it; anonymous: none, over root://).",
 		}, []string{"frontend", "reason"}),
@@ -138,7 +142,7 @@ func New() *Metrics {
 			Name: "ec_object_page_checksum_lookups_total", Help: "Random reads of a chunk's pages, by whether their page checksums were cached (hit) or read from the node (miss).",
 		}, []string{"result"}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.bytes, m.degradedReads, m.degradedWrites, m.nodeErrors, m.hedgedReads, m.slowNodes, m.healed, m.healedBytes, m.openTransfers, m.pendingTemps, m.stuckCalls, m.authFailures,
+	m.reg.MustRegister(m.requests, m.latency, m.bytes, m.degradedReads, m.degradedWrites, m.nodeErrors, m.hedgedReads, m.slowNodes, m.healed, m.healedBytes, m.openTransfers, m.pendingTemps, m.stuckCalls, m.authFailures, m.brokenUploads,
 		m.nodeOps, m.nodeLatency, m.nodeBytes, m.pageSums, m.damaged,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.pageHits, m.pageMisses = m.pageSums.WithLabelValues("hit"), m.pageSums.WithLabelValues("miss")
@@ -236,9 +240,10 @@ func (m *Metrics) clientBytes(direction string, n int) {
 // bytes.
 func (m *Metrics) GatewayHooks() gateway.Hooks {
 	return gateway.Hooks{
-		Request:     m.request,
-		Bytes:       m.clientBytes,
-		AuthFailure: func(frontend, reason string) { m.authFailures.WithLabelValues(frontend, reason).Inc() },
+		Request:      m.request,
+		Bytes:        m.clientBytes,
+		AuthFailure:  func(frontend, reason string) { m.authFailures.WithLabelValues(frontend, reason).Inc() },
+		BrokenUpload: func(outcome string) { m.brokenUploads.WithLabelValues(outcome).Inc() },
 	}
 }
 
