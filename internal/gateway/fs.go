@@ -659,7 +659,8 @@ func (wf *writeFile) WriteAt(_ context.Context, p []byte, off int64) (int, error
 // WriteFrom takes a large write straight from the client's connection
 // into the object's block buffers. If r fails part-way (connection lost,
 // page checksum mismatch), the object holds a partial write and is never
-// committed: Close then fails.
+// committed: Close then fails. (A connection that broke is not there to
+// close it: its client may take the upload up again, resume.go.)
 func (wf *writeFile) WriteFrom(_ context.Context, r io.Reader, off, n int64) (int64, error) {
 	done, err := wf.check(off, n)
 	if err != nil {
