@@ -632,7 +632,8 @@ func (s *session) removeFile(of *openFile) {
 }
 
 // closeAllFiles runs when the connection of a session (not a sub-stream)
-// ends: files the client left open are aborted (FileAborter) or closed.
+// ends: files the client left open are aborted (FileAborter) or closed,
+// all at once.
 func (s *session) closeAllFiles() {
 	s.mu.Lock()
 	left := make([]*openFile, 0, len(s.files))
@@ -643,18 +644,25 @@ func (s *session) closeAllFiles() {
 	}
 	s.mu.Unlock()
 	s.workers.Wait()
+	// Each on its own: an abort that takes long (an upload committed
+	// then) must not hold up another (one kept for its client, waiting
+	// to be taken up again).
+	var wg sync.WaitGroup
 	for _, of := range left {
-		of.readers.Wait()
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), time.Minute)
-		var err error
-		if a, ok := of.f.(FileAborter); ok && of.writable {
-			err = a.Abort(ctx)
-		} else {
-			err = of.f.Close(ctx)
-		}
-		cancel()
-		s.log.Debug("xrootd file left open at disconnect", "path", of.name, "writable", of.writable, "err", err)
+		wg.Go(func() {
+			of.readers.Wait()
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), time.Minute)
+			defer cancel()
+			var err error
+			if a, ok := of.f.(FileAborter); ok && of.writable {
+				err = a.Abort(ctx)
+			} else {
+				err = of.f.Close(ctx)
+			}
+			s.log.Debug("xrootd file left open at disconnect", "path", of.name, "writable", of.writable, "err", err)
+		})
 	}
+	wg.Wait()
 }
 
 // remoteAddrPort is conn's remote address, IPv4 addresses unmapped; the
