@@ -581,6 +581,9 @@ type writeFile struct {
 	// connection broke, and was committed then. Kept for its client,
 	// it answers the writes sent again and the close.
 	committed bool
+	// replay tells the writes a resumed upload's client sends again
+	// (replay.go).
+	replay replay
 }
 
 var (
@@ -611,16 +614,20 @@ func (wf *writeFile) check(off, n int64) (int64, error) {
 		wf.err = err
 		return 0, mapErr(err)
 	}
-	if size := wf.w.Size(); wf.resumed {
-		if off >= 0 && off < size && off+n <= size {
-			return n, nil
+	if size := wf.w.Size(); wf.resumed && off >= 0 && off != size {
+		if off > size {
+			return 0, errAfterGap
 		}
-		// The client's first write past what was written ends what
-		// it sends again: later writes are checked as usual.
-		wf.resumed = false
-		if off >= 0 && off < size {
-			return size - off, nil
+		k := min(n, size-off)
+		if !wf.replay.tookBefore(off, k) {
+			// As a write out of order below: the object would not be
+			// what the client meant, so it is never committed.
+			wf.err = xrootd.Errorf(xrootd.ErrUnsupported,
+				"%s: objects are written sequentially: a write at offset %d, below the %d bytes written, is not one sent before the connection broke",
+				wf.name, off, size)
+			return 0, wf.err
 		}
+		return k, nil
 	}
 	if off != wf.w.Size() {
 		err := xrootd.Errorf(xrootd.ErrUnsupported,
@@ -639,6 +646,12 @@ func (wf *writeFile) check(off, n int64) (int64, error) {
 
 func (wf *writeFile) WriteAt(_ context.Context, p []byte, off int64) (int, error) {
 	done, err := wf.check(off, int64(len(p)))
+	if err == errAfterGap {
+		if err := wf.keep(off, p, nil, int64(len(p))); err != nil {
+			return 0, mapErr(err)
+		}
+		return len(p), nil
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -648,8 +661,11 @@ func (wf *writeFile) WriteAt(_ context.Context, p []byte, off int64) (int, error
 	start := time.Now()
 	n, err := wf.w.Write(p[done:])
 	wf.written.Add(int64(n))
+	wf.replay.took(off, done+int64(n))
 	if err != nil {
 		wf.err = err
+	} else {
+		err = wf.join()
 	}
 	wf.hooks.done("write", start, err)
 	wf.hooks.bytes("write", n)
@@ -663,6 +679,12 @@ func (wf *writeFile) WriteAt(_ context.Context, p []byte, off int64) (int, error
 // close it: its client may take the upload up again, resume.go.)
 func (wf *writeFile) WriteFrom(_ context.Context, r io.Reader, off, n int64) (int64, error) {
 	done, err := wf.check(off, n)
+	if err == errAfterGap {
+		if err := wf.keep(off, nil, r, n); err != nil {
+			return 0, mapErr(err)
+		}
+		return n, nil
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -701,6 +723,10 @@ func (wf *writeFile) WriteFrom(_ context.Context, r io.Reader, off, n int64) (in
 			}
 		}
 	}
+	wf.replay.took(off, done+got)
+	if err == nil {
+		err = wf.join()
+	}
 	wf.hooks.done("write", start, err)
 	wf.hooks.bytes("write", int(got))
 	return done + got, mapErr(err)
@@ -725,6 +751,10 @@ func (wf *writeFile) Close(context.Context) (err error) {
 		return nil
 	}
 	defer func(start time.Time) { wf.hooks.done("close", start, err) }(time.Now())
+	if len(wf.replay.pending) > 0 && wf.err == nil {
+		wf.err = fmt.Errorf("writes from offset %d never joined the %d bytes before them", wf.replay.pending[0].off, wf.w.Size())
+	}
+	wf.dropPending()
 	if wf.err != nil {
 		wf.w.Abort()
 		return mapErr(fmt.Errorf("%s not stored: an earlier write failed: %w", wf.name, wf.err))
@@ -736,6 +766,7 @@ func (wf *writeFile) Close(context.Context) (err error) {
 // Discard drops an upload its client never saw (its open refused after
 // the fact): there is nothing to keep it for.
 func (wf *writeFile) Discard(context.Context) error {
+	wf.dropPending()
 	if wf.uploads != nil {
 		wf.uploads.remove(wf)
 	}
@@ -757,6 +788,7 @@ func (wf *writeFile) Abort(context.Context) (err error) {
 		wf.uploads.park(wf)
 		return nil
 	case !whole:
+		wf.dropPending()
 		if wf.uploads != nil {
 			wf.uploads.remove(wf)
 		}

@@ -60,19 +60,24 @@ func TestBrokenUploadIsTakenUpAgain(t *testing.T) {
 		t.Fatal("another client took up the upload")
 	}
 	// Its own client does, and sends again the writes it had no answer
-	// for: one the gateway had whole, then one that straddles the end of
-	// what was written.
+	// for, in no set order, as XrdCl does: one after a gap (kept until
+	// the gap is filled), one the gateway had whole, one that fills the
+	// gap. A write below what is written that is not one of those is
+	// refused.
 	g, err := dial("alice").Open(ctx, "/r/obj", xrootd.OpenUpdate|xrootd.OpenMkpath, 0o644)
 	if err != nil {
 		t.Fatalf("the recovery open: %v", err)
 	}
-	if _, err := g.WriteAt(ctx, data[650_000:700_000], 650_000); err != nil {
+	if _, err := g.WriteAt(ctx, data[800_000:900_000], 800_000); err != nil {
+		t.Fatalf("a write sent again after a gap: %v", err)
+	}
+	if _, err := g.WriteAt(ctx, data[600_000:700_000], 600_000); err != nil {
 		t.Fatalf("a write sent again, written whole already: %v", err)
 	}
-	if _, err := g.WriteAt(ctx, data[600_000:800_000], 600_000); err != nil {
-		t.Fatalf("a write sent again: %v", err)
+	if _, err := g.WriteAt(ctx, data[700_000:800_000], 700_000); err != nil {
+		t.Fatalf("a write sent again that fills the gap: %v", err)
 	}
-	for off := 800_000; off < len(data); off += 100_000 {
+	for off := 900_000; off < len(data); off += 100_000 {
 		if _, err := g.WriteAt(ctx, data[off:min(off+100_000, len(data))], int64(off)); err != nil {
 			t.Fatal(err)
 		}
@@ -306,8 +311,8 @@ func TestBrokenUploadOfATokenHolderIsNotAnonymousClients(t *testing.T) {
 
 // Regression (review): once a resumed upload's client had written past
 // what the gateway held, a write below it was still answered ok and its
-// bytes dropped, whatever they were; only the writes sent again, before
-// the first that goes further, are passed over.
+// bytes dropped, whatever they were; only a write the gateway took
+// before the break (same offset, its length) is passed over.
 func TestResumedUploadRefusesRewritesAfterItsReplay(t *testing.T) {
 	ctx := context.Background()
 	c := testcluster.New(t, 7, layout.Geometry{K: 4, M: 2, ChunkSize: 64 << 10})
@@ -330,7 +335,7 @@ func TestResumedUploadRefusesRewritesAfterItsReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.WriteAt(ctx, bytes.Repeat([]byte("A"), 1000), 100_000); err != nil {
+	if _, err := g.WriteAt(ctx, bytes.Repeat([]byte("A"), 200_000), 0); err != nil {
 		t.Fatalf("a write sent again: %v", err)
 	}
 	if _, err := g.WriteAt(ctx, bytes.Repeat([]byte("B"), 100_000), 200_000); err != nil {
