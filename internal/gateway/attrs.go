@@ -250,6 +250,13 @@ func (wf *writeFile) AllAttrs(context.Context) ([]xrootd.Attr, error) {
 // that would take the object's attributes past MaxObjectAttrs or
 // MaxObjectAttrBytes is refused whole, setting none.
 func (wf *writeFile) SetAttrs(_ context.Context, attrs []xrootd.Attr, onlyNew bool) ([]xrootd.Attr, error) {
+	if wf.committed {
+		// Committed when its connection broke (writeFile.Abort): an
+		// attribute its client sends again, or for the first time
+		// (xrdcp --xattr sets them after the last write), would be
+		// lost.
+		return nil, immutable("set", wf.name)
+	}
 	wf.attrs.mu.Lock()
 	defer wf.attrs.mu.Unlock()
 	next := maps.Clone(wf.attrs.attrs)
@@ -285,6 +292,9 @@ func (wf *writeFile) SetAttrs(_ context.Context, attrs []xrootd.Attr, onlyNew bo
 // DelAttrs implements xrootd.FileAttrKeeper: the attributes are not kept
 // with the object.
 func (wf *writeFile) DelAttrs(_ context.Context, names []string) ([]xrootd.Attr, error) {
+	if wf.committed {
+		return nil, immutable("del", wf.name)
+	}
 	wf.attrs.mu.Lock()
 	defer wf.attrs.mu.Unlock()
 	out := make([]xrootd.Attr, len(names))

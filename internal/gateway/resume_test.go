@@ -253,6 +253,11 @@ func TestRecoveryOfAnUploadCommittedAtTheBreak(t *testing.T) {
 	if _, err := g.WriteAt(ctx, []byte("more"), int64(len(data))); err == nil {
 		t.Error("a write past the committed size succeeded")
 	}
+	// xrdcp --xattr sets attributes after the last write: one that
+	// comes to an upload committed at the break fails, not lost.
+	if _, err := g.SetAttrs(ctx, []xrootd.Attr{{Name: "run", Value: []byte("7")}}, false); err == nil {
+		t.Error("an attribute set on an upload committed at the break succeeded")
+	}
 	if err := g.Close(ctx); err != nil {
 		t.Fatalf("close: %v", err)
 	}
